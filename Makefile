@@ -1,0 +1,38 @@
+# jenkins-dispatch — every target creates or reuses the virtualenv in $(VENV).
+VENV ?= .venv
+PYTHON ?= python3
+PY := $(VENV)/bin/python
+export SAM_CLI_TELEMETRY := 0
+
+.PHONY: install test test-fast lint bench demo clean
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+# The whole suite: lint, then every test against a real PostgreSQL (DATABASE_URL, else 127.0.0.1:5432,
+# else an embedded server) and the Jenkins emulator over real HTTP.
+test: install lint
+	$(PY) -m pytest
+
+test-fast: install
+	$(PY) -m pytest -x -q
+
+lint: install
+	$(VENV)/bin/ruff check .
+	@if [ -f sam.mk ]; then $(MAKE) --no-print-directory lint-sam; fi
+
+bench: install
+	$(PY) -m benchmarks
+
+demo: install
+	$(PY) -m jenkins_dispatch.demo
+
+clean:
+	rm -rf .aws-sam .pytest_cache .ruff_cache .hypothesis
+
+-include sam.mk

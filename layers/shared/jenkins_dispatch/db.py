@@ -1,0 +1,207 @@
+"""Connections to PostgreSQL: TLS that always verifies, session timeouts, clear errors.
+
+The SQL itself lives in ``queue.py``; this module only knows how to open, check and close a session.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pg8000.native
+from pg8000.exceptions import DatabaseError, InterfaceError
+
+from .config import DatabaseSettings
+from .errors import ConfigError, DatabaseUnavailable
+
+# The layer build drops AWS's RDS CA bundle here (see layers/shared/Makefile).
+BUNDLED_RDS_CA = Path(__file__).with_name("rds-ca-bundle.pem")
+
+# A warm Lambda may sleep for minutes; after that long idle, check the session before trusting it.
+IDLE_CHECK_SECONDS = 30.0
+
+Row = dict
+
+
+def tls_context(settings: DatabaseSettings) -> ssl.SSLContext:
+    """System roots (RDS Proxy uses ACM certificates) plus the RDS CA bundle (instance endpoints)."""
+    context = ssl.create_default_context()
+    bundle = settings.ca_bundle or (str(BUNDLED_RDS_CA) if BUNDLED_RDS_CA.exists() else None)
+    if bundle:
+        try:
+            context.load_verify_locations(cafile=bundle)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError(f"DB_CA_BUNDLE: cannot load CA bundle {bundle}: {exc}") from None
+    context.check_hostname = True
+    context.verify_mode = ssl.CERT_REQUIRED
+    return context
+
+
+def _iam_token(settings: DatabaseSettings) -> str:
+    import boto3  # only on AWS, only with IAM auth
+
+    client = boto3.client("rds", region_name=settings.region)
+    return client.generate_db_auth_token(settings.host, settings.port, settings.user)
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, DatabaseError) and exc.args and isinstance(exc.args[0], dict):
+        fields = exc.args[0]
+        return f"{fields.get('M', 'error')} (SQLSTATE {fields.get('C', '?')})"
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return f"the server's TLS certificate could not be verified: {exc.verify_message}"
+    text = str(exc) or type(exc).__name__
+    return text.splitlines()[0]
+
+
+class Database:
+    """One session to PostgreSQL, opened lazily and reopened after it breaks.
+
+    Not thread-safe: give each thread its own ``Database``.
+    """
+
+    def __init__(self, settings: DatabaseSettings, application_name: str = "jenkins-dispatch"):
+        self.settings = settings
+        self.application_name = application_name
+        self._conn: pg8000.native.Connection | None = None
+        self._last_used = 0.0
+        self._in_transaction = False
+        self.statements = 0  # round trips issued, for benchmarks and tests
+        self.last_row_count = 0
+
+    # ------------------------------------------------------------------ session
+    def _connect(self) -> pg8000.native.Connection:
+        s = self.settings
+        password = _iam_token(s) if s.iam_auth else s.password
+        kwargs = dict(
+            user=s.user,
+            password=password,
+            database=s.dbname,
+            timeout=s.connect_timeout_seconds,
+            application_name=self.application_name,
+        )
+        if s.unix_socket:
+            kwargs["unix_sock"] = s.unix_socket
+        else:
+            kwargs["host"] = s.host
+            kwargs["port"] = s.port
+            if s.tls == "verify":
+                kwargs["ssl_context"] = tls_context(s)
+        try:
+            conn = pg8000.native.Connection(**kwargs)
+        except (InterfaceError, DatabaseError, OSError, ssl.SSLError) as exc:
+            raise DatabaseUnavailable(f"cannot connect to PostgreSQL at {s.describe()}: {_reason(exc)}") from None
+        # pg8000 applies the connect timeout to every later read too; a statement may legitimately run
+        # up to statement_timeout, so widen the socket's limit to that plus a margin.
+        usock = getattr(conn, "_usock", None)
+        if usock is not None:
+            usock.settimeout(s.statement_timeout_ms / 1000 + 10)
+        try:
+            # One round trip. Our sessions never hold a snapshot for long: bounded statements, and
+            # a transaction left idle is killed by the server rather than stalling vacuum.
+            conn.run(
+                f"SET statement_timeout = {int(s.statement_timeout_ms)}; "
+                f"SET idle_in_transaction_session_timeout = {int(s.idle_in_transaction_timeout_ms)}; "
+                "SET lock_timeout = 5000"
+            )
+        except (InterfaceError, DatabaseError, OSError) as exc:
+            raise DatabaseUnavailable(f"PostgreSQL at {s.describe()} refused the session: {_reason(exc)}") from None
+        return conn
+
+    def connection(self) -> pg8000.native.Connection:
+        now = time.monotonic()
+        if self._conn is not None and not self._in_transaction and now - self._last_used > IDLE_CHECK_SECONDS:
+            try:
+                self._conn.run("SELECT 1")
+            except (InterfaceError, DatabaseError, OSError):
+                self._drop()
+        if self._conn is None:
+            self._conn = self._connect()
+        self._last_used = now
+        return self._conn
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception:
+                pass
+        self._conn = None
+        self._in_transaction = False
+
+    def close(self) -> None:
+        self._drop()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ statements
+    def run(self, sql: str, **params) -> list[Row]:
+        """Run one statement; rows come back as dicts keyed by column name."""
+        conn = self.connection()
+        self.statements += 1
+        try:
+            rows = conn.run(sql, **params)
+        except (InterfaceError, OSError, socket.timeout) as exc:
+            self._drop()
+            raise DatabaseUnavailable(
+                f"lost the connection to PostgreSQL at {self.settings.describe()}: {_reason(exc)}"
+            ) from None
+        self.last_row_count = conn.row_count
+        if not rows:
+            return []
+        names = [c["name"] for c in conn.columns]
+        return [dict(zip(names, row, strict=True)) for row in rows]
+
+    def run_script(self, sql: str) -> None:
+        """Run several statements in one round trip (simple query protocol, no parameters)."""
+        conn = self.connection()
+        self.statements += 1
+        try:
+            conn.run(sql)
+        except (InterfaceError, OSError) as exc:
+            self._drop()
+            raise DatabaseUnavailable(
+                f"lost the connection to PostgreSQL at {self.settings.describe()}: {_reason(exc)}"
+            ) from None
+
+    @contextmanager
+    def transaction(self):
+        """BEGIN … COMMIT, ROLLBACK on any error. Never hold one across an HTTP call."""
+        if self._in_transaction:
+            raise RuntimeError("nested transaction")
+        self.run("BEGIN")
+        self._in_transaction = True
+        try:
+            yield self
+        except BaseException:
+            self._in_transaction = False
+            if self._conn is not None:
+                try:
+                    self._conn.run("ROLLBACK")
+                except Exception:
+                    self._drop()
+            raise
+        else:
+            self._in_transaction = False
+            self.run("COMMIT")
+
+
+def is_sqlstate(exc: BaseException, *codes: str) -> bool:
+    return (
+        isinstance(exc, DatabaseError)
+        and bool(exc.args)
+        and isinstance(exc.args[0], dict)
+        and exc.args[0].get("C") in codes
+    )
+
+
+def database_error_message(exc: DatabaseError) -> str:
+    return _reason(exc)
+

@@ -1,0 +1,369 @@
+"""The queue: the only room that speaks SQL.
+
+Statements live in ``sql/queries.sql`` and migrations in ``sql/migrations/``; this module loads them by
+name and gives each transition a Python function named after what it does. Callers never see SQL, so a
+second dialect (MySQL 8 / MariaDB) can be added behind the same functions.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pg8000.exceptions import DatabaseError
+
+from .db import Database, Row, database_error_message, is_sqlstate
+from .errors import Conflict, InvalidInput, MigrationError, NotFound
+
+SQL_DIR = Path(__file__).with_name("sql")
+MIGRATIONS_DIR = SQL_DIR / "migrations"
+MIGRATION_LOCK_KEY = 4206101978  # pg_advisory_xact_lock key, shared by every `migrate` run
+FINAL_STATUSES = ("completed", "failed", "cancelled")
+STATUSES = ("pending", "processing", *FINAL_STATUSES)
+ACTORS = ("dispatcher", "webhook", "reconciler", "operator")
+
+
+def _load_queries() -> dict[str, str]:
+    text = (SQL_DIR / "queries.sql").read_text()
+    queries: dict[str, str] = {}
+    for block in re.split(r"^-- name: ", text, flags=re.M)[1:]:
+        name, _, body = block.partition("\n")
+        queries[name.strip()] = body.strip().rstrip(";")
+    return queries
+
+
+QUERIES = _load_queries()
+
+
+# --------------------------------------------------------------------------- what callers get back
+
+
+@dataclass(frozen=True)
+class ClaimedJob:
+    id: int
+    job_name: str
+    parameters: dict
+    attempts: int
+    max_attempts: int
+    dispatch_id: str
+
+
+@dataclass(frozen=True)
+class ExpiredLease:
+    id: int
+    job_name: str
+    parameters: dict
+    attempts: int
+    max_attempts: int
+    dispatch_id: str
+    jenkins_queue_id: int | None
+    build_number: int | None
+    build_url: str | None
+
+
+@dataclass(frozen=True)
+class EnqueueResult:
+    id: int
+    created: bool  # False: an unfinished row with the same dedupe_key already existed
+
+
+def _json(value: Any) -> dict:
+    if isinstance(value, str):
+        value = json.loads(value)
+    return value
+
+
+def _claimed(row: Row) -> ClaimedJob:
+    return ClaimedJob(
+        id=row["id"],
+        job_name=row["job_name"],
+        parameters=_json(row["parameters"]),
+        attempts=row["attempts"],
+        max_attempts=row["max_attempts"],
+        dispatch_id=row["dispatch_id"],
+    )
+
+
+def _constraint_message(exc: DatabaseError) -> str:
+    fields = exc.args[0] if exc.args and isinstance(exc.args[0], dict) else {}
+    constraint = fields.get("n", "")
+    readable = {
+        "jenkins_jobs_queue_status_check": "status must be one of " + ", ".join(STATUSES),
+        "jenkins_jobs_queue_job_name_check": "job name must not be empty (and at most 1024 characters)",
+        "jenkins_jobs_queue_parameters_check": "parameters must be a JSON object",
+        "jenkins_jobs_queue_max_attempts_check": "max attempts must be at least 1",
+        "jenkins_jobs_queue_attempts_check": "attempts must not be negative",
+        "jenkins_job_limits_max_in_flight_check": "a cap must be 0 or more",
+        "jenkins_job_limits_job_name_check": "job name must not be empty",
+        "jenkins_jobs_queue_dedupe_key": "another unfinished job has the same dedupe key",
+    }
+    return readable.get(constraint, database_error_message(exc))
+
+
+class Queue:
+    """Queue operations on one database session. Every method is one round trip unless it says so."""
+
+    def __init__(self, db: Database, lease_seconds: int = 300):
+        self.db = db
+        self.lease_seconds = lease_seconds
+
+    def _run(self, name: str, **params) -> list[Row]:
+        try:
+            return self.db.run(QUERIES[name], **params)
+        except DatabaseError as exc:
+            if is_sqlstate(exc, "23514", "23505", "23502", "22P02", "22007", "22008", "22003"):
+                raise InvalidInput(_constraint_message(exc)) from None
+            raise
+
+    # ------------------------------------------------------------------ enqueue
+    def enqueue(
+        self,
+        job_name: str,
+        parameters: dict | None = None,
+        *,
+        priority: int = 0,
+        scheduled_at: datetime | str | None = None,
+        max_attempts: int = 3,
+        dedupe_key: str | None = None,
+        actor: str = "operator",
+    ) -> EnqueueResult:
+        parameters = {} if parameters is None else parameters
+        if not isinstance(parameters, dict):
+            raise InvalidInput("parameters must be a JSON object (a dict)")
+        if not isinstance(job_name, str) or not job_name.strip():
+            raise InvalidInput("job name must not be empty")
+        if isinstance(scheduled_at, datetime):
+            scheduled_at = scheduled_at.isoformat()
+        rows = self._run(
+            "enqueue",
+            job_name=job_name,
+            parameters=json.dumps(parameters),
+            priority=priority,
+            scheduled_at=scheduled_at,
+            max_attempts=max_attempts,
+            dedupe_key=dedupe_key,
+            actor=actor,
+        )
+        if not rows and dedupe_key is not None:
+            # The duplicate committed after our statement's snapshot: look again with a fresh one.
+            rows = [dict(r, created=False) for r in self._run("find_open_by_dedupe_key", dedupe_key=dedupe_key)]
+        if not rows:
+            # The row holding the key finished in between; enqueue anew.
+            return self.enqueue(job_name, parameters, priority=priority, scheduled_at=scheduled_at,
+                                max_attempts=max_attempts, dedupe_key=dedupe_key, actor=actor)
+        return EnqueueResult(id=rows[0]["id"], created=rows[0]["created"])
+
+    # ------------------------------------------------------------------ claim
+    def caps_in_force(self, max_in_flight: int | None) -> bool:
+        """Whether claims must go through the capped path (checked once per pass)."""
+        if max_in_flight is not None:
+            return True
+        return bool(self._run("caps_in_force")[0]["any_job_limits"])
+
+    def claim_batch(
+        self, batch_size: int, *, capped: bool = False, max_in_flight: int | None = None,
+        actor: str = "dispatcher",
+    ) -> list[ClaimedJob]:
+        """Claim up to ``batch_size`` eligible rows.
+
+        Uncapped: ONE statement. Capped: the same statement shape after a transaction-scoped advisory
+        lock, so concurrent claimers see each other's claims and no cap is ever exceeded.
+        """
+        params = dict(batch_size=batch_size, lease_seconds=self.lease_seconds, actor=actor)
+        if not capped:
+            rows = self._run("claim_batch", **params)
+        else:
+            with self.db.transaction():
+                self._run("lock_caps")
+                rows = self._run("claim_batch_capped", max_in_flight=max_in_flight, **params)
+        return [_claimed(r) for r in rows]
+
+    # ------------------------------------------------------------------ fenced transitions
+    def mark_triggered(
+        self, job: ClaimedJob | ExpiredLease, queue_id: int, *, event: str = "triggered",
+        actor: str = "dispatcher", detail: str | None = None, build_number: int | None = None,
+        build_url: str | None = None,
+    ) -> bool:
+        rows = self._run(
+            "mark_triggered", id=job.id, dispatch_id=job.dispatch_id, queue_id=queue_id,
+            build_number=build_number, build_url=build_url, lease_seconds=self.lease_seconds,
+            event=event, actor=actor, detail=detail or f"Jenkins queue item {queue_id}",
+        )
+        return bool(rows)
+
+    def record_progress(
+        self, job_id: int, dispatch_id: str, *, build_number: int | None = None, build_url: str | None = None,
+        queue_id: int | None = None, started: bool = False, event: str = "started", actor: str = "webhook",
+        detail: str | None = None,
+    ) -> bool:
+        rows = self._run(
+            "record_progress", id=job_id, dispatch_id=dispatch_id, build_number=build_number,
+            build_url=build_url, queue_id=queue_id, started=started, event=event, actor=actor, detail=detail,
+        )
+        return bool(rows)
+
+    def settle(
+        self, job_id: int, dispatch_id: str, status: str, *, result: str | None = None,
+        error: str | None = None, build_number: int | None = None, build_url: str | None = None,
+        actor: str = "dispatcher",
+    ) -> bool:
+        if status not in FINAL_STATUSES:
+            raise ValueError(f"settle needs a final status, got {status!r}")
+        rows = self._run(
+            "settle", id=job_id, dispatch_id=dispatch_id, status=status, result=result, error=error,
+            build_number=build_number, build_url=build_url, actor=actor,
+        )
+        return bool(rows)
+
+    def retry_later(
+        self, job_id: int, dispatch_id: str, delay_seconds: float, error: str, *, actor: str = "dispatcher"
+    ) -> str | None:
+        """Returns the new status ('pending', or 'failed' once attempts are spent), None if fenced out."""
+        rows = self._run(
+            "retry_later", id=job_id, dispatch_id=dispatch_id, delay_seconds=float(delay_seconds),
+            error=error, actor=actor,
+        )
+        return rows[0]["status"] if rows else None
+
+    def release(self, job_id: int, dispatch_id: str, reason: str | None = None, *, actor: str = "dispatcher") -> bool:
+        rows = self._run("release", id=job_id, dispatch_id=dispatch_id, reason=reason, actor=actor)
+        return bool(rows)
+
+    def take_expired_leases(self, limit: int = 100) -> list[ExpiredLease]:
+        rows = self._run("take_expired_leases", limit=limit, lease_seconds=self.lease_seconds)
+        return [
+            ExpiredLease(
+                id=r["id"], job_name=r["job_name"], parameters=_json(r["parameters"]), attempts=r["attempts"],
+                max_attempts=r["max_attempts"], dispatch_id=r["dispatch_id"],
+                jenkins_queue_id=r["jenkins_queue_id"], build_number=r["build_number"], build_url=r["build_url"],
+            )
+            for r in rows
+        ]
+
+    def spend_attempt(self, job_id: int, dispatch_id: str, *, actor: str = "reconciler") -> int | None:
+        """One more attempt for a re-trigger with the same dispatch_id; None when none are left."""
+        rows = self._run(
+            "spend_attempt", id=job_id, dispatch_id=dispatch_id, lease_seconds=self.lease_seconds, actor=actor
+        )
+        return rows[0]["attempts"] if rows else None
+
+    # ------------------------------------------------------------------ operator
+    def get(self, job_id: int) -> Row:
+        rows = self._run("get_job", id=job_id)
+        if not rows:
+            raise NotFound(f"no job with id {job_id}")
+        row = rows[0]
+        row["parameters"] = _json(row["parameters"])
+        return row
+
+    def events(self, job_id: int) -> list[Row]:
+        return self._run("job_events", id=job_id)
+
+    def find_by_dispatch_id(self, dispatch_id: str) -> Row | None:
+        rows = self._run("get_job_by_dispatch_id", dispatch_id=dispatch_id)
+        return rows[0] if rows else None
+
+    def find_by_queue_id(self, job_name: str, queue_id: int) -> Row | None:
+        rows = self._run("get_job_by_queue_id", job_name=job_name, queue_id=queue_id)
+        return rows[0] if rows else None
+
+    def was_dispatched(self, dispatch_id: str) -> bool:
+        return bool(self._run("was_dispatched", dispatch_id=dispatch_id))
+
+    def cancel_pending(self, job_id: int, reason: str = "cancelled by operator", *, actor: str = "operator") -> bool:
+        return bool(self._run("cancel_pending", id=job_id, reason=reason, actor=actor))
+
+    def retry_final(self, job_id: int, reason: str = "retried by operator", *, actor: str = "operator") -> None:
+        try:
+            rows = self._run("retry_final", id=job_id, reason=reason, actor=actor)
+        except InvalidInput as exc:
+            raise Conflict(f"job {job_id} cannot be retried: {exc}") from None
+        if not rows:
+            row = self.get(job_id)  # raises NotFound
+            raise Conflict(f"job {job_id} is {row['status']}: only completed, failed or cancelled jobs can be retried")
+
+    def list_jobs(
+        self, *, status: str | None = None, job_name: str | None = None, since: datetime | str | None = None,
+        before_id: int | None = None, limit: int = 50,
+    ) -> list[Row]:
+        if status is not None and status not in STATUSES:
+            raise InvalidInput(f"unknown status {status!r}: use one of {', '.join(STATUSES)}")
+        if isinstance(since, datetime):
+            since = since.isoformat()
+        return self._run("list_jobs", status=status, job_name=job_name, since=since, before_id=before_id, limit=limit)
+
+    def prune(self, older_than_days: float, batch: int = 1000) -> int:
+        """Delete finished rows older than the cutoff in bounded batches; returns how many went."""
+        if older_than_days < 0:
+            raise InvalidInput("the age must not be negative")
+        total = 0
+        while True:
+            self._run("prune_batch", days=float(older_than_days), batch=batch)
+            deleted = self.db.last_row_count
+            total += deleted
+            if deleted < batch:
+                return total
+
+    def set_limit(self, job_name: str, max_in_flight: int) -> None:
+        if max_in_flight < 0:
+            raise InvalidInput("a cap must be 0 or more (0 pauses the job)")
+        self._run("set_limit", job_name=job_name, max_in_flight=max_in_flight)
+
+    def remove_limit(self, job_name: str) -> bool:
+        return bool(self._run("remove_limit", job_name=job_name))
+
+    def limits(self) -> list[Row]:
+        return self._run("list_limits")
+
+    def stats(self) -> Row:
+        return self._run("stats")[0]
+
+    def stats_per_job(self) -> list[Row]:
+        return self._run("stats_per_job")
+
+    def in_flight_counts(self) -> dict[str, int]:
+        return {r["job_name"]: r["n"] for r in self._run("in_flight_counts")}
+
+
+# --------------------------------------------------------------------------- migrations
+
+
+def migration_files() -> list[tuple[int, str, Path]]:
+    found = []
+    for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
+        number, _, name = path.stem.partition("_")
+        found.append((int(number), name, path))
+    return found
+
+
+def migrate(db: Database) -> list[str]:
+    """Apply pending migrations in order, in one transaction under an advisory lock.
+
+    Safe to run concurrently (the second run waits, then finds nothing to do) and idempotent.
+    Returns the names of the migrations applied by this call.
+    """
+    applied_now: list[str] = []
+    try:
+        with db.transaction():
+            db.run(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})")
+            db.run(
+                "CREATE TABLE IF NOT EXISTS jenkins_dispatch_migrations ("
+                " version integer PRIMARY KEY, name text NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            done = {r["version"] for r in db.run("SELECT version FROM jenkins_dispatch_migrations")}
+            for version, name, path in migration_files():
+                if version in done:
+                    continue
+                db.run_script(path.read_text())
+                db.run(
+                    "INSERT INTO jenkins_dispatch_migrations (version, name) VALUES (:v, :n)", v=version, n=name
+                )
+                applied_now.append(f"{version:04d}_{name}")
+    except DatabaseError as exc:
+        raise MigrationError(f"migration failed: {database_error_message(exc)}") from None
+    return applied_now

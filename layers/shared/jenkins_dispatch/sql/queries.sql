@@ -1,0 +1,390 @@
+-- Every statement jenkins-dispatch runs against jenkins_jobs_queue, in one place.
+--
+-- Each block starts with "-- name: NAME" and is loaded by queue.py under that name.
+-- Rules every statement here follows:
+--   * one round trip per transition; the job_events row is written by the same statement
+--     (a data-modifying CTE), so history can never disagree with the row;
+--   * every transition out of 'processing' is fenced on (id, dispatch_id, status = 'processing'):
+--     a stale worker, or a late callback from an earlier attempt, changes nothing;
+--   * a final row (completed, failed, cancelled) is never touched again except by the operator's retry.
+
+-- name: enqueue
+-- A second enqueue with the same dedupe_key while one is unfinished returns the existing id.
+WITH inserted AS (
+    INSERT INTO jenkins_jobs_queue (job_name, parameters, priority, scheduled_at, max_attempts, dedupe_key)
+    VALUES (:job_name, CAST(:parameters AS jsonb), :priority,
+            coalesce(CAST(:scheduled_at AS timestamptz), now()), :max_attempts, :dedupe_key)
+    ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL AND status IN ('pending', 'processing')
+    DO NOTHING
+    RETURNING id, scheduled_at
+), logged AS (
+    INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, actor, detail)
+    SELECT id, 'enqueued', NULL, 'pending', :actor,
+           CASE WHEN scheduled_at > now() THEN 'not before ' || to_char(scheduled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC' END
+    FROM inserted
+)
+SELECT id, true AS created FROM inserted
+UNION ALL
+SELECT id, false AS created FROM jenkins_jobs_queue
+WHERE dedupe_key = :dedupe_key AND status IN ('pending', 'processing') AND NOT EXISTS (SELECT 1 FROM inserted);
+
+-- name: find_open_by_dedupe_key
+SELECT id FROM jenkins_jobs_queue
+WHERE dedupe_key = :dedupe_key AND status IN ('pending', 'processing');
+
+-- name: claim_batch
+-- Eligible rows in the seed's order, locked without waiting on rows other workers hold, then marked
+-- processing with a fresh dispatch_id and a lease. Reads only the partial claim index.
+WITH picked AS MATERIALIZED (
+    SELECT id FROM jenkins_jobs_queue
+    WHERE status = 'pending' AND scheduled_at <= now()
+    ORDER BY priority DESC, scheduled_at, id
+    LIMIT :batch_size
+    FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE jenkins_jobs_queue q
+    SET status = 'processing',
+        attempts = q.attempts + 1,
+        dispatch_id = 'jd-' || q.id || '-' || substr(md5(gen_random_uuid()::text), 1, 10),
+        lease_expires_at = now() + make_interval(secs => :lease_seconds),
+        jenkins_queue_id = NULL, build_number = NULL, build_url = NULL, jenkins_result = NULL,
+        started_at = NULL, updated_at = now()
+    FROM picked
+    WHERE q.id = picked.id
+    RETURNING q.id, q.job_name, q.parameters, q.priority, q.scheduled_at, q.attempts, q.max_attempts,
+              q.dispatch_id, q.lease_expires_at
+), logged AS (
+    INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
+    SELECT id, 'claimed', 'pending', 'processing', dispatch_id, :actor,
+           'attempt ' || attempts || ' of ' || max_attempts
+    FROM claimed
+)
+SELECT id, job_name, parameters, attempts, max_attempts, dispatch_id, lease_expires_at
+FROM claimed ORDER BY priority DESC, scheduled_at, id;
+
+-- name: lock_caps
+-- Capped claims run one at a time (transaction-scoped lock), each seeing every earlier claim committed.
+SELECT pg_advisory_xact_lock(4206101977);
+
+-- name: claim_batch_capped
+-- As claim_batch, but never lets the processing rows of a job_name exceed its jenkins_job_limits
+-- entry, nor all processing rows exceed :max_in_flight (NULL: no global cap). Run after lock_caps.
+WITH in_flight AS (
+    SELECT job_name, count(*) AS n FROM jenkins_jobs_queue WHERE status = 'processing' GROUP BY job_name
+), job_room AS (
+    SELECT l.job_name, greatest(l.max_in_flight - coalesce(f.n, 0), 0) AS room
+    FROM jenkins_job_limits l LEFT JOIN in_flight f USING (job_name)
+), global_room AS (
+    SELECT CASE WHEN CAST(:max_in_flight AS integer) IS NULL THEN :batch_size
+                ELSE least(:batch_size, greatest(CAST(:max_in_flight AS integer)
+                                                 - coalesce((SELECT sum(n) FROM in_flight), 0), 0))
+           END AS room
+), picked AS MATERIALIZED (
+    SELECT q.id, q.job_name, q.priority, q.scheduled_at FROM jenkins_jobs_queue q
+    WHERE q.status = 'pending' AND q.scheduled_at <= now()
+      AND NOT EXISTS (SELECT 1 FROM job_room r WHERE r.job_name = q.job_name AND r.room = 0)
+    ORDER BY q.priority DESC, q.scheduled_at, q.id
+    LIMIT (SELECT room FROM global_room)
+    FOR UPDATE SKIP LOCKED
+), chosen AS (
+    SELECT p.id FROM (
+        SELECT picked.*, row_number() OVER (PARTITION BY job_name ORDER BY priority DESC, scheduled_at, id) AS nth
+        FROM picked
+    ) p LEFT JOIN job_room r USING (job_name)
+    WHERE r.room IS NULL OR p.nth <= r.room
+), claimed AS (
+    UPDATE jenkins_jobs_queue q
+    SET status = 'processing',
+        attempts = q.attempts + 1,
+        dispatch_id = 'jd-' || q.id || '-' || substr(md5(gen_random_uuid()::text), 1, 10),
+        lease_expires_at = now() + make_interval(secs => :lease_seconds),
+        jenkins_queue_id = NULL, build_number = NULL, build_url = NULL, jenkins_result = NULL,
+        started_at = NULL, updated_at = now()
+    FROM chosen
+    WHERE q.id = chosen.id
+    RETURNING q.id, q.job_name, q.parameters, q.priority, q.scheduled_at, q.attempts, q.max_attempts,
+              q.dispatch_id, q.lease_expires_at
+), logged AS (
+    INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
+    SELECT id, 'claimed', 'pending', 'processing', dispatch_id, :actor,
+           'attempt ' || attempts || ' of ' || max_attempts
+    FROM claimed
+)
+SELECT id, job_name, parameters, attempts, max_attempts, dispatch_id, lease_expires_at
+FROM claimed ORDER BY priority DESC, scheduled_at, id;
+
+-- name: caps_in_force
+SELECT EXISTS (SELECT 1 FROM jenkins_job_limits) AS any_job_limits;
+
+-- name: mark_triggered
+-- Jenkins accepted the trigger (or the reconciler adopted what it found): remember the queue item.
+WITH changed AS (
+    UPDATE jenkins_jobs_queue
+    SET jenkins_queue_id = :queue_id,
+        build_number = coalesce(CAST(:build_number AS integer), build_number),
+        build_url = coalesce(CAST(:build_url AS text), build_url),
+        lease_expires_at = now() + make_interval(secs => :lease_seconds),
+        updated_at = now()
+    WHERE id = :id AND dispatch_id = :dispatch_id AND status = 'processing'
+    RETURNING id, dispatch_id
+), logged AS (
+    INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
+    SELECT id, :event, 'processing', 'processing', dispatch_id, :actor, :detail FROM changed
+)
+SELECT id FROM changed;
+
+-- name: record_progress
+-- A build was seen queued or started (webhook or reconciler). Changes (and logs) only what is new,
+-- so duplicates and out-of-order phases leave no trace.
+WITH changed AS (
+    UPDATE jenkins_jobs_queue
+    SET build_number = coalesce(CAST(:build_number AS integer), build_number),
+        build_url = coalesce(CAST(:build_url AS text), build_url),
+        jenkins_queue_id = coalesce(jenkins_queue_id, CAST(:queue_id AS bigint)),
+        started_at = CASE WHEN started_at IS NULL AND CAST(:started AS boolean) THEN now() ELSE started_at END,
+        updated_at = now()
+    WHERE id = :id AND dispatch_id = :dispatch_id AND status = 'processing'
+      AND ((CAST(:build_number AS integer) IS NOT NULL AND build_number IS DISTINCT FROM CAST(:build_number AS integer))
+        OR (CAST(:build_url AS text) IS NOT NULL AND build_url IS DISTINCT FROM CAST(:build_url AS text))
+        OR (CAST(:queue_id AS bigint) IS NOT NULL AND jenkins_queue_id IS NULL)
+        OR (started_at IS NULL AND CAST(:started AS boolean)))
+    RETURNING id, dispatch_id, build_number
+), logged AS (
+    INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
+    SELECT id, :event, 'processing', 'processing', dispatch_id, :actor,
+           coalesce(:detail, 'build #' || build_number) FROM changed
+)
+SELECT id FROM changed;
+
+-- name: settle
+-- The row reaches a final state: completed / failed / cancelled, with Jenkins's result if known.
+WITH changed AS (
+    UPDATE jenkins_jobs_queue
+    SET status = :status,
+        jenkins_result = coalesce(CAST(:result AS text), jenkins_result),
+        build_number = coalesce(CAST(:build_number AS integer), build_number),
+        build_url = coalesce(CAST(:build_url AS text), build_url),
+        last_error = CAST(:error AS text),
+        lease_expires_at = NULL,
+        finished_at = now(),
+        updated_at = now()
+    WHERE id = :id AND dispatch_id = :dispatch_id AND status = 'processing'
+    RETURNING id, dispatch_id, status
+), logged AS (
+    INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
+    SELECT id, 'settled', 'processing', status, dispatch_id, :actor,
+           concat_ws(': ', CAST(:result AS text), CAST(:error AS text)) FROM changed
+)
+SELECT id FROM changed;
+
+-- name: retry_later
+-- A transient error about this one job: try again after a backoff, or fail once attempts are spent.
+WITH changed AS (
+    UPDATE jenkins_jobs_queue
+    SET status = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'pending' END,
+        scheduled_at = CASE WHEN attempts >= max_attempts THEN scheduled_at
+                            ELSE now() + make_interval(secs => :delay_seconds) END,
+        finished_at = CASE WHEN attempts >= max_attempts THEN now() END,
+        last_error = CASE WHEN attempts >= max_attempts
+                          THEN 'gave up after ' || attempts || ' attempts: ' || :error ELSE :error END,
+        lease_expires_at = NULL,
+        jenkins_queue_id = NULL,
+        updated_at = now()
+    WHERE id = :id AND dispatch_id = :dispatch_id AND status = 'processing'
+    RETURNING id, dispatch_id, status, scheduled_at
+), logged AS (
+    INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
+    SELECT id, CASE WHEN status = 'failed' THEN 'settled' ELSE 'retry_scheduled' END, 'processing', status,
+           dispatch_id, :actor,
+           CASE WHEN status = 'failed' THEN 'attempts exhausted: ' || :error
+                ELSE :error || '; next try not before '
+                     || to_char(scheduled_at AT TIME ZONE 'UTC', 'HH24:MI:SS') || ' UTC' END
+    FROM changed
+)
+SELECT id, status FROM changed;
+
+-- name: release
+-- Back to pending without spending an attempt: the trigger was never sent.
+WITH changed AS (
+    UPDATE jenkins_jobs_queue
+    SET status = 'pending', attempts = greatest(attempts - 1, 0), lease_expires_at = NULL,
+        last_error = coalesce(CAST(:reason AS text), last_error), updated_at = now()
+    WHERE id = :id AND dispatch_id = :dispatch_id AND status = 'processing' AND jenkins_queue_id IS NULL
+    RETURNING id, dispatch_id
+), logged AS (
+    INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
+    SELECT id, 'released', 'processing', 'pending', dispatch_id, :actor, :reason FROM changed
+)
+SELECT id FROM changed;
+
+-- name: take_expired_leases
+-- Rows whose lease ran out, each handed to exactly one reconciler by renewing its lease in the
+-- same statement that picks it.
+WITH picked AS MATERIALIZED (
+    SELECT id FROM jenkins_jobs_queue
+    WHERE status = 'processing' AND lease_expires_at <= now()
+    ORDER BY lease_expires_at
+    LIMIT :limit
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE jenkins_jobs_queue q
+SET lease_expires_at = now() + make_interval(secs => :lease_seconds), updated_at = now()
+FROM picked
+WHERE q.id = picked.id
+RETURNING q.id, q.job_name, q.parameters, q.attempts, q.max_attempts, q.dispatch_id, q.jenkins_queue_id,
+          q.build_number, q.build_url, q.lease_expires_at;
+
+-- name: spend_attempt
+-- The reconciler found no trace of the dispatch in Jenkins and is about to send it again with the
+-- SAME dispatch_id: that is one more attempt.
+WITH changed AS (
+    UPDATE jenkins_jobs_queue
+    SET attempts = attempts + 1,
+        lease_expires_at = now() + make_interval(secs => :lease_seconds),
+        updated_at = now()
+    WHERE id = :id AND dispatch_id = :dispatch_id AND status = 'processing' AND attempts < max_attempts
+    RETURNING id, dispatch_id, attempts, max_attempts
+), logged AS (
+    INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
+    SELECT id, 'requeued', 'processing', 'processing', dispatch_id, :actor,
+           'no build found for this DISPATCH_ID; triggering again, attempt ' || attempts || ' of ' || max_attempts
+    FROM changed
+)
+SELECT id, attempts FROM changed;
+
+-- name: cancel_pending
+WITH changed AS (
+    UPDATE jenkins_jobs_queue
+    SET status = 'cancelled', last_error = :reason, finished_at = now(), updated_at = now()
+    WHERE id = :id AND status = 'pending'
+    RETURNING id, dispatch_id
+), logged AS (
+    INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
+    SELECT id, 'cancelled', 'pending', 'cancelled', dispatch_id, :actor, :reason FROM changed
+)
+SELECT id FROM changed;
+
+-- name: retry_final
+-- Operator retry: a final row goes back to pending with its attempts reset.
+WITH old AS (
+    SELECT id, status FROM jenkins_jobs_queue
+    WHERE id = :id AND status IN ('completed', 'failed', 'cancelled')
+    FOR UPDATE
+), changed AS (
+    UPDATE jenkins_jobs_queue q
+    SET status = 'pending', attempts = 0, scheduled_at = now(), finished_at = NULL, lease_expires_at = NULL,
+        jenkins_queue_id = NULL, build_number = NULL, build_url = NULL, jenkins_result = NULL,
+        started_at = NULL, last_error = NULL, updated_at = now()
+    FROM old
+    WHERE q.id = old.id
+    RETURNING q.id, q.dispatch_id, old.status AS from_status
+), logged AS (
+    INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
+    SELECT id, 'retried', from_status, 'pending', dispatch_id, :actor, :reason FROM changed
+)
+SELECT id FROM changed;
+
+-- name: get_job
+SELECT id, job_name, parameters, status, priority, scheduled_at, attempts, max_attempts, dispatch_id,
+       jenkins_queue_id, build_number, build_url, jenkins_result, last_error, dedupe_key, lease_expires_at,
+       started_at, created_at, updated_at, finished_at
+FROM jenkins_jobs_queue WHERE id = :id;
+
+-- name: get_job_by_dispatch_id
+SELECT id, job_name, status, dispatch_id, jenkins_queue_id, build_number, jenkins_result
+FROM jenkins_jobs_queue WHERE dispatch_id = :dispatch_id;
+
+-- name: get_job_by_queue_id
+-- The webhook's fallback: Jenkins queue ids are only unique per job and may be reused after a crash.
+SELECT id, job_name, status, dispatch_id, jenkins_queue_id, build_number, jenkins_result
+FROM jenkins_jobs_queue WHERE jenkins_queue_id = :queue_id AND job_name = :job_name
+ORDER BY (status = 'processing') DESC, id DESC LIMIT 1;
+
+-- name: was_dispatched
+-- Did this dispatch_id ever belong to a claim? Tells a stale notification from an unknown one.
+SELECT job_id FROM jenkins_job_events WHERE event = 'claimed' AND dispatch_id = :dispatch_id LIMIT 1;
+
+-- name: job_events
+SELECT id, at, event, from_status, to_status, dispatch_id, actor, detail
+FROM jenkins_job_events WHERE job_id = :id ORDER BY id;
+
+-- name: list_jobs
+SELECT id, job_name, status, priority, scheduled_at, attempts, max_attempts, dispatch_id, jenkins_queue_id,
+       build_number, build_url, jenkins_result, last_error, created_at, updated_at, finished_at
+FROM jenkins_jobs_queue
+WHERE (CAST(:status AS text) IS NULL OR status = CAST(:status AS text))
+  AND (CAST(:job_name AS text) IS NULL OR job_name = CAST(:job_name AS text))
+  AND (CAST(:since AS timestamptz) IS NULL OR updated_at >= CAST(:since AS timestamptz))
+  AND (CAST(:before_id AS bigint) IS NULL OR id < CAST(:before_id AS bigint))
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: prune_batch
+-- Finished rows older than the cutoff, a bounded batch at a time; their events go with them.
+WITH doomed AS (
+    SELECT id FROM jenkins_jobs_queue
+    WHERE finished_at IS NOT NULL AND finished_at < now() - make_interval(secs => CAST(:days AS float8) * 86400)
+      AND status IN ('completed', 'failed', 'cancelled')
+    ORDER BY finished_at
+    LIMIT :batch
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM jenkins_jobs_queue q USING doomed WHERE q.id = doomed.id;
+
+-- name: set_limit
+INSERT INTO jenkins_job_limits (job_name, max_in_flight) VALUES (:job_name, :max_in_flight)
+ON CONFLICT (job_name) DO UPDATE SET max_in_flight = EXCLUDED.max_in_flight, updated_at = now()
+RETURNING job_name, max_in_flight;
+
+-- name: remove_limit
+DELETE FROM jenkins_job_limits WHERE job_name = :job_name RETURNING job_name;
+
+-- name: list_limits
+SELECT l.job_name, l.max_in_flight,
+       (SELECT count(*) FROM jenkins_jobs_queue q WHERE q.status = 'processing' AND q.job_name = l.job_name) AS in_flight
+FROM jenkins_job_limits l ORDER BY l.job_name;
+
+-- name: stats
+-- Reads only the partial indexes of unfinished rows and the last hour of finished_at: it stays fast
+-- however long the history is.
+SELECT
+    (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'pending') AS pending,
+    (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'pending' AND scheduled_at <= now()) AS due,
+    (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing') AS processing,
+    (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing' AND lease_expires_at <= now()) AS leases_expired,
+    (SELECT extract(epoch FROM now() - min(scheduled_at))::float8 FROM jenkins_jobs_queue
+      WHERE status = 'pending' AND scheduled_at <= now()) AS oldest_pending_seconds,
+    (SELECT count(*) FROM jenkins_jobs_queue WHERE finished_at > now() - interval '1 hour' AND status = 'completed') AS completed_last_hour,
+    (SELECT count(*) FROM jenkins_jobs_queue WHERE finished_at > now() - interval '1 hour' AND status = 'failed') AS failed_last_hour,
+    (SELECT count(*) FROM jenkins_jobs_queue WHERE finished_at > now() - interval '1 hour' AND status = 'cancelled') AS cancelled_last_hour,
+    (SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'jenkins_jobs_queue'::regclass) AS rows_estimate,
+    (SELECT extract(epoch FROM now() - min(xact_start))::float8 FROM pg_stat_activity
+      WHERE xact_start IS NOT NULL AND pid <> pg_backend_pid() AND datname = current_database()
+        AND backend_type = 'client backend') AS oldest_transaction_seconds;
+
+-- name: stats_per_job
+WITH open AS (
+    SELECT job_name,
+           count(*) FILTER (WHERE status = 'pending') AS pending,
+           count(*) FILTER (WHERE status = 'processing') AS in_flight,
+           extract(epoch FROM now() - min(scheduled_at) FILTER (WHERE status = 'pending' AND scheduled_at <= now()))::float8
+               AS oldest_pending_seconds
+    FROM jenkins_jobs_queue WHERE status IN ('pending', 'processing') GROUP BY job_name
+), recent AS (
+    SELECT job_name,
+           count(*) FILTER (WHERE status = 'completed') AS completed_last_hour,
+           count(*) FILTER (WHERE status = 'failed') AS failed_last_hour
+    FROM jenkins_jobs_queue WHERE finished_at > now() - interval '1 hour' GROUP BY job_name
+), names AS (
+    SELECT job_name FROM open UNION SELECT job_name FROM recent UNION SELECT job_name FROM jenkins_job_limits
+)
+SELECT n.job_name, coalesce(o.pending, 0) AS pending, coalesce(o.in_flight, 0) AS in_flight,
+       l.max_in_flight AS cap, coalesce(r.completed_last_hour, 0) AS completed_last_hour,
+       coalesce(r.failed_last_hour, 0) AS failed_last_hour, o.oldest_pending_seconds
+FROM names n
+LEFT JOIN open o USING (job_name) LEFT JOIN recent r USING (job_name) LEFT JOIN jenkins_job_limits l USING (job_name)
+ORDER BY n.job_name;
+
+-- name: in_flight_counts
+-- For metrics and the benchmark's cap sampler.
+SELECT job_name, count(*) AS n FROM jenkins_jobs_queue WHERE status = 'processing' GROUP BY job_name;
