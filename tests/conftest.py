@@ -15,12 +15,8 @@ from jenkins_dispatch.config import parse_database_url  # noqa: E402
 from jenkins_dispatch.db import Database  # noqa: E402
 from jenkins_dispatch.queue import Queue, migrate  # noqa: E402
 
+from .emulator_fixtures import *  # noqa: E402,F401,F403
 from .pg_server import postgres_server, scratch_database  # noqa: E402
-
-try:
-    from .emulator_fixtures import *  # noqa: E402,F401,F403
-except ImportError:  # the emulator fixtures arrive with the Jenkins client work
-    pass
 
 TABLES = "jenkins_job_events, jenkins_jobs_queue, jenkins_job_limits"
 

@@ -5,10 +5,9 @@ The SQL itself lives in ``queue.py``; this module only knows how to open, check 
 
 from __future__ import annotations
 
-import socket
 import ssl
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pg8000.native
@@ -53,6 +52,9 @@ def _reason(exc: BaseException) -> str:
         return f"{fields.get('M', 'error')} (SQLSTATE {fields.get('C', '?')})"
     if isinstance(exc, ssl.SSLCertVerificationError):
         return f"the server's TLS certificate could not be verified: {exc.verify_message}"
+    cause = exc.__cause__ or exc.__context__
+    if isinstance(exc, InterfaceError) and isinstance(cause, OSError):
+        return cause.strerror or str(cause) or type(cause).__name__
     text = str(exc) or type(exc).__name__
     return text.splitlines()[0]
 
@@ -125,10 +127,8 @@ class Database:
 
     def _drop(self) -> None:
         if self._conn is not None:
-            try:
+            with suppress(Exception):
                 self._conn.close()
-            except Exception:
-                pass
         self._conn = None
         self._in_transaction = False
 
@@ -148,7 +148,7 @@ class Database:
         self.statements += 1
         try:
             rows = conn.run(sql, **params)
-        except (InterfaceError, OSError, socket.timeout) as exc:
+        except (TimeoutError, InterfaceError, OSError) as exc:
             self._drop()
             raise DatabaseUnavailable(
                 f"lost the connection to PostgreSQL at {self.settings.describe()}: {_reason(exc)}"

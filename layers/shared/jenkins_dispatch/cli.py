@@ -1,0 +1,413 @@
+"""`jenkins-dispatch`: the operator's command line. Tables for people, `--json` for scripts.
+
+Bad input exits 2 with one line on stderr and changes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable, Sequence
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+
+from . import __version__
+from .config import Settings, load_settings
+from .db import Database
+from .errors import DispatchError, InvalidInput
+from .queue import STATUSES, Queue, migrate
+
+EXIT_BAD_INPUT = 2
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse prints usage plus the error; we want exactly one line on stderr."""
+
+    def error(self, message: str):  # noqa: D401 - argparse's API
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
+# --------------------------------------------------------------------------- argument types
+
+_RELATIVE = re.compile(r"^\+?(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)$")
+_UNIT_SECONDS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+
+
+def parse_time(text: str) -> datetime:
+    """ISO 8601 (no zone means UTC), or relative to now: +30s, +5m, +2h, +1d."""
+    text = text.strip()
+    match = _RELATIVE.match(text)
+    if match:
+        return datetime.now(UTC) + timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"bad time {text!r}: use ISO 8601 (2026-01-31T09:00:00Z) or a delay like +5m"
+        ) from None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def parse_key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"bad parameter {text!r}: expected KEY=VALUE")
+    return key.strip(), value
+
+
+def parse_json_object(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--params is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("--params must be a JSON object")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    value = non_negative_int(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("expected 1 or more, got 0")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, got {text}")
+    return value
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _plain(value):
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value)
+    return value
+
+
+def print_json(data) -> None:
+    print(json.dumps(data, default=_plain, indent=2, sort_keys=False))
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+    if isinstance(value, float):
+        return f"{value:.1f}"
+    if isinstance(value, dict):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)
+
+
+def print_table(rows: Sequence[dict], columns: Sequence[str], empty: str = "(none)") -> None:
+    if not rows:
+        print(empty)
+        return
+    cells = [[_cell(r.get(c)) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    print("  ".join(c.upper().ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
+    for row in cells:
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+
+
+def age(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    seconds = int(seconds)
+    if seconds < 120:
+        return f"{seconds}s"
+    if seconds < 7200:
+        return f"{seconds // 60}m"
+    return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
+
+
+# --------------------------------------------------------------------------- commands
+
+
+class Context:
+    """Settings and a database session, opened only when a command needs them."""
+
+    def __init__(self, settings_loader: Callable[[], Settings]):
+        self._load = settings_loader
+        self._settings: Settings | None = None
+        self._db: Database | None = None
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            self._settings = self._load()
+        return self._settings
+
+    @property
+    def db(self) -> Database:
+        if self._db is None:
+            self._db = Database(self.settings.database, application_name="jenkins-dispatch-cli")
+        return self._db
+
+    @property
+    def queue(self) -> Queue:
+        return Queue(self.db, lease_seconds=self.settings.lease_seconds)
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+
+
+def cmd_migrate(ctx: Context, args) -> None:
+    applied = migrate(ctx.db)
+    if args.json:
+        print_json({"applied": applied})
+    else:
+        print("applied " + ", ".join(applied) if applied else "schema is up to date")
+
+
+def cmd_enqueue(ctx: Context, args) -> None:
+    parameters = dict(args.params or {})
+    parameters.update(dict(args.param or []))
+    result = ctx.queue.enqueue(
+        args.job, parameters, priority=args.priority, scheduled_at=args.at,
+        max_attempts=args.max_attempts, dedupe_key=args.dedupe_key,
+    )
+    if args.json:
+        print_json({"id": result.id, "created": result.created})
+    elif result.created:
+        print(f"enqueued job {result.id}")
+    else:
+        print(f"job {result.id} with dedupe key {args.dedupe_key!r} is already queued; nothing added")
+
+
+LIST_COLUMNS = ["id", "job_name", "status", "priority", "attempts", "scheduled_at", "build_number",
+                "jenkins_result", "updated_at"]
+
+
+def cmd_ls(ctx: Context, args) -> None:
+    rows = ctx.queue.list_jobs(status=args.status, job_name=args.job, since=args.since,
+                               before_id=args.before, limit=args.limit)
+    if args.json:
+        print_json(rows)
+        return
+    print_table(rows, LIST_COLUMNS, empty="no jobs match")
+    if len(rows) == args.limit:
+        print(f"(more: --before {rows[-1]['id']})")
+
+
+def cmd_show(ctx: Context, args) -> None:
+    from .operator import job_details  # Jenkins links and history
+
+    details = job_details(ctx.queue, args.id, ctx.settings)
+    if args.json:
+        print_json(details)
+        return
+    job = details["job"]
+    width = max(len(k) for k in job)
+    for key, value in job.items():
+        print(f"{key.ljust(width)}  {_cell(value)}")
+    for label, link in details["links"].items():
+        print(f"{label.ljust(width)}  {link}")
+    print()
+    print_table(details["history"], ["at", "event", "from_status", "to_status", "actor", "dispatch_id", "detail"],
+                empty="no history")
+
+
+def cmd_stats(ctx: Context, args) -> None:
+    stats = ctx.queue.stats()
+    per_job = ctx.queue.stats_per_job()
+    if args.json:
+        print_json({"totals": stats, "jobs": per_job})
+        return
+    print(
+        f"pending {stats['pending']} (due {stats['due']})  processing {stats['processing']} "
+        f"(lease expired {stats['leases_expired']})  oldest pending {age(stats['oldest_pending_seconds'])}"
+    )
+    print(
+        f"last hour: completed {stats['completed_last_hour']}  failed {stats['failed_last_hour']}  "
+        f"cancelled {stats['cancelled_last_hour']}   oldest open transaction {age(stats['oldest_transaction_seconds'])}"
+    )
+    print()
+    rows = [
+        dict(r, in_flight=f"{r['in_flight']}/{r['cap'] if r['cap'] is not None else '-'}",
+             oldest_pending=age(r["oldest_pending_seconds"]))
+        for r in per_job
+    ]
+    print_table(rows, ["job_name", "pending", "in_flight", "completed_last_hour", "failed_last_hour", "oldest_pending"],
+                empty="no jobs")
+
+
+def cmd_cancel(ctx: Context, args) -> None:
+    from .operator import cancel_job
+
+    outcome = cancel_job(ctx.queue, args.id, ctx.settings, reason=args.reason)
+    if args.json:
+        print_json(outcome)
+    else:
+        print(outcome["message"])
+
+
+def cmd_retry(ctx: Context, args) -> None:
+    ctx.queue.retry_final(args.id)
+    if args.json:
+        print_json({"id": args.id, "status": "pending"})
+    else:
+        print(f"job {args.id} is pending again")
+
+
+def cmd_prune(ctx: Context, args) -> None:
+    deleted = ctx.queue.prune(args.older_than, batch=args.batch)
+    if args.json:
+        print_json({"deleted": deleted})
+    else:
+        print(f"deleted {deleted} finished jobs older than {args.older_than:g} days")
+
+
+def cmd_limits_set(ctx: Context, args) -> None:
+    ctx.queue.set_limit(args.job, args.n)
+    if args.json:
+        print_json({"job_name": args.job, "max_in_flight": args.n})
+    else:
+        print(f"{args.job}: at most {args.n} in flight" + (" (paused)" if args.n == 0 else ""))
+
+
+def cmd_limits_rm(ctx: Context, args) -> None:
+    removed = ctx.queue.remove_limit(args.job)
+    if not removed:
+        raise InvalidInput(f"no cap is set for {args.job!r}")
+    if args.json:
+        print_json({"job_name": args.job, "removed": True})
+    else:
+        print(f"{args.job}: no cap")
+
+
+def cmd_limits_ls(ctx: Context, args) -> None:
+    rows = ctx.queue.limits()
+    if args.json:
+        print_json(rows)
+    else:
+        print_table(rows, ["job_name", "max_in_flight", "in_flight"], empty="no per-job caps")
+
+
+def cmd_dispatch(ctx: Context, args) -> None:
+    from .dispatcher import run_pass
+
+    summary = run_pass(ctx.settings, max_jobs=args.max_jobs)
+    print_json(summary)
+
+
+def cmd_serve(ctx: Context, args) -> None:
+    from .serve import serve
+
+    serve(ctx.settings, host=args.host, port=args.port, interval=args.interval)
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="jenkins-dispatch", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"jenkins-dispatch {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+
+    def command(name, func, help_text):
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+        p.set_defaults(func=func)
+        return p
+
+    command("migrate", cmd_migrate, "apply the database schema (idempotent, safe to run concurrently)")
+
+    p = command("enqueue", cmd_enqueue, "queue a Jenkins job")
+    p.add_argument("job", help="Jenkins job path, folders separated by / (team/app/deploy)")
+    p.add_argument("-p", "--param", action="append", type=parse_key_value, metavar="KEY=VALUE",
+                   help="a build parameter (repeatable)")
+    p.add_argument("--params", type=parse_json_object, metavar="JSON", help="build parameters as a JSON object")
+    p.add_argument("--priority", type=int, default=0, help="higher runs first (default 0)")
+    p.add_argument("--at", type=parse_time, metavar="TIME", help="not before: ISO 8601 or +5m")
+    p.add_argument("--max-attempts", type=positive_int, default=3, help="dispatch attempts allowed (default 3)")
+    p.add_argument("--dedupe-key", metavar="K", help="at most one unfinished job per key")
+
+    p = command("ls", cmd_ls, "list jobs, newest first")
+    p.add_argument("--status", choices=STATUSES)
+    p.add_argument("--job", help="exact job_name")
+    p.add_argument("--since", type=parse_time, metavar="TIME", help="changed at or after TIME")
+    p.add_argument("--limit", type=positive_int, default=50)
+    p.add_argument("--before", type=positive_int, metavar="ID", help="page: jobs with a smaller id")
+
+    p = command("show", cmd_show, "every field of a job, its Jenkins links and its history")
+    p.add_argument("id", type=positive_int)
+
+    command("stats", cmd_stats, "queue counts, in flight per job vs cap, oldest pending age")
+
+    p = command("cancel", cmd_cancel, "cancel a pending or processing job")
+    p.add_argument("id", type=positive_int)
+    p.add_argument("--reason", default="cancelled by operator")
+
+    p = command("retry", cmd_retry, "send a completed, failed or cancelled job back to pending")
+    p.add_argument("id", type=positive_int)
+
+    p = command("prune", cmd_prune, "delete finished jobs (and their history) older than N days")
+    p.add_argument("--older-than", type=non_negative_float, required=True, metavar="DAYS")
+    p.add_argument("--batch", type=positive_int, default=1000, help="rows deleted per statement")
+
+    limits = sub.add_parser("limits", help="per-job caps on jobs in flight")
+    limits_sub = limits.add_subparsers(dest="limits_command", required=True, parser_class=OneLineParser)
+    p = limits_sub.add_parser("set", help="cap JOB at N in flight (0 pauses it)")
+    p.add_argument("job")
+    p.add_argument("n", type=non_negative_int)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_limits_set)
+    p = limits_sub.add_parser("rm", help="remove JOB's cap")
+    p.add_argument("job")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_limits_rm)
+    p = limits_sub.add_parser("ls", help="list per-job caps")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_limits_ls)
+
+    p = command("dispatch", cmd_dispatch, "run one dispatcher pass and print its summary as JSON")
+    p.add_argument("--max-jobs", type=positive_int, metavar="N", help="trigger at most N jobs")
+
+    p = command("serve", cmd_serve, "run the dispatcher every S seconds and the webhook over plain HTTP")
+    p.add_argument("--interval", type=non_negative_float, default=10.0, metavar="S")
+    p.add_argument("--port", type=non_negative_int, default=8080)
+    p.add_argument("--host", default="127.0.0.1")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, settings_loader: Callable[[], Settings] = load_settings) -> int:
+    args = build_parser().parse_args(argv)
+    ctx = Context(settings_loader)
+    try:
+        args.func(ctx, args)
+    except DispatchError as exc:
+        print(f"jenkins-dispatch: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        ctx.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+"""Queue transitions against the real PostgreSQL server: order, fencing, dedupe, history, constraints."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from pg8000.exceptions import DatabaseError
+
+from jenkins_dispatch.errors import Conflict, InvalidInput, NotFound
+from jenkins_dispatch.queue import Queue
+
+
+def claim_all(queue: Queue, n: int = 100):
+    return queue.claim_batch(n)
+
+
+def test_plain_insert_is_a_valid_enqueue(db, queue):
+    db.run("""INSERT INTO jenkins_jobs_queue (job_name, parameters) VALUES ('deploy', '{"ENV":"prod"}')""")
+    [job] = claim_all(queue)
+    assert (job.job_name, job.parameters, job.attempts, job.max_attempts) == ("deploy", {"ENV": "prod"}, 1, 3)
+    assert job.dispatch_id.startswith(f"jd-{job.id}-")
+
+
+def test_claim_order_is_priority_then_scheduled_at_then_id(queue):
+    now = datetime.now(UTC)
+    low_old = queue.enqueue("a", priority=0, scheduled_at=now - timedelta(minutes=5)).id
+    high_new = queue.enqueue("a", priority=9, scheduled_at=now - timedelta(minutes=1)).id
+    high_old = queue.enqueue("a", priority=9, scheduled_at=now - timedelta(minutes=2)).id
+    low_new_1 = queue.enqueue("a", priority=0, scheduled_at=now - timedelta(minutes=1)).id
+    future = queue.enqueue("a", priority=99, scheduled_at=now + timedelta(hours=1)).id
+    first = [j.id for j in queue.claim_batch(2)]
+    rest = [j.id for j in queue.claim_batch(10)]
+    assert first == [high_old, high_new]
+    assert rest == [low_old, low_new_1]
+    assert future not in first + rest
+    assert queue.get(future)["status"] == "pending"
+
+
+def test_each_claim_gets_a_fresh_dispatch_id_and_a_lease(queue):
+    queue.enqueue("a")
+    [job] = queue.claim_batch(1)
+    row = queue.get(job.id)
+    assert row["status"] == "processing" and row["lease_expires_at"] > datetime.now(UTC)
+    queue.release(job.id, job.dispatch_id, "test")
+    [again] = queue.claim_batch(1)
+    assert again.id == job.id and again.dispatch_id != job.dispatch_id
+    assert again.attempts == 1  # the release spent nothing
+
+
+def test_dedupe_key_returns_the_unfinished_row(queue):
+    first = queue.enqueue("deploy", {"v": 1}, dedupe_key="release-42")
+    second = queue.enqueue("deploy", {"v": 2}, dedupe_key="release-42")
+    assert first.created and not second.created and second.id == first.id
+    [job] = queue.claim_batch(5)
+    assert queue.enqueue("deploy", dedupe_key="release-42").id == first.id  # processing is unfinished too
+    queue.settle(job.id, job.dispatch_id, "completed", result="SUCCESS")
+    third = queue.enqueue("deploy", dedupe_key="release-42")
+    assert third.created and third.id != first.id
+
+
+def test_fencing_a_stale_dispatch_id_changes_nothing(queue):
+    queue.enqueue("a")
+    [old] = queue.claim_batch(1)
+    queue.release(old.id, old.dispatch_id, "test")
+    [new] = queue.claim_batch(1)
+    before = queue.get(new.id)
+    assert not queue.settle(old.id, old.dispatch_id, "failed", error="late")
+    assert not queue.release(old.id, old.dispatch_id, "late")
+    assert not queue.mark_triggered(old, 7)
+    assert not queue.record_progress(old.id, old.dispatch_id, build_number=3, started=True)
+    assert queue.retry_later(old.id, old.dispatch_id, 1, "late") is None
+    assert queue.get(new.id) == before
+
+
+def test_a_settled_row_never_changes_again(queue):
+    queue.enqueue("a")
+    [job] = queue.claim_batch(1)
+    queue.mark_triggered(job, 11)
+    assert queue.settle(job.id, job.dispatch_id, "completed", result="SUCCESS", build_number=4)
+    final = queue.get(job.id)
+    assert not queue.settle(job.id, job.dispatch_id, "failed", result="FAILURE")
+    assert not queue.record_progress(job.id, job.dispatch_id, build_number=5, started=True)
+    assert not queue.release(job.id, job.dispatch_id)
+    assert queue.retry_later(job.id, job.dispatch_id, 0, "x") is None
+    assert not queue.cancel_pending(job.id)
+    assert queue.claim_batch(10) == []
+    assert queue.get(job.id) == final  # updated_at included
+    assert (final["status"], final["jenkins_result"], final["build_number"], final["dispatch_id"]) == (
+        "completed", "SUCCESS", 4, job.dispatch_id)
+
+
+def test_retry_later_backs_off_then_fails_when_attempts_are_spent(queue):
+    queue.enqueue("a", max_attempts=2)
+    [job] = queue.claim_batch(1)
+    assert queue.retry_later(job.id, job.dispatch_id, 3600, "Jenkins job is disabled") == "pending"
+    assert queue.claim_batch(1) == []  # not before its backoff
+    queue.db.run("UPDATE jenkins_jobs_queue SET scheduled_at = now() WHERE id = :id", id=job.id)
+    [second] = queue.claim_batch(1)
+    assert second.attempts == 2
+    assert queue.retry_later(second.id, second.dispatch_id, 1, "Jenkins job is disabled") == "failed"
+    row = queue.get(job.id)
+    assert row["status"] == "failed" and row["finished_at"] is not None
+    assert "gave up after 2 attempts" in row["last_error"]
+
+
+def test_release_refuses_a_row_jenkins_already_accepted(queue):
+    queue.enqueue("a")
+    [job] = queue.claim_batch(1)
+    queue.mark_triggered(job, 5)
+    assert not queue.release(job.id, job.dispatch_id, "shutdown")
+    assert queue.get(job.id)["status"] == "processing"
+
+
+def test_expired_leases_go_to_exactly_one_reconciler(db):
+    queue = Queue(db, lease_seconds=1)
+    queue.enqueue("a")
+    [job] = queue.claim_batch(1)
+    assert queue.take_expired_leases() == []
+    db.run("UPDATE jenkins_jobs_queue SET lease_expires_at = now() - interval '1 second'")
+    [expired] = queue.take_expired_leases()
+    assert (expired.id, expired.dispatch_id) == (job.id, job.dispatch_id)
+    assert queue.take_expired_leases() == []  # its lease was renewed by the take
+
+
+def test_spend_attempt_stops_at_max_attempts(queue):
+    queue.enqueue("a", max_attempts=2)
+    [job] = queue.claim_batch(1)
+    assert queue.spend_attempt(job.id, job.dispatch_id) == 2
+    assert queue.spend_attempt(job.id, job.dispatch_id) is None
+
+
+def test_cancel_and_operator_retry(queue):
+    pending = queue.enqueue("a").id
+    assert queue.cancel_pending(pending)
+    assert queue.get(pending)["status"] == "cancelled"
+    queue.retry_final(pending)
+    row = queue.get(pending)
+    assert (row["status"], row["attempts"], row["finished_at"]) == ("pending", 0, None)
+    with pytest.raises(Conflict, match="only completed, failed or cancelled"):
+        queue.retry_final(pending)
+    with pytest.raises(NotFound):
+        queue.retry_final(999_999)
+
+
+def test_history_records_each_transition_once_in_order(queue):
+    queue.enqueue("a")
+    [job] = queue.claim_batch(1)
+    queue.mark_triggered(job, 3)
+    queue.record_progress(job.id, job.dispatch_id, build_number=8, build_url="http://j/8/", started=True)
+    queue.record_progress(job.id, job.dispatch_id, build_number=8, build_url="http://j/8/", started=True)
+    queue.settle(job.id, job.dispatch_id, "failed", result="FAILURE", error="build #8 FAILURE", actor="webhook")
+    events = [(e["event"], e["from_status"], e["to_status"], e["actor"]) for e in queue.events(job.id)]
+    assert events == [
+        ("enqueued", None, "pending", "operator"),
+        ("claimed", "pending", "processing", "dispatcher"),
+        ("triggered", "processing", "processing", "dispatcher"),
+        ("started", "processing", "processing", "webhook"),
+        ("settled", "processing", "failed", "webhook"),
+    ]
+
+
+def test_prune_removes_old_finished_rows_and_their_events_in_batches(db, queue):
+    for _ in range(25):
+        queue.enqueue("a")
+    for job in queue.claim_batch(20):
+        queue.settle(job.id, job.dispatch_id, "completed", result="SUCCESS")
+    db.run("UPDATE jenkins_jobs_queue SET finished_at = now() - interval '10 days' WHERE id <= 15")
+    assert queue.prune(7, batch=4) == 15
+    assert db.run("SELECT count(*) AS n FROM jenkins_jobs_queue")[0]["n"] == 10
+    assert db.run("SELECT count(*) AS n FROM jenkins_job_events WHERE job_id <= 15")[0]["n"] == 0
+
+
+def test_stats_and_limits(queue):
+    for _ in range(3):
+        queue.enqueue("deploy")
+    queue.enqueue("test", scheduled_at=datetime.now(UTC) + timedelta(hours=1))
+    queue.set_limit("deploy", 2)
+    [job, *_] = queue.claim_batch(10, capped=True)
+    queue.settle(job.id, job.dispatch_id, "failed", error="x")
+    stats = queue.stats()
+    assert (stats["pending"], stats["due"], stats["processing"], stats["failed_last_hour"]) == (2, 1, 1, 1)
+    per_job = {r["job_name"]: r for r in queue.stats_per_job()}
+    assert (per_job["deploy"]["in_flight"], per_job["deploy"]["cap"], per_job["deploy"]["pending"]) == (1, 2, 1)
+    assert per_job["test"]["cap"] is None
+    assert queue.limits() == [{"job_name": "deploy", "max_in_flight": 2, "in_flight": 1}]
+    assert queue.remove_limit("deploy") and queue.limits() == []
+
+
+@pytest.mark.parametrize(
+    "sql, constraint",
+    [
+        ("INSERT INTO jenkins_jobs_queue (job_name, status) VALUES ('a', 'done')", "status_check"),
+        ("INSERT INTO jenkins_jobs_queue (job_name) VALUES ('  ')", "job_name_check"),
+        ("INSERT INTO jenkins_jobs_queue (job_name, parameters) VALUES ('a', '[1]')", "parameters_check"),
+        ("INSERT INTO jenkins_jobs_queue (job_name, parameters) VALUES ('a', '\"x\"')", "parameters_check"),
+        ("INSERT INTO jenkins_jobs_queue (job_name, max_attempts) VALUES ('a', -1)", "max_attempts_check"),
+        ("INSERT INTO jenkins_jobs_queue (job_name, status) VALUES ('a', 'processing')", "processing_check"),
+        ("INSERT INTO jenkins_jobs_queue (job_name, jenkins_result) VALUES ('a', 'GREEN')", "result_check"),
+    ],
+)
+def test_constraints_reject_plain_sql_nonsense(db, sql, constraint):
+    """Users enqueue with their own SQL: the table itself refuses nonsense, naming the rule broken."""
+    with pytest.raises(DatabaseError, match=constraint):
+        db.run(sql)
+    assert db.run("SELECT count(*) AS n FROM jenkins_jobs_queue")[0]["n"] == 0
+
+
+def test_enqueue_validates_before_writing(queue):
+    with pytest.raises(InvalidInput, match="JSON object"):
+        queue.enqueue("a", ["not", "a", "dict"])
+    with pytest.raises(InvalidInput, match="must not be empty"):
+        queue.enqueue("")
+    with pytest.raises(InvalidInput, match="max attempts"):
+        queue.enqueue("a", max_attempts=0)
+    assert queue.list_jobs() == []
