@@ -1,0 +1,90 @@
+"""A Jenkins emulator: a real HTTP server that answers like Jenkins (see ``jenkins-api-notes.md``).
+
+Test and demo tooling, never shipped in the Lambda layer. Standard library only.
+
+In-process::
+
+    with JenkinsEmulator(config) as jenkins:      # started on 127.0.0.1, a free port
+        client = SomeClient(jenkins.base_url, "admin", "admin-token")
+        jenkins.add_fault(path="buildWithParameters$", drop_after_accept=True, times=1)
+        jenkins.triggers_for(dispatch_id)          # distinct queue items created with that DISPATCH_ID
+
+From a shell: ``python -m jenkins_emulator [--host H] [--port P] [--config FILE]`` prints its base URL as
+the first line of stdout and serves until interrupted; another process drives it through ``/_emulator/``:
+
+    GET  /_emulator/state            settings, queue, jobs with their builds, counters, faults
+    GET  /_emulator/counters         triggers per DISPATCH_ID and per parameter value, peaks in flight
+    POST /_emulator/faults           a fault object (or a list): see ``server.Fault``
+    POST /_emulator/faults/clear
+    POST /_emulator/config           any top-level setting below (also "notification", "quieting_down")
+    POST /_emulator/jobs             a job object: changes an existing job (by "path") or adds one
+    POST /_emulator/restart          {"window_seconds": 2, "kind": "restarting" | "starting"}
+    POST /_emulator/counters/reset
+
+Config file (JSON), every key optional::
+
+    {
+      "version": "2.528",                      # X-Jenkins header
+      "context_path": "/",                     # e.g. "/jenkins/"
+      "root_url": null,                        # Jenkins' configured URL (task/executable/build urls)
+      "location_base": null,                   # e.g. "http://10.0.0.7:8080": a proxy-mangled Location host
+      "executors": 2,
+      "quiet_period_seconds": 0,               # Jenkins' default is 5; 0 keeps tests fast
+      "left_item_retention_seconds": 300,      # how long a LeftItem stays readable (Jenkins: 300)
+      "first_queue_id": 1,
+      "crumb_mode": "password",                # "password": POSTs authenticated by password need a
+                                               #   session-bound crumb, API tokens need none (Jenkins >= 2.96);
+                                               # "always": even API-token POSTs need one (older Jenkins);
+                                               # "off": no crumb issuer (404), nothing checked
+      "anonymous_read": false,                 # false: anonymous requests get 403; true: anonymous may read,
+                                               #   not POST (the default config says true)
+      "users": {"admin": {"api_token": "admin-token", "password": "admin", "permissions": "all"}},
+                                               # permissions "read": triggers 403, cancels 422
+      "folders": ["team", {"path": "old", "disabled": true}],   # parents of jobs are created anyway
+      "jobs": [{
+        "path": "team/app/deploy",             # folders separated by "/"
+        "kind": "freestyle",                   # or "pipeline" (concurrent by default)
+        "parameters": [{"name": "DISPATCH_ID"}, {"name": "ENV", "default": "dev"},
+                       {"name": "DRY_RUN", "type": "boolean", "default": false},
+                       {"name": "TARGET", "type": "choice", "choices": ["a", "b"]}],
+        "parameterized": true,                 # false drops the parameters: buildWithParameters → 400
+        "disabled": false,                     # 409 "<fullName> is not buildable"
+        "concurrent": false,                   # false: a second item is Blocked while a build runs
+        "duration_seconds": 0.2,
+        "result": "SUCCESS",
+        "quiet_period_seconds": null,          # per-job override
+        "refuse": false,                       # a queue plugin vetoes triggers: 302 to the job page
+        "notify": true                         # the Notification plugin is configured on this job
+      }],
+      "notification": {                        # the Notification plugin (or just the URL as a string)
+        "url": "http://127.0.0.1:8080/jenkins/notify?token=SECRET",   # or http://user:SECRET@host/...
+        "drop_probability": 0.0, "duplicate_probability": 0.0, "seed": 0,
+        "drop_jobs": [], "drop_phases": [], "timeout_seconds": 5
+      }
+    }
+
+Per build, three request fields steer the emulator even when the job does not declare them:
+``EMULATOR_RESULT`` (SUCCESS, UNSTABLE, FAILURE, NOT_BUILT, ABORTED), ``EMULATOR_DURATION`` (seconds) and
+``EMULATOR_NO_NOTIFY=true`` (no notification at all for that build).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+DEFAULT_CONFIG: dict[str, Any] = {
+    "executors": 4,
+    "anonymous_read": True,  # like "Allow anonymous read access": python-jenkins' get_version() runs unauthenticated
+    "quiet_period_seconds": 0,
+    "users": {"admin": {"api_token": "admin-token", "password": "admin"}},
+    "jobs": [
+        {"path": "deploy", "parameters": [{"name": "DISPATCH_ID"}, {"name": "ENV", "default": "dev"}], "duration_seconds": 2},
+        {"path": "build-app", "kind": "pipeline", "parameters": [{"name": "DISPATCH_ID"}, {"name": "BRANCH", "default": "main"}], "duration_seconds": 1},
+        {"path": "team/app/deploy", "parameters": [{"name": "DISPATCH_ID"}, {"name": "VERSION", "default": ""}], "duration_seconds": 2},
+        {"path": "nightly", "parameterized": False, "duration_seconds": 1},
+    ],
+}
+
+from .server import Fault, JenkinsEmulator  # noqa: E402 - DEFAULT_CONFIG must exist first
+
+__all__ = ["DEFAULT_CONFIG", "Fault", "JenkinsEmulator"]

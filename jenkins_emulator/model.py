@@ -1,0 +1,723 @@
+"""The emulated Jenkins: jobs, folders, the queue, executors, builds, and their JSON shapes.
+
+All state is guarded by ``Jenkins.lock``; a scheduler thread moves items through the queue the way
+``hudson.model.Queue`` does (waiting → blocked/buildable → left) and finishes builds on time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import threading
+import time
+import traceback
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from .notify import NotificationSettings, Notifier
+
+RESULTS = ("SUCCESS", "UNSTABLE", "FAILURE", "NOT_BUILT", "ABORTED")
+COLORS = {"SUCCESS": "blue", "UNSTABLE": "yellow", "FAILURE": "red", "NOT_BUILT": "notbuilt", "ABORTED": "aborted"}
+JOB_CLASSES = {
+    "freestyle": ("hudson.model.FreeStyleProject", "hudson.model.FreeStyleBuild"),
+    "pipeline": ("org.jenkinsci.plugins.workflow.job.WorkflowJob", "org.jenkinsci.plugins.workflow.job.WorkflowRun"),
+}
+FOLDER_CLASS = "com.cloudbees.hudson.plugins.folder.Folder"
+PARAMETER_CLASSES = {
+    "string": ("hudson.model.StringParameterDefinition", "hudson.model.StringParameterValue"),
+    "text": ("hudson.model.TextParameterDefinition", "hudson.model.StringParameterValue"),
+    "choice": ("hudson.model.ChoiceParameterDefinition", "hudson.model.StringParameterValue"),
+    "boolean": ("hudson.model.BooleanParameterDefinition", "hudson.model.BooleanParameterValue"),
+    "password": ("hudson.model.PasswordParameterDefinition", "hudson.model.PasswordParameterValue"),
+}
+
+
+_RAW_ENCODE_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!$&'()*+,-._=@")
+
+
+def raw_encode(segment: str) -> str:
+    """Util.rawEncode: everything but alphanumerics and !$&'()*+,-._=@ as UTF-8 %XX, uppercase."""
+    return "".join(c if c in _RAW_ENCODE_SAFE else "".join(f"%{b:02X}" for b in c.encode()) for c in segment)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def time_span(seconds: float) -> str:
+    """Jenkins' Util.getTimeSpanString, close enough for ``why`` texts."""
+    if seconds < 1:
+        return f"{max(0, int(seconds * 1000))} ms"
+    if seconds < 10:
+        return f"{seconds:.1f} sec"
+    if seconds < 60:
+        return f"{int(seconds)} sec"
+    return f"{int(seconds // 60)} min {int(seconds % 60)} sec"
+
+
+@dataclass
+class ParameterDefinition:
+    name: str
+    type: str = "string"
+    default: Any = ""
+    choices: list[str] = field(default_factory=list)
+
+    def value_from(self, raw: str | None) -> Any:
+        if self.type == "boolean":
+            return (raw.lower() == "true") if raw is not None else bool(self.default)
+        if self.type == "choice" and raw is None:
+            return self.choices[0] if self.choices else ""
+        return raw if raw is not None else ("" if self.default is None else str(self.default))
+
+    def definition_json(self) -> dict[str, Any]:
+        definition_class, value_class = PARAMETER_CLASSES[self.type]
+        default_value: dict[str, Any] = {"_class": value_class, "name": self.name}
+        if self.type != "password":
+            default_value["value"] = self.value_from(None)
+        doc: dict[str, Any] = {"_class": definition_class, "defaultParameterValue": default_value, "description": "", "name": self.name, "type": definition_class.rsplit(".", 1)[1]}
+        if self.type == "choice":
+            doc["choices"] = list(self.choices)
+        return doc
+
+
+@dataclass(eq=False)  # identity, not value: items are keyed and compared as objects
+class Folder:
+    path: str
+    disabled: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+
+@dataclass(eq=False)  # identity, not value: items are keyed and compared as objects
+class Job:
+    path: str
+    kind: str = "freestyle"
+    parameters: list[ParameterDefinition] = field(default_factory=list)
+    disabled: bool = False
+    concurrent: bool = True
+    duration_seconds: float = 0.2
+    result: str = "SUCCESS"
+    quiet_period_seconds: float | None = None
+    refuse: bool = False  # a QueueDecisionHandler vetoes every trigger: 302 to the job page
+    notify: bool = True  # whether the Notification plugin is configured on this job
+    next_number: int = 1
+    builds: dict[int, Build] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+    @property
+    def parameterized(self) -> bool:
+        return bool(self.parameters)
+
+    @property
+    def classes(self) -> tuple[str, str]:
+        return JOB_CLASSES[self.kind]
+
+
+@dataclass(eq=False)  # identity, not value: items are keyed and compared as objects
+class Build:
+    job: Job
+    number: int
+    queue_id: int
+    parameters: list[tuple[ParameterDefinition, Any]]
+    causes: int
+    started: float
+    planned_seconds: float
+    planned_result: str
+    quiet: bool  # no notifications for this build
+    user: str
+    result: str | None = None
+    building: bool = True
+    duration_ms: int = 0
+    aborted: bool = False
+
+    @property
+    def timestamp_ms(self) -> int:
+        return int(self.started * 1000)
+
+
+@dataclass(eq=False)  # identity, not value: items are keyed and compared as objects
+class QueueItem:
+    id: int
+    job: Job
+    parameters: list[tuple[ParameterDefinition, Any]]
+    user: str
+    due: float
+    in_queue_since_ms: int
+    overrides: dict[str, str]
+    causes: int = 1
+    state: str = "waiting"  # waiting · blocked · buildable · left
+    why: str | None = None
+    buildable_since_ms: int | None = None
+    left_at: float | None = None
+    cancelled: bool = False
+    build: Build | None = None
+
+    def parameter_key(self) -> tuple[tuple[str, Any], ...]:
+        return tuple((definition.name, value) for definition, value in self.parameters)
+
+
+@dataclass
+class Settings:
+    executors: int = 2
+    quiet_period_seconds: float = 0.0
+    left_item_retention_seconds: float = 300.0
+    version: str = "2.528"
+    context_path: str = "/"
+    root_url: str | None = None  # Jenkins' configured URL, used in task/executable/build urls
+    location_base: str | None = None  # pretend a proxy: scheme://host:port put into Location headers
+    crumb_mode: str = "password"  # password: crumbs needed unless an API token is used · always · off
+    anonymous_read: bool = False
+    first_queue_id: int = 1
+
+
+def _normalise_context_path(path: str) -> str:
+    path = "/" + path.strip("/")
+    return path if path == "/" else path + "/"
+
+
+class Jenkins:
+    """State and scheduling. The HTTP layer (``server.py``) translates requests into these calls."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.lock = threading.RLock()
+        self._wake = threading.Condition(self.lock)
+        self.settings = Settings(**{k: config[k] for k in Settings.__dataclass_fields__ if k in config})
+        self.settings.context_path = _normalise_context_path(self.settings.context_path)
+        self.users: dict[str, dict[str, Any]] = {}
+        for name, spec in (config.get("users") or {}).items():
+            self.users[name] = {"api_token": spec.get("api_token"), "password": spec.get("password"), "permissions": spec.get("permissions", "all")}
+        self.folders: dict[str, Folder] = {}
+        self.jobs: dict[str, Job] = {}
+        for spec in config.get("folders") or ():
+            self.add_folder(spec["path"] if isinstance(spec, dict) else spec, disabled=bool(isinstance(spec, dict) and spec.get("disabled")))
+        for spec in config.get("jobs") or ():
+            self.add_job(spec)
+        self.items: dict[int, QueueItem] = {}
+        self.next_queue_id = self.settings.first_queue_id
+        self.quieting_down = False
+        self.salt = secrets.token_hex(16)
+        self.session_hash = secrets.token_hex(4)
+        self.cookie_name = "JSESSIONID." + secrets.token_hex(4)
+        self.sessions: dict[str, str] = {}  # session id → user
+        self.server_url = "http://127.0.0.1/"
+        self.counters: dict[str, Any] = {}
+        self.reset_counters()
+        self.notifier = Notifier()
+        self.notifier.configure(NotificationSettings.from_config(config.get("notification")))
+        self._running = True
+        self._scheduler = threading.Thread(target=self._schedule_forever, name="emulator-queue", daemon=True)
+        self._scheduler.start()
+
+    # ------------------------------------------------------------------------------------------------------
+    # configuration
+
+    def add_folder(self, path: str, disabled: bool = False) -> Folder:
+        with self.lock:
+            parts = path.split("/")
+            for depth in range(1, len(parts)):
+                self.folders.setdefault("/".join(parts[:depth]), Folder("/".join(parts[:depth])))
+            folder = self.folders.setdefault(path, Folder(path))
+            folder.disabled = disabled or folder.disabled
+            return folder
+
+    def add_job(self, spec: dict[str, Any]) -> Job:
+        parameters = []
+        for raw in spec.get("parameters") or ():
+            if isinstance(raw, str):
+                raw = {"name": raw}
+            parameters.append(ParameterDefinition(raw["name"], raw.get("type", "string"), raw.get("default", False if raw.get("type") == "boolean" else ""), list(raw.get("choices") or ())))
+        if spec.get("parameterized") is False:
+            parameters = []
+        job = Job(
+            path=spec["path"],
+            kind=spec.get("kind", "freestyle"),
+            parameters=parameters,
+            disabled=bool(spec.get("disabled", False)),
+            concurrent=bool(spec.get("concurrent", spec.get("kind") == "pipeline")),
+            duration_seconds=float(spec.get("duration_seconds", 0.2)),
+            result=spec.get("result", "SUCCESS"),
+            quiet_period_seconds=spec.get("quiet_period_seconds"),
+            refuse=bool(spec.get("refuse", False)),
+            notify=bool(spec.get("notify", True)),
+        )
+        with self.lock:
+            if "/" in job.path:
+                self.add_folder(job.path.rsplit("/", 1)[0])
+            self.jobs[job.path] = job
+        return job
+
+    def set_job(self, path: str, **changes: Any) -> Job:
+        with self.lock:
+            job = self.jobs[path]
+            for name, value in changes.items():
+                if name not in ("disabled", "concurrent", "duration_seconds", "result", "quiet_period_seconds", "refuse", "notify"):
+                    raise ValueError(f"cannot set {name!r} on a job")
+                setattr(job, name, value)
+            self._wake.notify_all()
+            return job
+
+    def configure(self, **changes: Any) -> None:
+        with self.lock:
+            for name, value in changes.items():
+                if name == "notification":
+                    self.notifier.configure(NotificationSettings.from_config(value))
+                elif name == "quieting_down":
+                    self.quieting_down = bool(value)
+                elif name in Settings.__dataclass_fields__:
+                    setattr(self.settings, name, value)
+                else:
+                    raise ValueError(f"unknown emulator setting {name!r}")
+            self._wake.notify_all()
+
+    def reset_counters(self) -> None:
+        with self.lock:
+            self.counters = {
+                "trigger_requests": 0,
+                "items_created": 0,
+                "merged_requests": 0,
+                "builds_started": 0,
+                "triggers_by_dispatch_id": defaultdict(int),
+                "triggers_by_parameter": defaultdict(lambda: defaultdict(int)),
+                "peak_in_flight": 0,
+                "peak_in_flight_by_job": defaultdict(int),
+            }
+
+    def restart(self) -> None:
+        """What survives a Jenkins restart: waiting items keep their ids; sessions and left items do not."""
+        with self.lock:
+            self.sessions.clear()
+            self.session_hash = secrets.token_hex(4)
+            self.cookie_name = "JSESSIONID." + secrets.token_hex(4)
+            for item_id in [i for i, item in self.items.items() if item.state == "left"]:
+                del self.items[item_id]
+
+    def close(self) -> None:
+        with self.lock:
+            self._running = False
+            self._wake.notify_all()
+        self.notifier.close()
+
+    # ------------------------------------------------------------------------------------------------------
+    # lookups and urls
+
+    @property
+    def base_url(self) -> str:
+        return self.settings.root_url or self.server_url
+
+    def find(self, path: str) -> Job | Folder | None:
+        return self.jobs.get(path) or self.folders.get(path)
+
+    def is_buildable(self, job: Job) -> bool:
+        if job.disabled:
+            return False
+        parts = job.path.split("/")
+        return not any(self.folders.get("/".join(parts[:d]), Folder("")).disabled for d in range(1, len(parts)))
+
+    @staticmethod
+    def relative_url(path: str) -> str:
+        return "".join(f"job/{raw_encode(segment)}/" for segment in path.split("/"))
+
+    def url_of(self, thing: Job | Folder | Build) -> str:
+        if isinstance(thing, Build):
+            return f"{self.base_url}{self.relative_url(thing.job.path)}{thing.number}/"
+        return self.base_url + self.relative_url(thing.path)
+
+    def crumb_for(self, user: str, session_id: str) -> str:
+        return hashlib.sha256(f"{self.salt}{user};{session_id}".encode()).hexdigest()
+
+    def new_session(self, user: str) -> str:
+        with self.lock:
+            session_id = secrets.token_urlsafe(18)
+            self.sessions[session_id] = user
+            return session_id
+
+    # ------------------------------------------------------------------------------------------------------
+    # triggering
+
+    def schedule(self, job: Job, values: dict[str, str], user: str, delay_seconds: float | None, overrides: dict[str, str]) -> tuple[QueueItem, bool]:
+        """``Queue.schedule2``: returns (item, created). Identical parameters merge while still queued."""
+        with self.lock:
+            parameters = [(definition, definition.value_from(values.get(definition.name))) for definition in job.parameters]
+            self.counters["trigger_requests"] += 1
+            key = tuple((d.name, v) for d, v in parameters)
+            quiet = delay_seconds if delay_seconds is not None else (job.quiet_period_seconds if job.quiet_period_seconds is not None else self.settings.quiet_period_seconds)
+            due = time.time() + float(quiet)
+            for item in sorted(self.items.values(), key=lambda i: i.id):
+                if item.job is job and item.state != "left" and item.parameter_key() == key:
+                    item.causes += 1
+                    if item.state == "waiting" and due < item.due:
+                        item.due = due
+                    self.counters["merged_requests"] += 1
+                    self._wake.notify_all()
+                    return item, False
+            item = QueueItem(self.next_queue_id, job, parameters, user, due, now_ms(), overrides)
+            self.next_queue_id += 1
+            item.why = f"In the quiet period. Expires in {time_span(due - time.time())}"
+            self.items[item.id] = item
+            self.counters["items_created"] += 1
+            for definition, value in parameters:
+                text = _parameter_text(value)
+                self.counters["triggers_by_parameter"][definition.name][text] += 1
+                if definition.name == "DISPATCH_ID":
+                    self.counters["triggers_by_dispatch_id"][text] += 1
+            self._note_in_flight()
+            self._wake.notify_all()
+            return item, True
+
+    def cancel(self, item: QueueItem) -> bool:
+        with self.lock:
+            if item.state == "left":
+                return False
+            item.state, item.cancelled, item.left_at, item.why = "left", True, time.time(), None
+            self._note_in_flight()
+            return True
+
+    def stop(self, build: Build) -> None:
+        with self.lock:
+            if build.building:
+                build.aborted = True
+                self._wake.notify_all()
+
+    # ------------------------------------------------------------------------------------------------------
+    # the scheduler: Queue.maintain + executors
+
+    def in_flight(self, job: Job | None = None) -> int:
+        with self.lock:
+            queued = sum(1 for i in self.items.values() if i.state != "left" and (job is None or i.job is job))
+            jobs = [job] if job else list(self.jobs.values())
+            return queued + sum(1 for j in jobs for b in j.builds.values() if b.building)
+
+    def _note_in_flight(self) -> None:
+        self.counters["peak_in_flight"] = max(self.counters["peak_in_flight"], self.in_flight())
+        for job in {i.job for i in self.items.values()} | {b.job for j in self.jobs.values() for b in j.builds.values() if b.building}:
+            by_job = self.counters["peak_in_flight_by_job"]
+            by_job[job.path] = max(by_job[job.path], self.in_flight(job))
+
+    def _schedule_forever(self) -> None:
+        with self.lock:
+            while self._running:
+                try:
+                    self.maintain()
+                except Exception:  # keep scheduling: one bad tick must not freeze the queue for the whole test
+                    traceback.print_exc()
+                self._wake.wait(0.01)
+
+    def maintain(self) -> None:
+        with self.lock:
+            now = time.time()
+            retention = self.settings.left_item_retention_seconds
+            for item_id in [i for i, item in self.items.items() if item.state == "left" and item.left_at is not None and now - item.left_at >= retention]:
+                del self.items[item_id]
+            for job in self.jobs.values():
+                for build in job.builds.values():
+                    if build.building and (build.aborted or now >= build.started + build.planned_seconds):
+                        self._finish(build, now)
+            running = sum(1 for j in self.jobs.values() for b in j.builds.values() if b.building)
+            starting_jobs: set[str] = set()
+            for item in sorted((i for i in self.items.values() if i.state != "left"), key=lambda i: i.id):
+                if now < item.due:
+                    item.state, item.why = "waiting", f"In the quiet period. Expires in {time_span(item.due - now)}"
+                    continue
+                job = item.job
+                if not job.concurrent:
+                    current = next((b for b in job.builds.values() if b.building), None)
+                    if current is not None or job.path in starting_jobs:
+                        if item.state != "blocked":
+                            item.buildable_since_ms = item.buildable_since_ms or now_ms()
+                        item.state = "blocked"
+                        number = current.number if current else job.next_number - 1
+                        eta = max(0.0, current.started + current.planned_seconds - now) if current else 0.0
+                        item.why = f"Build #{number} is already in progress (ETA: {time_span(eta)})"
+                        continue
+                if item.state not in ("buildable",):
+                    item.buildable_since_ms = item.buildable_since_ms or now_ms()
+                item.state = "buildable"
+                if self.quieting_down:
+                    item.why = "Jenkins is about to shut down"
+                    continue
+                if running >= self.settings.executors:
+                    item.why = "Waiting for next available executor"
+                    continue
+                self._start(item, now)
+                running += 1
+                starting_jobs.add(job.path)
+            self._note_in_flight()
+
+    def _start(self, item: QueueItem, now: float) -> None:
+        job = item.job
+        item.state, item.left_at, item.why = "left", now, None
+        if not self.is_buildable(job):
+            return  # createExecutable() returns null for a disabled job: a LeftItem without executable
+        overrides = item.overrides
+        duration = float(overrides.get("EMULATOR_DURATION", job.duration_seconds))
+        result = overrides.get("EMULATOR_RESULT", job.result).upper()
+        build = Build(job, job.next_number, item.id, item.parameters, item.causes, now, duration, result if result in RESULTS else "SUCCESS",
+                      overrides.get("EMULATOR_NO_NOTIFY", "").lower() == "true", item.user)
+        job.next_number += 1
+        job.builds[build.number] = build
+        item.build = build
+        self.counters["builds_started"] += 1
+        queued_since = (item.buildable_since_ms or now_ms()) if item.buildable_since_ms else now_ms()
+        self._notify(build, "QUEUED", queued_since)
+        self._notify(build, "STARTED", build.timestamp_ms)
+
+    def _finish(self, build: Build, now: float) -> None:
+        build.result = "ABORTED" if build.aborted else build.planned_result
+        build.duration_ms = max(1, int((now - build.started) * 1000))
+        build.building = False
+        self._notify(build, "COMPLETED", build.timestamp_ms + build.duration_ms)
+        self._notify(build, "FINALIZED", now_ms())
+
+    # ------------------------------------------------------------------------------------------------------
+    # JSON shapes (Stapler exports; property order alphabetical, superclass first, ``_class`` first)
+
+    def parameters_action(self, parameters: list[tuple[ParameterDefinition, Any]]) -> dict[str, Any]:
+        exported = []
+        for definition, value in parameters:
+            entry: dict[str, Any] = {"_class": PARAMETER_CLASSES[definition.type][1], "name": definition.name}
+            if definition.type != "password":
+                entry["value"] = value
+            exported.append(entry)
+        return {"_class": "hudson.model.ParametersAction", "parameters": exported}
+
+    def cause_action(self, user: str, count: int) -> dict[str, Any]:
+        cause = {"_class": "hudson.model.Cause$UserIdCause", "shortDescription": f"Started by user {user}", "userId": user, "userName": user}
+        return {"_class": "hudson.model.CauseAction", "causes": [dict(cause) for _ in range(count)]}
+
+    def _actions(self, parameters: list[tuple[ParameterDefinition, Any]], user: str, causes: int) -> list[dict[str, Any]]:
+        actions = [self.parameters_action(parameters)] if parameters else []
+        return [*actions, self.cause_action(user, causes)]
+
+    def job_color(self, job: Job) -> str:
+        if not self.is_buildable(job):
+            return "disabled"
+        finished = [b for b in job.builds.values() if not b.building]
+        color = COLORS[max(finished, key=lambda b: b.number).result or "SUCCESS"] if finished else "notbuilt"
+        return color + "_anime" if any(b.building for b in job.builds.values()) else color
+
+    def task_json(self, job: Job) -> dict[str, Any]:
+        return {"_class": job.classes[0], "name": job.name, "url": self.url_of(job), "color": self.job_color(job)}
+
+    def queue_item_json(self, item: QueueItem) -> dict[str, Any]:
+        kind = {"waiting": "WaitingItem", "blocked": "BlockedItem", "buildable": "BuildableItem", "left": "LeftItem"}[item.state]
+        params = "".join(f"\n{_short_description(d, v)}" for d, v in item.parameters if d.type != "password")
+        doc: dict[str, Any] = {
+            "_class": f"hudson.model.Queue${kind}",
+            "actions": self._actions(item.parameters, item.user, item.causes),
+            "blocked": item.state == "blocked",
+            "buildable": item.state == "buildable",
+            "id": item.id,
+            "inQueueSince": item.in_queue_since_ms,
+            "params": params,
+            "stuck": False,
+            "task": self.task_json(item.job),
+            "url": f"queue/item/{item.id}/",
+            "why": item.why if item.state != "left" else None,
+        }
+        if item.state == "waiting":
+            doc["timestamp"] = int(item.due * 1000)
+        elif item.state in ("blocked", "buildable"):
+            doc["buildableStartMilliseconds"] = item.buildable_since_ms or now_ms()
+            if item.state == "buildable":
+                doc["pending"] = False
+        else:
+            doc["cancelled"] = item.cancelled
+            doc["executable"] = None if item.build is None else {"_class": item.job.classes[1], "number": item.build.number, "url": self.url_of(item.build)}
+        return doc
+
+    def build_json(self, build: Build) -> dict[str, Any]:
+        job = build.job
+        doc: dict[str, Any] = {
+            "_class": job.classes[1],
+            "actions": self._actions(build.parameters, build.user, build.causes),
+            "artifacts": [],
+            "building": build.building,
+            "description": None,
+            "displayName": f"#{build.number}",
+            "duration": build.duration_ms,
+            "estimatedDuration": int(job.duration_seconds * 1000),
+            "executor": ({"_class": "hudson.model.Executor"} if build.building else None),
+            "fullDisplayName": f"{' » '.join(job.path.split('/'))} #{build.number}",
+            "id": str(build.number),
+            "inProgress": build.building,
+            "keepLog": False,
+            "number": build.number,
+            "queueId": build.queue_id,
+            "result": build.result,
+            "timestamp": build.timestamp_ms,
+            "url": self.url_of(build),
+        }
+        if job.kind == "freestyle":
+            doc.update({"builtOn": "", "changeSet": {"_class": "hudson.scm.EmptyChangeLogSet", "items": [], "kind": None}, "culprits": []})
+        else:
+            doc.update({"changeSets": [], "culprits": []})
+        return doc
+
+    def build_ref(self, build: Build | None) -> dict[str, Any] | None:
+        return None if build is None else {"_class": build.job.classes[1], "number": build.number, "url": self.url_of(build)}
+
+    def job_json(self, job: Job) -> dict[str, Any]:
+        builds = sorted(job.builds.values(), key=lambda b: -b.number)
+        finished = [b for b in builds if not b.building]
+        queued = next((i for i in sorted(self.items.values(), key=lambda i: i.id) if i.job is job and i.state != "left"), None)
+
+        def last(predicate: Any) -> dict[str, Any] | None:
+            return self.build_ref(next((b for b in finished if predicate(b)), None))
+
+        properties = []
+        if job.parameters:
+            properties.append({"_class": "hudson.model.ParametersDefinitionProperty", "parameterDefinitions": [d.definition_json() for d in job.parameters]})
+        return {
+            "_class": job.classes[0],
+            "actions": [{}, {"_class": "hudson.model.ParametersDefinitionProperty", "parameterDefinitions": [d.definition_json() for d in job.parameters]}] if job.parameters else [{}],
+            "description": "",
+            "displayName": job.name,
+            "displayNameOrNull": None,
+            "fullDisplayName": " » ".join(job.path.split("/")),
+            "fullName": job.path,
+            "name": job.name,
+            "url": self.url_of(job),
+            "buildable": self.is_buildable(job),
+            "builds": [self.build_json(b) for b in builds],
+            "color": self.job_color(job),
+            "firstBuild": self.build_ref(builds[-1] if builds else None),
+            "healthReport": [],
+            "inQueue": queued is not None,
+            "keepDependencies": False,
+            "lastBuild": self.build_ref(builds[0] if builds else None),
+            "lastCompletedBuild": last(lambda b: True),
+            "lastFailedBuild": last(lambda b: b.result == "FAILURE"),
+            "lastStableBuild": last(lambda b: b.result == "SUCCESS"),
+            "lastSuccessfulBuild": last(lambda b: b.result in ("SUCCESS", "UNSTABLE")),
+            "lastUnstableBuild": last(lambda b: b.result == "UNSTABLE"),
+            "lastUnsuccessfulBuild": last(lambda b: b.result != "SUCCESS"),
+            "nextBuildNumber": job.next_number,
+            "property": properties,
+            "queueItem": None if queued is None else self.queue_item_json(queued),
+            "concurrentBuild": job.concurrent,
+            "disabled": job.disabled,
+        }
+
+    def children_json(self, prefix: str) -> list[dict[str, Any]]:
+        depth = 0 if not prefix else prefix.count("/") + 1
+        children: list[dict[str, Any]] = []
+        for path in sorted(set(self.jobs) | set(self.folders), key=str.lower):
+            if path.count("/") != depth or (prefix and not path.startswith(prefix + "/")):
+                continue
+            thing = self.find(path)
+            if isinstance(thing, Job):
+                children.append(self.job_json(thing))
+            elif thing is not None:
+                children.append(self.folder_json(thing))
+        return children
+
+    def folder_json(self, folder: Folder) -> dict[str, Any]:
+        return {
+            "_class": FOLDER_CLASS,
+            "actions": [{}],
+            "description": None,
+            "displayName": folder.name,
+            "displayNameOrNull": None,
+            "fullDisplayName": " » ".join(folder.path.split("/")),
+            "fullName": folder.path,
+            "name": folder.name,
+            "url": self.url_of(folder),
+            "healthReport": [],
+            "jobs": self.children_json(folder.path),
+            "primaryView": {"_class": "hudson.model.AllView", "name": "All", "url": self.url_of(folder)},
+            "views": [{"_class": "hudson.model.AllView", "name": "All", "url": self.url_of(folder)}],
+        }
+
+    def root_json(self) -> dict[str, Any]:
+        return {
+            "_class": "hudson.model.Hudson",
+            "assignedLabels": [{"name": "built-in"}],
+            "mode": "NORMAL",
+            "nodeDescription": "the Jenkins controller's built-in node",
+            "nodeName": "",
+            "numExecutors": self.settings.executors,
+            "description": None,
+            "jobs": self.children_json(""),
+            "overallLoad": {},
+            "primaryView": {"_class": "hudson.model.AllView", "name": "all", "url": self.base_url},
+            "quietDownReason": None,
+            "quietingDown": self.quieting_down,
+            "slaveAgentPort": -1,
+            "unlabeledLoad": {"_class": "jenkins.model.UnlabeledLoadStatistics"},
+            "url": self.base_url,
+            "useCrumbs": self.settings.crumb_mode != "off",
+            "useSecurity": True,
+            "views": [{"_class": "hudson.model.AllView", "name": "all", "url": self.base_url}],
+        }
+
+    def queue_json(self) -> dict[str, Any]:
+        items = [self.queue_item_json(i) for i in sorted(self.items.values(), key=lambda i: i.id) if i.state != "left"]
+        return {"_class": "hudson.model.Queue", "discoverableItems": [], "items": items}
+
+    # ------------------------------------------------------------------------------------------------------
+    # Notification plugin payloads (notes §7.1)
+
+    def notification_payload(self, build: Build, phase: str, timestamp_ms: int) -> dict[str, Any]:
+        job = build.job
+        relative_build_url = f"{self.relative_url(job.path)}{build.number}/"
+        state: dict[str, Any] = {
+            "full_url": self.base_url + relative_build_url,
+            "number": build.number,
+            "queue_id": build.queue_id,
+            "timestamp": timestamp_ms,
+            "duration": build.duration_ms if phase in ("COMPLETED", "FINALIZED") else 0,
+            "phase": phase,
+        }
+        if phase in ("COMPLETED", "FINALIZED"):
+            state["status"] = build.result
+        state["url"] = relative_build_url
+        state["scm"] = {"changes": [], "culprits": []}
+        if build.parameters:
+            state["parameters"] = {d.name: _parameter_text(v) for d, v in build.parameters if d.type != "password"}
+        state["log"] = ""
+        state["artifacts"] = {}
+        return {"name": job.name, "display_name": job.name, "url": self.relative_url(job.path), "build": state}
+
+    def _notify(self, build: Build, phase: str, timestamp_ms: int) -> None:
+        if not build.job.notify:
+            return
+        payload = self.notification_payload(build, phase, timestamp_ms)
+        self.notifier.publish(build.job.path, payload, suppressed=build.quiet)
+
+    # ------------------------------------------------------------------------------------------------------
+    # counters for tests
+
+    def counters_json(self) -> dict[str, Any]:
+        with self.lock:
+            counters = self.counters
+            return {
+                "trigger_requests": counters["trigger_requests"],
+                "items_created": counters["items_created"],
+                "merged_requests": counters["merged_requests"],
+                "builds_started": counters["builds_started"],
+                "triggers_by_dispatch_id": dict(counters["triggers_by_dispatch_id"]),
+                "triggers_by_parameter": {k: dict(v) for k, v in counters["triggers_by_parameter"].items()},
+                "peak_in_flight": counters["peak_in_flight"],
+                "peak_in_flight_by_job": dict(counters["peak_in_flight_by_job"]),
+                "in_flight": self.in_flight(),
+                "in_flight_by_job": {path: self.in_flight(job) for path, job in self.jobs.items()},
+                "notifications": dict(self.notifier.counters),
+            }
+
+
+def _parameter_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _short_description(definition: ParameterDefinition, value: Any) -> str:
+    if definition.type == "boolean":
+        return f"(BooleanParameterValue) {definition.name}='{_parameter_text(value)}'"
+    return f"{definition.name}={value}"

@@ -1,0 +1,667 @@
+"""The emulator's HTTP face: Jenkins' URLs, status codes and headers, fault injection, the control API."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import json
+import re
+import socket
+import struct
+import threading
+import time
+import uuid
+from dataclasses import asdict, dataclass, fields
+from http.cookies import SimpleCookie
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from .model import Build, Folder, Jenkins, Job
+from .tree import TreeSyntaxError, parse_tree, prune
+
+CONTROL_PREFIX = "/_emulator/"
+
+
+@dataclass
+class Fault:
+    """One injected misbehaviour, applied to requests whose method and path (after the context path) match."""
+
+    path: str = ""  # regular expression searched in the path, e.g. "buildWithParameters$"
+    method: str | None = None
+    latency_seconds: float = 0.0  # wait before handling
+    status: int | None = None  # answer this instead of handling: 500 Oops page, 503 restart page, other codes bare
+    reset: bool = False  # abort the connection (TCP RST) without handling or answering
+    drop_after_accept: bool = False  # handle the request (a build IS queued), then close without answering
+    slow_seconds: float = 0.0  # handle the request, then wait this long before answering
+    times: int | None = None  # how many matching requests it applies to; None means every one
+    hits: int = 0
+
+    def matches(self, method: str, path: str) -> bool:
+        if self.times is not None and self.hits >= self.times:
+            return False
+        if self.method and self.method.upper() != method:
+            return False
+        return re.search(self.path, path) is not None
+
+
+@dataclass
+class Response:
+    status: int
+    body: bytes = b""
+    content_type: str | None = "text/html;charset=utf-8"
+    headers: list[tuple[str, str]] | None = None
+
+
+def _html(title: str, text: str) -> bytes:
+    return f"<!DOCTYPE html><html><head><title>{title} [Jenkins]</title></head><body><h1>{title}</h1><p>{text}</p></body></html>".encode()
+
+
+def not_found() -> Response:
+    body = (b"<!DOCTYPE html><html><head><title>Jenkins</title></head><body><div id='error-description'><h1>Oops!</h1>"
+            b"<h2>Not Found</h2><p>This page may not exist, or you may not have permission to see it.</p></div></body></html>")
+    return Response(404, body)
+
+
+def oops(status: int, message: str) -> Response:
+    """``HttpResponses.error`` rendered as the Oops page (since 2.224), status kept."""
+    body = (f"<!DOCTYPE html><html><head><title>Jenkins</title></head><body><h1>Oops!</h1><h2>{message}</h2>"
+            f"<p>A problem occurred while processing the request.</p><p>Logging ID={uuid.uuid4()}</p></body></html>").encode()
+    return Response(status, body)
+
+
+def send_error(status: int, message: str) -> Response:
+    """``sendError(status, message)``: Jetty's plain error page."""
+    body = (f"<html><head><title>Error {status} {message}</title></head><body><h2>HTTP ERROR {status} {message}</h2>"
+            f"<table><tr><th>MESSAGE:</th><td>{message}</td></tr></table></body></html>").encode()
+    return Response(status, body)
+
+
+def unavailable_page(kind: str) -> Response:
+    if kind == "starting":
+        page = _html("Starting Jenkins", "Please wait while Jenkins is getting ready to work ... Your browser will reload automatically when Jenkins is ready.")
+    else:
+        page = _html("Restarting Jenkins", "Please wait while Jenkins is restarting ... Your browser will reload automatically when Jenkins is ready.")
+    return Response(503, page, headers=[("Expires", "0"), ("Cache-Control", "no-cache,no-store,must-revalidate")])
+
+
+def json_response(doc: Any, status: int = 200) -> Response:
+    return Response(status, json.dumps(doc, ensure_ascii=False).encode("utf-8"), "application/json;charset=utf-8")
+
+
+@dataclass
+class Caller:
+    user: str | None  # None: anonymous
+    token_auth: bool = False
+    session_id: str | None = None
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's signature
+        pass  # quiet: tests run many requests
+
+    def do_GET(self) -> None:
+        self._handle("GET")
+
+    def do_POST(self) -> None:
+        self._handle("POST")
+
+    def do_HEAD(self) -> None:
+        self._handle("HEAD")
+
+    # ------------------------------------------------------------------------------------------------------
+
+    def _handle(self, method: str) -> None:
+        emulator = self.server.emulator
+        jenkins = emulator.jenkins
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        split = urlsplit(self.path)
+        if split.path.startswith(CONTROL_PREFIX):
+            self._write(emulator.control(method, split.path[len(CONTROL_PREFIX) :], body), method)
+            return
+        context = jenkins.settings.context_path
+        if not split.path.startswith(context) and split.path + "/" != context:
+            self._write(not_found(), method)
+            return
+        path = split.path[len(context) :]
+        fault = emulator.take_fault(method, path)
+        if fault and fault.latency_seconds:
+            time.sleep(fault.latency_seconds)
+        if fault and fault.reset:
+            self._abort_connection()
+            return
+        if fault and fault.status:
+            response = unavailable_page("restarting") if fault.status == 503 else oops(fault.status, "A problem occurred while processing the request")
+            self._write(response, method)
+            return
+        window = emulator.unavailable_window()
+        if window:
+            self._write(unavailable_page(window), method)
+            return
+        try:
+            response = self._route(method, path, split.query, body)
+        except Exception as exc:  # an emulator bug must still look like a Jenkins 500, not hang the client
+            response = oops(500, f"{type(exc).__name__}: {exc}")
+        if fault and fault.drop_after_accept:
+            self._close_silently()
+            return
+        if fault and fault.slow_seconds:
+            time.sleep(fault.slow_seconds)
+        self._write(response, method)
+
+    def _abort_connection(self) -> None:
+        self.close_connection = True
+        try:
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+        except OSError:
+            pass
+
+    def _close_silently(self) -> None:
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+    def _write(self, response: Response, method: str) -> None:
+        jenkins = self.server.emulator.jenkins
+        try:
+            self.send_response(response.status)
+            if response.content_type:
+                self.send_header("Content-Type", response.content_type)
+            self.send_header("Content-Length", str(len(response.body)))
+            self.send_header("X-Content-Type-Options", "nosniff")
+            self.send_header("X-Jenkins", jenkins.settings.version)
+            self.send_header("X-Jenkins-Session", jenkins.session_hash)
+            self.send_header("X-Hudson", "1.395")
+            for name, value in response.headers or ():
+                self.send_header(name, value)
+            self.end_headers()
+            if method != "HEAD":
+                self.wfile.write(response.body)
+        except OSError:
+            self.close_connection = True
+
+    # ------------------------------------------------------------------------------------------------------
+    # authentication and CSRF
+
+    def _caller(self) -> Caller | Response:
+        jenkins = self.server.emulator.jenkins
+        session_id = None
+        cookie = SimpleCookie()
+        with contextlib.suppress(Exception):
+            cookie.load(self.headers.get("Cookie") or "")
+        if jenkins.cookie_name in cookie and cookie[jenkins.cookie_name].value in jenkins.sessions:
+            session_id = cookie[jenkins.cookie_name].value
+        header = self.headers.get("Authorization") or ""
+        if not header.startswith("Basic "):
+            user = jenkins.sessions.get(session_id) if session_id else None
+            return Caller(user, False, session_id)
+        try:
+            user, _, secret = base64.b64decode(header[6:]).decode("utf-8").partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            user, secret = "", ""
+        account = jenkins.users.get(user)
+        if account and account["api_token"] and secret == account["api_token"]:
+            return Caller(user, True, session_id)
+        if account and account["password"] and secret == account["password"]:
+            return Caller(user, False, session_id)
+        page = _html("Unauthorized", f"Invalid password/token for user: {user}")
+        return Response(401, page, headers=[("WWW-Authenticate", 'Basic realm="Jenkins"')])
+
+    def _crumb_ok(self, caller: Caller, form: dict[str, list[str]]) -> bool:
+        jenkins = self.server.emulator.jenkins
+        mode = jenkins.settings.crumb_mode
+        if mode == "off" or (caller.token_auth and mode != "always"):
+            return True
+        given = self.headers.get("Jenkins-Crumb") or (form.get("Jenkins-Crumb") or [None])[0]
+        if not given or not caller.session_id:
+            return False
+        return given == jenkins.crumb_for(caller.user or "anonymous", caller.session_id)
+
+    @staticmethod
+    def _anonymous_denied(permission: str) -> Response:
+        body = _html("Authentication required", "You are authenticated as: anonymous")
+        headers = [("X-You-Are-Authenticated-As", "anonymous"), ("X-You-Are-In-Group-Disabled", "JENKINS-39402: use -Dhudson.security.AccessDeniedException2.REPORT_GROUP_HEADERS=true or use /whoAmI to diagnose"),
+                   ("X-Required-Permission", permission), ("X-Permission-Implied-By", "hudson.security.Permission.GenericRead")]
+        return Response(403, body, headers=headers)
+
+    # ------------------------------------------------------------------------------------------------------
+    # routing
+
+    def _route(self, method: str, path: str, query: str, body: bytes) -> Response:
+        emulator = self.server.emulator
+        jenkins = emulator.jenkins
+        caller = self._caller()
+        if isinstance(caller, Response):
+            return caller
+        form: dict[str, list[str]] = {}
+        for name, value in parse_qsl(query, keep_blank_values=True):
+            form.setdefault(name, []).append(value)
+        content_type = self.headers.get("Content-Type") or ""
+        if body and content_type.startswith("application/x-www-form-urlencoded"):
+            for name, value in parse_qsl(body.decode("utf-8", errors="replace"), keep_blank_values=True):
+                form.setdefault(name, []).append(value)
+        segments = [unquote(s) for s in path.split("/")]
+        if segments and segments[-1] == "":
+            segments.pop()
+        if segments[:1] == ["whoAmI"]:
+            return self._who_am_i(caller)
+        if caller.user is None and not jenkins.settings.anonymous_read:
+            return self._anonymous_denied("hudson.model.Hudson.Read")
+        if method == "POST" and not self._crumb_ok(caller, form):
+            return send_error(403, "No valid crumb was included in the request")
+        if method == "POST" and caller.user is None:
+            return self._anonymous_denied("hudson.model.Item.Build")
+        tree = (form.get("tree") or [None])[0]
+        user = caller.user or "anonymous"
+        with jenkins.lock:
+            if segments in ([], ["api", "json"]):
+                if not segments and method != "POST":
+                    return Response(200, _html("Dashboard", "Welcome to Jenkins!"))
+                return self._api(jenkins.root_json(), tree, shallow_children=True)
+            if segments == ["crumbIssuer", "api", "json"]:
+                if jenkins.settings.crumb_mode == "off":
+                    return not_found()
+                headers = []
+                session_id = caller.session_id
+                if session_id is None:
+                    session_id = jenkins.new_session(user)
+                    headers.append(("Set-Cookie", f"{jenkins.cookie_name}={session_id}; Path={jenkins.settings.context_path}; HttpOnly"))
+                doc = {"_class": "hudson.security.csrf.DefaultCrumbIssuer", "crumb": jenkins.crumb_for(user, session_id), "crumbRequestField": "Jenkins-Crumb"}
+                response = self._api(doc, tree)
+                response.headers = (response.headers or []) + headers
+                return response
+            if segments in (["me", "api", "json"],):
+                return self._api({"_class": "hudson.model.User", "absoluteUrl": f"{jenkins.base_url}user/{user}", "description": None, "fullName": user, "id": user, "property": []}, tree)
+            if segments == ["queue", "api", "json"]:
+                return self._api(jenkins.queue_json(), tree)
+            if segments == ["queue", "cancelItem"]:
+                return self._cancel(method, form, user)
+            if len(segments) >= 3 and segments[:2] == ["queue", "item"] and segments[2].isdigit():
+                return self._queue_item(method, int(segments[2]), segments[3:], tree)
+            if segments[:1] == ["job"]:
+                return self._job_route(method, segments, form, tree, user)
+        return not_found()
+
+    def _who_am_i(self, caller: Caller) -> Response:
+        name = caller.user or "anonymous"
+        return json_response({"_class": "hudson.security.WhoAmI", "anonymous": caller.user is None, "authenticated": caller.user is not None,
+                              "authorities": ["authenticated"] if caller.user else ["anonymous"], "details": None, "name": name, "toString": name})
+
+    def _api(self, doc: dict[str, Any], tree: str | None, shallow_children: bool = False) -> Response:
+        if tree:
+            try:
+                doc = prune(doc, parse_tree(tree))
+            except (TreeSyntaxError, ValueError) as exc:
+                return oops(500, f"Invalid tree: {exc}")
+        elif shallow_children:
+            doc = _depth_zero(doc)
+        return json_response(doc)
+
+    def _queue_item(self, method: str, item_id: int, rest: list[str], tree: str | None) -> Response:
+        jenkins = self.server.emulator.jenkins
+        item = jenkins.items.get(item_id)
+        if item is None:
+            return not_found()
+        if rest == ["api", "json"]:
+            return self._api(jenkins.queue_item_json(item), tree)
+        if rest == []:
+            text = f"Queue item exists. For details check, for example, {jenkins.base_url}queue/item/{item_id}/api/json?tree=cancelled,executable[url]"
+            return Response(200, text.encode(), "text/plain;charset=utf-8")
+        if rest == ["cancelQueue"] and method == "POST":
+            jenkins.cancel(item)
+            return Response(204, b"", None)
+        return not_found()
+
+    def _cancel(self, method: str, form: dict[str, list[str]], user: str) -> Response:
+        jenkins = self.server.emulator.jenkins
+        if method != "POST":
+            return _requires_post()
+        raw = (form.get("id") or [""])[0]
+        item = jenkins.items.get(int(raw)) if raw.isdigit() else None
+        if item is None:
+            return oops(404, f"Provided id ({raw}) not found")
+        if jenkins.users.get(user, {}).get("permissions") == "read":
+            return oops(422, f"Item for id ({raw}) is not cancellable")
+        if jenkins.cancel(item):
+            return Response(204, b"", None)
+        return oops(500, f"Could not cancel run for id {raw}")
+
+    def _job_route(self, method: str, segments: list[str], form: dict[str, list[str]], tree: str | None, user: str) -> Response:
+        jenkins = self.server.emulator.jenkins
+        names: list[str] = []
+        position = 0
+        while position + 1 < len(segments) and segments[position] == "job":
+            names.append(segments[position + 1])
+            position += 2
+            if jenkins.find("/".join(names)) is None:
+                return not_found()
+            if isinstance(jenkins.find("/".join(names)), Job):
+                break
+        thing = jenkins.find("/".join(names))
+        rest = segments[position:]
+        if isinstance(thing, Folder):
+            if rest == ["api", "json"]:
+                return self._api(jenkins.folder_json(thing), tree, shallow_children=True)
+            return Response(200, _html(thing.name, "Folder")) if rest == [] else not_found()
+        if not isinstance(thing, Job):
+            return not_found()
+        job = thing
+        if rest == ["api", "json"]:
+            return self._api(jenkins.job_json(job), tree, shallow_children=True)
+        if rest == []:
+            return Response(200, _html(job.name, "Project"))
+        if rest == ["buildWithParameters"]:
+            return self._build_with_parameters(method, job, form, user)
+        if rest == ["build"]:
+            return self._build(method, job, form, user)
+        if rest and rest[0].isdigit():
+            build = job.builds.get(int(rest[0]))
+            if build is None:
+                return not_found()
+            if rest[1:] == ["api", "json"]:
+                return self._api(jenkins.build_json(build), tree)
+            if rest[1:] == ["stop"]:
+                if method != "POST":
+                    return _requires_post()
+                jenkins.stop(build)
+                referer = self.headers.get("Referer")
+                return Response(302, b"", None, headers=[("Location", referer or jenkins.url_of(build))])
+            if rest[1:] == []:
+                return Response(200, _html(f"{job.name} #{build.number}", "Build"))
+        return not_found()
+
+    def _permission_denied(self, user: str) -> Response | None:
+        if self.server.emulator.jenkins.users.get(user, {}).get("permissions") == "read":
+            response = oops(403, f"{user} is missing the Job/Build permission")
+            response.headers = [("X-Required-Permission", "hudson.model.Item.Build"), ("X-Permission-Implied-By", "hudson.model.Hudson.Administer")]
+            return response
+        return None
+
+    def _location(self, relative: str) -> str:
+        """Stapler builds Location from the request's own scheme/host/port, not from the root URL."""
+        jenkins = self.server.emulator.jenkins
+        host, port = self.server.server_address[:2]
+        origin = jenkins.settings.location_base or f"http://{self.headers.get('Host') or f'{host}:{port}'}"
+        return origin.rstrip("/") + jenkins.settings.context_path + relative
+
+    def _single_values(self, form: dict[str, list[str]], job: Job) -> dict[str, str] | Response:
+        values: dict[str, str] = {}
+        for definition in job.parameters:
+            given = form.get(definition.name)
+            if given is not None and len(given) > 1:
+                return oops(500, f"java.lang.IllegalArgumentException: Illegal number of parameter values for {definition.name}: {len(given)}")
+            if given:
+                values[definition.name] = given[0]
+        return values
+
+    def _delay_and_overrides(self, form: dict[str, list[str]]) -> tuple[float | None, dict[str, str]]:
+        delay = None
+        raw_delay = (form.get("delay") or [None])[0]
+        if raw_delay:
+            match = re.fullmatch(r"\s*(\d+)\s*(secs?|)\s*", raw_delay)
+            if match:
+                delay = float(int(match.group(1)) if match.group(2) else int(match.group(1)) // 1000)
+        # Emulator-only knobs, read from the raw request so they work even when the job does not declare them.
+        overrides = {name: form[name][0] for name in ("EMULATOR_RESULT", "EMULATOR_DURATION", "EMULATOR_NO_NOTIFY") if form.get(name)}
+        return delay, overrides
+
+    def _build_with_parameters(self, method: str, job: Job, form: dict[str, list[str]], user: str) -> Response:
+        jenkins = self.server.emulator.jenkins
+        if method != "POST":
+            return _requires_post()
+        denied = self._permission_denied(user)
+        if denied:
+            return denied
+        if not jenkins.is_buildable(job):
+            return send_error(409, f"{job.path} is not buildable")
+        if not job.parameterized:
+            return send_error(400, f"{job.path} is not parameterized")
+        values = self._single_values(form, job)
+        if isinstance(values, Response):
+            return values
+        if job.refuse:
+            jenkins.counters["trigger_requests"] += 1
+            return Response(302, b"", None, headers=[("Location", jenkins.url_of(job))])
+        delay, overrides = self._delay_and_overrides(form)
+        item, created = jenkins.schedule(job, values, user, delay, overrides)
+        return Response(201 if created else 303, b"", None, headers=[("Location", self._location(f"queue/item/{item.id}/"))])
+
+    def _build(self, method: str, job: Job, form: dict[str, list[str]], user: str) -> Response:
+        jenkins = self.server.emulator.jenkins
+        if not jenkins.is_buildable(job):
+            return send_error(409, f"{job.path} is not buildable")
+        if method != "POST":
+            if job.parameterized:
+                return Response(405, _html(job.name, "This build requires parameters:"))
+            return _requires_post()
+        denied = self._permission_denied(user)
+        if denied:
+            return denied
+        delay, overrides = self._delay_and_overrides(form)
+        if job.parameterized:
+            raw = (form.get("json") or [None])[0]
+            if raw is None:
+                others = [name for name in form if name not in ("delay",)]
+                return oops(400, "This page expects a form submission" if others else "Nothing is submitted")
+            try:
+                submitted = {p["name"]: str(p.get("value", "")) for p in json.loads(raw).get("parameter", [])}
+            except (ValueError, AttributeError, KeyError, TypeError):
+                return oops(400, "Failed to parse form data")
+            item, created = jenkins.schedule(job, submitted, user, delay, overrides)
+            # Queue.schedule returns null for a merged request: then a 302 to the job page.
+            return Response(201 if created else 302, b"", None, headers=[("Location", jenkins.url_of(job))])
+        if job.refuse:
+            return Response(302, b"", None, headers=[("Location", jenkins.url_of(job))])
+        item, _created = jenkins.schedule(job, {}, user, delay, overrides)
+        return Response(201, b"", None, headers=[("Location", self._location(f"queue/item/{item.id}/"))])
+
+
+def _requires_post() -> Response:
+    return Response(405, _html("This URL requires POST", "This URL requires POST"), headers=[("Allow", "POST")])
+
+
+_REFERENCE_FIELDS = ("_class", "name", "url", "color")
+_BUILD_REF_FIELDS = ("_class", "number", "url")
+
+
+def _depth_zero(doc: dict[str, Any]) -> dict[str, Any]:
+    """What Jenkins exports without ``tree``/``depth``: child jobs and builds only as references."""
+    shaped = dict(doc)
+    if "jobs" in shaped:
+        shaped["jobs"] = [{k: job[k] for k in _REFERENCE_FIELDS if k in job} for job in shaped["jobs"]]
+    if "builds" in shaped:
+        shaped["builds"] = [{k: build[k] for k in _BUILD_REF_FIELDS} for build in shaped["builds"]]
+    return shaped
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # the default backlog of 5 drops connections under a thread pool of triggers
+    allow_reuse_address = True
+    emulator: JenkinsEmulator
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # dropped connections are part of the job; do not print tracebacks
+
+
+class JenkinsEmulator:
+    """A Jenkins on 127.0.0.1 for tests and demos. ``start()`` returns its base URL."""
+
+    def __init__(self, config: dict[str, Any] | None = None, host: str = "127.0.0.1", port: int = 0) -> None:
+        from . import DEFAULT_CONFIG
+
+        self.config = json.loads(json.dumps(config if config is not None else DEFAULT_CONFIG))
+        self.host, self.port = host, port
+        self.jenkins = Jenkins(self.config)
+        self.faults: list[Fault] = []
+        self._faults_lock = threading.Lock()
+        self._unavailable_until = 0.0
+        self._unavailable_kind = "restarting"
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self.base_url = ""
+
+    def start(self) -> str:
+        self._server = _Server((self.host, self.port), _Handler)
+        self._server.emulator = self
+        host, port = self._server.server_address[:2]
+        self.port = port
+        self.base_url = f"http://{host}:{port}{self.jenkins.settings.context_path}"
+        self.jenkins.server_url = self.base_url
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, name="emulator-http", daemon=True)
+        self._thread.start()
+        return self.base_url
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        self.jenkins.close()
+
+    def __enter__(self) -> JenkinsEmulator:
+        if self._server is None:
+            self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------------------------------------------
+    # fault injection
+
+    def add_fault(self, **spec: Any) -> Fault:
+        fault = Fault(**spec)
+        with self._faults_lock:
+            self.faults.append(fault)
+        return fault
+
+    def clear_faults(self) -> None:
+        with self._faults_lock:
+            self.faults.clear()
+            self._unavailable_until = 0.0
+
+    def take_fault(self, method: str, path: str) -> Fault | None:
+        with self._faults_lock:
+            for fault in self.faults:
+                if fault.matches(method, path):
+                    fault.hits += 1
+                    return fault
+        return None
+
+    def restart(self, window_seconds: float = 1.0, kind: str = "restarting") -> None:
+        """Answer 503 for ``window_seconds`` (kind "restarting" or "starting"), then come back like a
+        restarted Jenkins: new session id and cookie name, crumbs invalid, left items forgotten."""
+        with self._faults_lock:
+            self._unavailable_until = time.monotonic() + window_seconds
+            self._unavailable_kind = kind
+        self.jenkins.restart()
+
+    def unavailable_window(self) -> str | None:
+        with self._faults_lock:
+            return self._unavailable_kind if time.monotonic() < self._unavailable_until else None
+
+    # ------------------------------------------------------------------------------------------------------
+    # conveniences for tests
+
+    def set_job(self, path: str, **changes: Any) -> Job:
+        return self.jenkins.set_job(path, **changes)
+
+    def add_job(self, spec: dict[str, Any]) -> Job:
+        return self.jenkins.add_job(spec)
+
+    def configure(self, **changes: Any) -> None:
+        self.jenkins.configure(**changes)
+
+    def counters(self) -> dict[str, Any]:
+        return self.jenkins.counters_json()
+
+    def triggers_for(self, dispatch_id: str) -> int:
+        """Distinct queue items created with this DISPATCH_ID (merged requests do not count)."""
+        return self.counters()["triggers_by_dispatch_id"].get(dispatch_id, 0)
+
+    def peak_in_flight(self, job: str | None = None) -> int:
+        counters = self.counters()
+        return counters["peak_in_flight"] if job is None else counters["peak_in_flight_by_job"].get(job, 0)
+
+    def builds(self, job: str) -> list[Build]:
+        with self.jenkins.lock:
+            return sorted(self.jenkins.jobs[job].builds.values(), key=lambda b: b.number)
+
+    @property
+    def notifications(self) -> list[dict[str, Any]]:
+        return list(self.jenkins.notifier.delivered)
+
+    def wait_until(self, predicate: Any, timeout: float = 5.0, interval: float = 0.01) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate():
+                return True
+            time.sleep(interval)
+        return bool(predicate())
+
+    def wait_idle(self, timeout: float = 5.0) -> bool:
+        """Until nothing is queued or running and every notification has been delivered."""
+        return self.wait_until(lambda: self.jenkins.in_flight() == 0 and self.jenkins.notifier.pending() == 0, timeout)
+
+    # ------------------------------------------------------------------------------------------------------
+    # control API under /_emulator/ (no auth: never expose an emulator beyond localhost)
+
+    def control(self, method: str, path: str, body: bytes) -> Response:
+        try:
+            payload = json.loads(body) if body.strip() else {}
+        except ValueError:
+            return json_response({"error": "the body is not JSON"}, 400)
+        try:
+            if method == "GET" and path in ("state", "counters"):
+                return json_response(self._state() if path == "state" else self.counters())
+            if method != "POST":
+                return json_response({"error": f"unknown control endpoint {method} /_emulator/{path}"}, 404)
+            if path == "faults":
+                specs = payload if isinstance(payload, list) else [payload]
+                added = [self.add_fault(**spec) for spec in specs]
+                return json_response({"faults": [asdict(f) for f in added]})
+            if path == "faults/clear":
+                self.clear_faults()
+                return json_response({"faults": []})
+            if path == "config":
+                self.configure(**payload)
+                return json_response({"ok": True})
+            if path == "jobs":
+                job = self.set_job(payload.pop("path"), **payload) if payload.get("path") in self.jenkins.jobs else self.add_job(payload)
+                return json_response({"path": job.path})
+            if path == "restart":
+                self.restart(float(payload.get("window_seconds", 1.0)), payload.get("kind", "restarting"))
+                return json_response({"ok": True})
+            if path == "counters/reset":
+                self.jenkins.reset_counters()
+                return json_response(self.counters())
+        except (TypeError, ValueError, KeyError) as exc:
+            return json_response({"error": f"{type(exc).__name__}: {exc}"}, 400)
+        return json_response({"error": f"unknown control endpoint {method} /_emulator/{path}"}, 404)
+
+    def _state(self) -> dict[str, Any]:
+        jenkins = self.jenkins
+        with jenkins.lock:
+            return {
+                "base_url": self.base_url,
+                "settings": asdict(jenkins.settings),
+                "quieting_down": jenkins.quieting_down,
+                "faults": [asdict(f) for f in self.faults],
+                "queue": [jenkins.queue_item_json(i) for i in sorted(jenkins.items.values(), key=lambda i: i.id)],
+                "jobs": {
+                    path: {
+                        **{f.name: getattr(job, f.name) for f in fields(job) if f.name not in ("builds", "parameters")},
+                        "parameters": [asdict(d) for d in job.parameters],
+                        "builds": [jenkins.build_json(b) for b in sorted(job.builds.values(), key=lambda b: b.number)],
+                    }
+                    for path, job in jenkins.jobs.items()
+                },
+                "counters": self.counters(),
+            }

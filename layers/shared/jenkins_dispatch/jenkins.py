@@ -1,0 +1,387 @@
+"""The only room that speaks Jenkins HTTP: one pooled ``requests.Session`` per pass.
+
+Requests are sent and their raw answers handed to :mod:`jenkins_answers`, which decides what they mean.
+Two rules shape this module:
+
+* A request that may have reached Jenkins is never repeated here. A timeout or a connection lost after
+  sending is reported as :class:`OutcomeUnknown`; the reconciler later searches by ``DISPATCH_ID``.
+* One call never runs longer than ``timeout_seconds`` in total, because the dispatcher's lease
+  (LEASE_SECONDS > JENKINS_TIMEOUT_SECONDS) must outlast any request a crashed worker left behind.
+
+The API token is held only by the session's auth object; it never appears in a log line, an exception or
+a repr.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+from urllib.parse import urlsplit
+
+import requests
+from requests.adapters import HTTPAdapter
+from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
+from urllib3.exceptions import SSLError as Urllib3SSLError
+
+from .errors import DispatchError
+from .jenkins_answers import (
+    DISPATCH_ID_PARAMETER,
+    AuthRejected,
+    BuildGone,
+    BuildState,
+    CrumbRequired,
+    JobInfo,
+    OutcomeUnknown,
+    QueueItemGone,
+    QueueState,
+    TriggerOutcome,
+    Unavailable,
+    answer_text,
+    classify_trigger_answer,
+    credentials_rejected_detail,
+    dispatch_id_of,
+    form_value,
+    job_path,
+    job_url_matches,
+    parse_build,
+    parse_job_info,
+    parse_queue_item,
+)
+
+JOB_INFO_TREE = "_class,buildable,property[parameterDefinitions[name]],actions[parameterDefinitions[name]]"
+QUEUE_SEARCH_TREE = "items[id,task[name,url],actions[parameters[name,value]],params]"
+BUILD_SEARCH_FIELDS = "number,url,queueId,building,result,actions[parameters[name,value]]"
+_BODY_LIMIT = 4 * 1024 * 1024  # more than any answer we ask for; guards against a runaway proxy page
+_CONNECT_SHARE_CAP_SECONDS = 5.0
+
+
+class JenkinsError(DispatchError):
+    """Base of the errors about Jenkins as a whole."""
+
+
+class JenkinsUnavailable(JenkinsError):
+    """Jenkins cannot be reached, is (re)starting, failed, or answered something unusable."""
+
+
+class JenkinsAuthRejected(JenkinsError):
+    """Jenkins refused our credentials or their permissions."""
+
+
+class CancelResult(Enum):
+    CANCELLED = "cancelled"
+    NOT_FOUND = "not_found"
+    ALREADY_STARTED = "already_started"
+    NOT_PERMITTED = "not_permitted"
+
+
+class StopResult(Enum):
+    STOP_REQUESTED = "stop_requested"
+    GONE = "gone"
+
+
+@dataclass(frozen=True)
+class Found:
+    """Where a DISPATCH_ID was found: a queue item, a build, or both (a build knows its queue id)."""
+
+    queue_id: int | None = None
+    build_number: int | None = None
+    build_url: str | None = None
+    result: str | None = None
+    building: bool | None = None
+
+
+@dataclass(frozen=True)
+class _Answer:
+    status: int
+    headers: dict[str, str]
+    text: str
+
+
+class _NotSent(Exception):
+    """The request never left this process (connection refused, connect timeout, TLS handshake)."""
+
+
+class _MaybeSent(Exception):
+    """The request may have reached Jenkins; no answer came back."""
+
+
+def _never_sent(exc: BaseException) -> bool:
+    """Whether a requests exception happened before any byte of the request could reach Jenkins."""
+    if isinstance(exc, requests.exceptions.ConnectTimeout | requests.exceptions.SSLError):
+        return True
+    seen: set[int] = set()
+    stack: list[Any] = [exc]
+    while stack:
+        current = stack.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, NewConnectionError | ConnectTimeoutError | Urllib3SSLError):
+            return True
+        if isinstance(current, BaseException):
+            stack.extend([current.__cause__, current.__context__, getattr(current, "reason", None)])
+            stack.extend(arg for arg in current.args if isinstance(arg, BaseException))
+    return False
+
+
+class JenkinsClient:
+    """Talks to one Jenkins. Use as a context manager; safe for concurrent ``trigger`` calls."""
+
+    def __init__(
+        self,
+        base_url: str,
+        user: str,
+        api_token: str,
+        timeout_seconds: float,
+        verify_tls: bool = True,
+        search_window: int = 50,
+        logger: Any = None,
+        pool_maxsize: int = 32,
+    ) -> None:
+        if timeout_seconds <= 0:
+            raise ValueError("timeout_seconds must be positive")
+        self.base_url = base_url if base_url.endswith("/") else base_url + "/"
+        self.user = user
+        self.timeout_seconds = float(timeout_seconds)
+        self.search_window = max(1, int(search_window))
+        self._logger = logger or logging.getLogger(__name__)
+        self._session = requests.Session()
+        self._session.auth = (user, api_token)
+        self._session.verify = verify_tls
+        self._session.trust_env = False  # a stray proxy or .netrc in the environment must not change the auth
+        self._session.headers["User-Agent"] = "jenkins-dispatch"
+        adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool_maxsize, max_retries=0)
+        self._session.mount("http://", adapter)
+        self._session.mount("https://", adapter)
+        self._crumb_lock = threading.Lock()
+        self._crumb: tuple[str, str] | None = None  # (header name, value), bound to the session cookie
+        if not verify_tls:
+            self._logger.warning(f"TLS verification towards Jenkins at {self._where()} is switched off")
+
+    def __repr__(self) -> str:
+        return f"JenkinsClient(base_url={self.base_url!r}, user={self.user!r})"
+
+    def __enter__(self) -> JenkinsClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._session.close()
+
+    # ------------------------------------------------------------------------------------------------------
+    # HTTP plumbing
+
+    def _where(self) -> str:
+        parts = urlsplit(self.base_url)
+        return f"{parts.scheme}://{parts.hostname}{':' + str(parts.port) if parts.port else ''}{parts.path}"
+
+    def _timeouts(self, deadline: float) -> tuple[float, float]:
+        """(connect, read) whose sum fits in the time left, so one request cannot outlive the deadline."""
+        remaining = deadline - time.monotonic()
+        if remaining <= 0.01:
+            raise _NotSent("no time left within JENKINS_TIMEOUT_SECONDS")
+        connect = min(remaining / 4, _CONNECT_SHARE_CAP_SECONDS)
+        return connect, remaining - connect
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        deadline: float,
+        data: dict[str, str] | None = None,
+        params: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> _Answer:
+        """One request, redirects not followed. Raises _NotSent or _MaybeSent instead of requests' errors."""
+        try:
+            response = self._session.request(
+                method,
+                self.base_url + path,
+                data=data,
+                params=params,
+                headers=headers,
+                timeout=self._timeouts(deadline),
+                allow_redirects=False,
+                stream=True,
+            )
+        except requests.exceptions.RequestException as exc:
+            kind = type(exc).__name__
+            if _never_sent(exc):
+                raise _NotSent(f"cannot connect to Jenkins at {self._where()} ({kind})") from None
+            raise _MaybeSent(f"no answer from Jenkins at {self._where()} ({kind})") from None
+        with response:
+            # The status line arrived, so a body that is slow or breaks off does not hide the outcome.
+            chunks: list[bytes] = []
+            size = 0
+            try:
+                for chunk in response.iter_content(64 * 1024):
+                    chunks.append(chunk)
+                    size += len(chunk)
+                    if size > _BODY_LIMIT or time.monotonic() > deadline:
+                        break
+            except requests.exceptions.RequestException:
+                pass
+            encoding = response.encoding or "utf-8"
+            text = b"".join(chunks).decode(encoding, errors="replace")
+            return _Answer(response.status_code, dict(response.headers), text)
+
+    def _post(self, path: str, *, deadline: float, data: dict[str, str] | None = None, params: dict[str, str] | None = None) -> _Answer:
+        """A POST that fetches a CSRF crumb when Jenkins asks for one and retries once.
+
+        Jenkins only answers 403 "No valid crumb" before acting, so this retry can never double a trigger.
+        """
+        crumb = self._crumb
+        answer = self._send("POST", path, deadline=deadline, data=data, params=params, headers=dict([crumb]) if crumb else None)
+        if answer.status != 403 or "No valid crumb" not in answer.text:
+            return answer
+        crumb = self._fetch_crumb(deadline)
+        if crumb is None:
+            return answer
+        return self._send("POST", path, deadline=deadline, data=data, params=params, headers=dict([crumb]))
+
+    def _fetch_crumb(self, deadline: float) -> tuple[str, str] | None:
+        with self._crumb_lock:
+            answer = self._send("GET", "crumbIssuer/api/json", deadline=deadline)
+            if answer.status != 200:
+                self._logger.warning(f"Jenkins asked for a CSRF crumb but crumbIssuer answered HTTP {answer.status}")
+                return None
+            try:
+                doc = json.loads(answer.text)
+                self._crumb = (str(doc["crumbRequestField"]), str(doc["crumb"]))
+            except (ValueError, KeyError, TypeError):
+                self._logger.warning("Jenkins crumbIssuer answered something that is not a crumb")
+                return None
+            return self._crumb
+
+    def _get_json(self, path: str, what: str) -> dict[str, Any] | None:
+        """GET a JSON document; None for 404. Jenkins-wide problems raise."""
+        deadline = time.monotonic() + self.timeout_seconds
+        try:
+            answer = self._send("GET", path, deadline=deadline)
+        except (_NotSent, _MaybeSent) as exc:
+            raise JenkinsUnavailable(f"{exc} while reading {what}") from None
+        if answer.status == 404:
+            return None
+        self._raise_for_jenkins_wide(answer, what)
+        if answer.status != 200:
+            raise JenkinsUnavailable(f"Jenkins answered HTTP {answer.status} while reading {what}: {answer_text(answer.text)}")
+        try:
+            doc = json.loads(answer.text)
+        except ValueError:
+            raise JenkinsUnavailable(f"Jenkins answered {what} with something that is not JSON: {answer_text(answer.text, 80)}") from None
+        if not isinstance(doc, dict):
+            raise JenkinsUnavailable(f"Jenkins answered {what} with JSON that is not an object")
+        return doc
+
+    def _raise_for_jenkins_wide(self, answer: _Answer, what: str) -> None:
+        if answer.status == 401 or (answer.status == 403 and "No valid crumb" not in answer.text):
+            permission = answer.headers.get("X-Required-Permission")
+            if answer.status == 403 and permission:
+                raise JenkinsAuthRejected(f"Jenkins user {self.user} lacks the permission {permission} ({what})")
+            raise JenkinsAuthRejected(credentials_rejected_detail(self.user))
+        if answer.status >= 500:
+            outcome = classify_trigger_answer(answer.status, answer.headers, answer.text, job_name=what, user=self.user)
+            reason = outcome.reason if isinstance(outcome, Unavailable | OutcomeUnknown) else f"HTTP {answer.status}"
+            raise JenkinsUnavailable(f"{reason} (while reading {what})")
+
+    # ------------------------------------------------------------------------------------------------------
+    # The operations
+
+    def job_info(self, job_name: str) -> JobInfo:
+        """Whether the job exists, is buildable, and declares DISPATCH_ID."""
+        doc = self._get_json(f"{job_path(job_name)}api/json?tree={JOB_INFO_TREE}", f"job {job_name}")
+        return JobInfo(exists=False) if doc is None else parse_job_info(doc)
+
+    def trigger(self, job_name: str, parameters: dict[str, Any], dispatch_id: str) -> TriggerOutcome:
+        """POST the job's parameters plus DISPATCH_ID to ``buildWithParameters``; never retried blindly."""
+        form = {str(name): form_value(value) for name, value in parameters.items()}
+        form[DISPATCH_ID_PARAMETER] = dispatch_id
+        deadline = time.monotonic() + self.timeout_seconds
+        try:
+            answer = self._post(f"{job_path(job_name)}buildWithParameters", deadline=deadline, data=form)
+        except _NotSent as exc:
+            return Unavailable(str(exc))
+        except _MaybeSent as exc:
+            return OutcomeUnknown(f"{exc} while triggering {job_name}; it may still be queued")
+        outcome = classify_trigger_answer(answer.status, answer.headers, answer.text, job_name=job_name, user=self.user)
+        if isinstance(outcome, CrumbRequired):
+            # A fresh crumb was refused too: our session or credentials are not what Jenkins expects.
+            return AuthRejected(f"Jenkins keeps refusing the CSRF crumb of user {self.user}: check JENKINS_USER / JENKINS_API_TOKEN")
+        return outcome
+
+    def queue_item(self, queue_id: int) -> QueueState:
+        doc = self._get_json(f"queue/item/{int(queue_id)}/api/json", f"queue item {queue_id}")
+        return QueueItemGone() if doc is None else parse_queue_item(doc)
+
+    def build(self, job_name: str, number: int) -> BuildState:
+        doc = self._get_json(
+            f"{job_path(job_name)}{int(number)}/api/json?tree=number,url,building,result,duration,queueId",
+            f"build {job_name} #{number}",
+        )
+        return BuildGone() if doc is None else parse_build(doc)
+
+    def find_by_dispatch_id(self, job_name: str, dispatch_id: str) -> Found | None:
+        """Search the queue, then the job's newest builds, for an item or build carrying this DISPATCH_ID.
+
+        The queue is read first: an item that starts between the two reads is then found among the builds.
+        """
+        queue_doc = self._get_json(f"queue/api/json?tree={QUEUE_SEARCH_TREE}", "the queue") or {}
+        for item in queue_doc.get("items") or ():
+            task = item.get("task") or {}
+            if dispatch_id_of(item) == dispatch_id and job_url_matches(str(task.get("url") or ""), job_name):
+                return Found(queue_id=int(item["id"]))
+        tree = f"builds[{BUILD_SEARCH_FIELDS}]{{0,{self.search_window}}}"
+        job_doc = self._get_json(f"{job_path(job_name)}api/json?tree={tree}", f"builds of {job_name}") or {}
+        for build in job_doc.get("builds") or ():
+            if dispatch_id_of(build) == dispatch_id:
+                queue_id = build.get("queueId")
+                return Found(
+                    queue_id=int(queue_id) if queue_id is not None else None,
+                    build_number=int(build["number"]),
+                    build_url=build.get("url"),
+                    result=build.get("result"),
+                    building=bool(build.get("building")),
+                )
+        return None
+
+    def cancel_queue_item(self, queue_id: int) -> CancelResult:
+        """``POST queue/cancelItem?id=N``: 204 cancelled (302 on Jenkins before 2.211), 404, 500, 422."""
+        answer = self._action_post(f"queue/cancelItem?id={int(queue_id)}", f"cancel of queue item {queue_id}")
+        if answer.status in (204, 200, 302):
+            return CancelResult.CANCELLED
+        if answer.status == 404:
+            return CancelResult.NOT_FOUND
+        if answer.status == 422:
+            return CancelResult.NOT_PERMITTED
+        if answer.status == 500 and "Could not cancel" in answer.text:
+            return CancelResult.ALREADY_STARTED
+        self._raise_for_jenkins_wide(answer, f"cancel of queue item {queue_id}")
+        raise JenkinsUnavailable(f"Jenkins answered HTTP {answer.status} to the cancel of queue item {queue_id}")
+
+    def stop_build(self, job_name: str, number: int) -> StopResult:
+        """``POST job/…/N/stop``: Jenkins answers 302 whether or not the build was still running."""
+        answer = self._action_post(f"{job_path(job_name)}{int(number)}/stop", f"stop of {job_name} #{number}")
+        if answer.status in (302, 303, 200, 204):
+            return StopResult.STOP_REQUESTED
+        if answer.status == 404:
+            return StopResult.GONE
+        self._raise_for_jenkins_wide(answer, f"stop of {job_name} #{number}")
+        raise JenkinsUnavailable(f"Jenkins answered HTTP {answer.status} to the stop of {job_name} #{number}")
+
+    def _action_post(self, path: str, what: str) -> _Answer:
+        deadline = time.monotonic() + self.timeout_seconds
+        try:
+            answer = self._post(path, deadline=deadline)
+        except (_NotSent, _MaybeSent) as exc:
+            raise JenkinsUnavailable(f"{exc} during the {what}") from None
+        if answer.status in (401, 403):
+            self._raise_for_jenkins_wide(answer, what)
+        return answer

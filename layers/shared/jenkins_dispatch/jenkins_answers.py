@@ -1,0 +1,441 @@
+"""What Jenkins's HTTP answers mean: pure functions, no I/O.
+
+Every rule here follows ``jenkins-api-notes.md`` (the behaviour table in its section 0). The client in
+``jenkins.py`` sends requests and hands the answers to these functions; the dispatcher ``match``-es on the
+frozen dataclasses they return.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+DISPATCH_ID_PARAMETER = "DISPATCH_ID"
+
+# Characters Jenkins' Util.rawEncode leaves alone; everything else is percent-encoded as UTF-8, uppercase hex.
+_RAW_ENCODE_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!$&'()*+,-._=@")
+
+
+def raw_encode(segment: str) -> str:
+    """Encode one URL path segment exactly like Jenkins' ``Util.rawEncode`` (``Test Job`` → ``Test%20Job``)."""
+    return "".join(
+        char if char in _RAW_ENCODE_SAFE else "".join(f"%{byte:02X}" for byte in char.encode("utf-8"))
+        for char in segment
+    )
+
+
+def job_path(job_name: str) -> str:
+    """``a/b/c`` → ``job/a/job/b/job/c/``: the job's URL relative to the Jenkins root.
+
+    Raises ValueError for a name with an empty segment (``a//b``, a leading or trailing ``/``), which can never
+    name a Jenkins item.
+    """
+    segments = job_name.split("/")
+    if not job_name or any(segment == "" for segment in segments):
+        raise ValueError(f"invalid Jenkins job name {job_name!r}: folders are separated by single '/'")
+    return "".join(f"job/{raw_encode(segment)}/" for segment in segments)
+
+
+_QUEUE_ITEM_PATH = re.compile(r"(?:^|/)queue/item/(\d+)/?$")
+
+
+def queue_id_from_location(location: str | None) -> int | None:
+    """The queue item id in a trigger's ``Location`` header, or None when it names no queue item.
+
+    Only the path counts: Jenkins builds the host from the request it received, which behind a proxy may be
+    an internal name or the wrong scheme. A Location pointing at a job page (refused or ``/build`` + json)
+    yields None, even if the job's name is a number.
+    """
+    if not location:
+        return None
+    match = _QUEUE_ITEM_PATH.search(urlsplit(location.strip()).path)
+    return int(match.group(1)) if match else None
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Trigger outcomes
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """201: a new queue item was created."""
+
+    queue_id: int
+
+
+@dataclass(frozen=True)
+class Merged:
+    """303: Jenkins folded the request into an identical item already queued; no new build will run."""
+
+    queue_id: int
+
+
+@dataclass(frozen=True)
+class JobNotFound:
+    """404: no such job, or the user may not see it (Jenkins answers the same)."""
+
+    job_name: str
+
+
+@dataclass(frozen=True)
+class NotParameterized:
+    """400 ``is not parameterized`` (500 before Jenkins 2.524): the job declares no parameters at all."""
+
+    job_name: str
+
+
+@dataclass(frozen=True)
+class Disabled:
+    """409 ``is not buildable``: the job or one of its folders is disabled."""
+
+    job_name: str
+
+
+@dataclass(frozen=True)
+class BadRequest:
+    """Jenkins refused this particular request (400 and other 4xx about the job)."""
+
+    detail: str
+
+
+@dataclass(frozen=True)
+class AuthRejected:
+    """401/403: the credentials or their permissions are wrong — a problem with the whole Jenkins setup."""
+
+    detail: str
+
+
+@dataclass(frozen=True)
+class CrumbRequired:
+    """403 ``No valid crumb``. The client handles this itself; ``trigger`` never returns it."""
+
+    detail: str
+
+
+@dataclass(frozen=True)
+class Refused:
+    """302 to the job page: the queue vetoed the task (QueueDecisionHandler); nothing was queued."""
+
+    detail: str
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    """Jenkins is unreachable, starting, restarting or failing (5xx); the request was NOT acted upon."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class OutcomeUnknown:
+    """The request may have reached Jenkins but no usable answer came back: never retry blindly."""
+
+    reason: str
+
+
+TriggerOutcome = (
+    Accepted
+    | Merged
+    | JobNotFound
+    | NotParameterized
+    | Disabled
+    | BadRequest
+    | AuthRejected
+    | CrumbRequired
+    | Refused
+    | Unavailable
+    | OutcomeUnknown
+)
+
+# Outcomes about Jenkins as a whole rather than one job: the dispatcher stops its run on these.
+JENKINS_WIDE_OUTCOMES = (AuthRejected, Unavailable)
+
+
+def credentials_rejected_detail(user: str) -> str:
+    return f"Jenkins rejected the credentials of user {user}: check JENKINS_USER / JENKINS_API_TOKEN"
+
+
+def answer_text(body: str, limit: int = 200) -> str:
+    """A one-line, tag-free excerpt of an answer body (Jenkins error pages are HTML)."""
+    text = re.sub(r"<(script|style)\b.*?</\1>", " ", body, flags=re.S | re.I)
+    text = re.sub(r"<[^>]+>", " ", text)
+    text = re.sub(r"\s+", " ", text).strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    lowered = name.lower()
+    for key, value in headers.items():
+        if key.lower() == lowered:
+            return value
+    return None
+
+
+def classify_trigger_answer(
+    status: int, headers: Mapping[str, str], body: str, *, job_name: str, user: str
+) -> TriggerOutcome:
+    """Map the answer to ``POST job/…/buildWithParameters`` (redirects not followed) to an outcome."""
+    location = _header(headers, "Location")
+    if status == 201:
+        queue_id = queue_id_from_location(location)
+        if queue_id is None:
+            # Accepted, but we cannot tell which item: the reconciler will find it by DISPATCH_ID.
+            return OutcomeUnknown(f"Jenkins accepted the trigger of {job_name} without a queue item Location ({location!r})")
+        return Accepted(queue_id)
+    if status == 303:
+        queue_id = queue_id_from_location(location)
+        if queue_id is None:
+            return OutcomeUnknown(f"Jenkins answered 303 for {job_name} without a queue item Location ({location!r})")
+        return Merged(queue_id)
+    if status in (301, 302, 307, 308):
+        if location and "login" in location.lower():
+            return AuthRejected(credentials_rejected_detail(user))
+        return Refused(f"Jenkins refused to queue {job_name} (HTTP {status} to {location!r}): a queue plugin vetoed it")
+    excerpt = answer_text(body)
+    if status == 400:
+        if "is not parameterized" in body:
+            return NotParameterized(job_name)
+        return BadRequest(f"Jenkins refused the parameters for {job_name}: HTTP 400 {excerpt}".rstrip())
+    if status == 401:
+        return AuthRejected(credentials_rejected_detail(user))
+    if status == 403:
+        if "No valid crumb" in body:
+            return CrumbRequired(f"Jenkins wants a CSRF crumb from user {user}")
+        permission = _header(headers, "X-Required-Permission")
+        if permission:
+            return AuthRejected(f"Jenkins user {user} lacks the permission {permission} needed to build {job_name}")
+        return AuthRejected(credentials_rejected_detail(user))
+    if status == 404:
+        return JobNotFound(job_name)
+    if status == 409:
+        return Disabled(job_name)
+    if status == 500:
+        # Jenkins before 2.524 (not parameterized) and before 2.14 (disabled) answered these with a 500.
+        if "is not parameterized" in body:
+            return NotParameterized(job_name)
+        if "is not buildable" in body:
+            return Disabled(job_name)
+        if "Illegal number of parameter values" in body:
+            return BadRequest(f"Jenkins refused the parameters for {job_name}: {excerpt}")
+        return Unavailable(f"Jenkins failed with HTTP 500 while triggering {job_name}: {excerpt}".rstrip())
+    if status in (502, 504):
+        # A proxy answered: it may have forwarded the request before giving up on Jenkins.
+        return OutcomeUnknown(f"a proxy in front of Jenkins answered HTTP {status} while triggering {job_name}")
+    if status == 503:
+        if "restarting" in body:
+            return Unavailable("Jenkins is restarting (HTTP 503)")
+        if "getting ready" in body:
+            return Unavailable("Jenkins is starting (HTTP 503)")
+        return Unavailable(f"Jenkins is unavailable (HTTP 503) {excerpt}".rstrip())
+    if status >= 500:
+        return Unavailable(f"Jenkins failed with HTTP {status} while triggering {job_name}")
+    if 400 <= status < 500:
+        return BadRequest(f"Jenkins refused the trigger of {job_name}: HTTP {status} {excerpt}".rstrip())
+    return OutcomeUnknown(f"Jenkins answered the trigger of {job_name} with an unexpected HTTP {status}")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Queue items
+
+
+@dataclass(frozen=True)
+class StillQueued:
+    """Base of the three in-queue states; ``case StillQueued()`` matches them all."""
+
+    why: str | None
+
+
+@dataclass(frozen=True)
+class QueueWaiting(StillQueued):
+    """Quiet period or ``delay`` not yet over."""
+
+
+@dataclass(frozen=True)
+class QueueBlocked(StillQueued):
+    """E.g. a non-concurrent job whose previous build still runs."""
+
+
+@dataclass(frozen=True)
+class QueueBuildable(StillQueued):
+    """Waiting for an executor."""
+
+
+@dataclass(frozen=True)
+class BuildStarted:
+    """The item left the queue and became this build."""
+
+    build_number: int
+    build_url: str
+
+
+@dataclass(frozen=True)
+class NotStartedYet:
+    """Left the queue but the build object does not exist yet (a short race in Jenkins): poll again."""
+
+
+@dataclass(frozen=True)
+class QueueCancelled:
+    """Cancelled while queued: no build will run."""
+
+
+@dataclass(frozen=True)
+class QueueItemGone:
+    """404: Jenkins forgot the item (left more than ~5 minutes ago, or Jenkins restarted)."""
+
+
+QueueState = QueueWaiting | QueueBlocked | QueueBuildable | BuildStarted | NotStartedYet | QueueCancelled | QueueItemGone
+
+
+def parse_queue_item(doc: Mapping[str, Any]) -> QueueState:
+    """Map ``queue/item/N/api/json`` to a queue state."""
+    kind = str(doc.get("_class", ""))
+    why = doc.get("why")
+    if kind.endswith("$LeftItem") or "executable" in doc or "cancelled" in doc:
+        if doc.get("cancelled"):
+            return QueueCancelled()
+        executable = doc.get("executable")
+        if isinstance(executable, Mapping) and executable.get("number") is not None:
+            return BuildStarted(int(executable["number"]), str(executable.get("url") or ""))
+        return NotStartedYet()
+    if kind.endswith("$BlockedItem") or doc.get("blocked"):
+        return QueueBlocked(why)
+    if kind.endswith("$BuildableItem") or doc.get("buildable"):
+        return QueueBuildable(why)
+    return QueueWaiting(why)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Builds
+
+
+@dataclass(frozen=True)
+class Building:
+    number: int
+    url: str
+
+
+@dataclass(frozen=True)
+class Finished:
+    """The main build ended; ``result`` is SUCCESS, UNSTABLE, FAILURE, NOT_BUILT or ABORTED."""
+
+    number: int
+    result: str
+    duration_ms: int
+    url: str
+
+
+@dataclass(frozen=True)
+class BuildGone:
+    """404: the build was deleted (or never existed)."""
+
+
+BuildState = Building | Finished | BuildGone
+
+
+def parse_build(doc: Mapping[str, Any]) -> BuildState:
+    """Map ``job/…/N/api/json`` to a build state. ``result`` is null while running; ``building`` turns false
+    when the main build ends."""
+    number = int(doc.get("number") or 0)
+    url = str(doc.get("url") or "")
+    result = doc.get("result")
+    if doc.get("building") or result is None:
+        return Building(number, url)
+    return Finished(number, str(result), int(doc.get("duration") or 0), url)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Parameters and DISPATCH_ID
+
+
+def parameters_from_actions(actions: Iterable[Any] | None) -> dict[str, Any]:
+    """All ``actions[].parameters[]`` of a build or queue item as name → value (password values are absent)."""
+    found: dict[str, Any] = {}
+    for action in actions or ():
+        if not isinstance(action, Mapping):
+            continue
+        for parameter in action.get("parameters") or ():
+            if isinstance(parameter, Mapping) and "name" in parameter:
+                found[str(parameter["name"])] = parameter.get("value")
+    return found
+
+
+def parameter_from_params_string(params: str | None, name: str) -> str | None:
+    """A queue item's ``params`` string is ``"\\nNAME=value\\nOTHER=value"``."""
+    prefix = name + "="
+    for line in (params or "").split("\n"):
+        if line.startswith(prefix):
+            return line[len(prefix) :]
+    return None
+
+
+def dispatch_id_of(doc: Mapping[str, Any], parameter: str = DISPATCH_ID_PARAMETER) -> str | None:
+    """The DISPATCH_ID a build or queue item carries, from its actions or (queue items) its params string."""
+    value = parameters_from_actions(doc.get("actions")).get(parameter)
+    if value is None:
+        value = parameter_from_params_string(doc.get("params"), parameter)
+    return None if value is None else str(value)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Jobs
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    exists: bool
+    buildable: bool = False
+    parameterized: bool = False
+    declares_dispatch_id: bool = False
+    parameter_names: tuple[str, ...] = field(default_factory=tuple)
+
+
+def parse_job_info(doc: Mapping[str, Any]) -> JobInfo:
+    """Map ``job/…/api/json?tree=buildable,property[parameterDefinitions[name]],actions[…]`` to a JobInfo.
+
+    Parameter definitions live in the job's properties; old setups export them in ``actions`` instead.
+    Folders have no ``buildable`` field and are reported as not buildable.
+    """
+    names: list[str] = []
+    for holder in list(doc.get("property") or ()) + list(doc.get("actions") or ()):
+        if not isinstance(holder, Mapping):
+            continue
+        for definition in holder.get("parameterDefinitions") or ():
+            if isinstance(definition, Mapping) and definition.get("name") and definition["name"] not in names:
+                names.append(str(definition["name"]))
+    return JobInfo(
+        exists=True,
+        buildable=bool(doc.get("buildable", False)),
+        parameterized=bool(names),
+        declares_dispatch_id=DISPATCH_ID_PARAMETER in names,
+        parameter_names=tuple(names),
+    )
+
+
+def form_value(value: Any) -> str:
+    """How a row's parameter value is sent as a form field: strings as they are, booleans as true/false,
+    anything else as its JSON text."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def job_url_matches(task_url: str, job_name: str) -> bool:
+    """Whether a queue item's ``task.url`` (absolute, host from Jenkins' own root URL) names ``job_name``.
+
+    Compares only the ``job/…/job/…/`` tail, decoded, so the host and context path do not matter.
+    """
+    segments = [unquote(s) for s in urlsplit(task_url).path.split("/") if s]
+    try:
+        first = segments.index("job")
+    except ValueError:
+        return False
+    tail = segments[first:]
+    if len(tail) % 2 or any(tail[i] != "job" for i in range(0, len(tail), 2)):
+        return False
+    return tail[1::2] == job_name.split("/")
