@@ -6,7 +6,7 @@ import pytest
 from pg8000.exceptions import DatabaseError
 
 from jenkins_dispatch.errors import Conflict, InvalidInput, NotFound
-from jenkins_dispatch.queue import Queue
+from jenkins_dispatch.queue import Queue, Settlement
 
 
 def claim_all(queue: Queue, n: int = 100):
@@ -212,3 +212,23 @@ def test_enqueue_validates_before_writing(queue):
     with pytest.raises(InvalidInput, match="max attempts"):
         queue.enqueue("a", max_attempts=0)
     assert queue.list_jobs() == []
+
+
+def test_batch_transitions_are_fenced_per_row(queue):
+    for _ in range(4):
+        queue.enqueue("a")
+    jobs = queue.claim_batch(4)
+    stale = jobs[3]
+    queue.release(stale.id, stale.dispatch_id)
+    recorded = queue.mark_triggered_many([(j, 100 + j.id) for j in jobs])
+    assert recorded == {j.id for j in jobs[:3]}
+    assert [queue.get(j.id)["jenkins_queue_id"] for j in jobs] == [101, 102, 103, None]
+    settled = queue.settle_many([
+        Settlement(jobs[0].id, jobs[0].dispatch_id, "completed", "SUCCESS"),
+        Settlement(jobs[1].id, jobs[1].dispatch_id, "failed", "FAILURE", "build #1 FAILURE"),
+        Settlement(jobs[2].id, "jd-stale", "completed", "SUCCESS"),
+        Settlement(stale.id, stale.dispatch_id, "completed", "SUCCESS"),
+    ])
+    assert settled == {jobs[0].id, jobs[1].id}
+    assert [queue.get(j.id)["status"] for j in jobs] == ["completed", "failed", "processing", "pending"]
+    assert [e["event"] for e in queue.events(jobs[1].id)] == ["enqueued", "claimed", "triggered", "settled"]

@@ -66,6 +66,15 @@ class ExpiredLease:
 
 
 @dataclass(frozen=True)
+class Settlement:
+    job_id: int
+    dispatch_id: str
+    status: str  # completed / failed / cancelled
+    result: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class EnqueueResult:
     id: int
     created: bool  # False: an unfinished row with the same dedupe_key already existed
@@ -195,6 +204,21 @@ class Queue:
         )
         return bool(rows)
 
+    def mark_triggered_many(self, accepted: list[tuple[ClaimedJob, int]], *, actor: str = "dispatcher") -> set[int]:
+        """Record several (job, queue_id) at once; returns the ids that were still ours to record."""
+        if not accepted:
+            return set()
+        rows = self._run(
+            "mark_triggered_many",
+            ids=[job.id for job, _ in accepted],
+            dispatch_ids=[job.dispatch_id for job, _ in accepted],
+            queue_ids=[queue_id for _, queue_id in accepted],
+            details=[f"Jenkins queue item {queue_id}" for _, queue_id in accepted],
+            lease_seconds=self.lease_seconds,
+            actor=actor,
+        )
+        return {r["id"] for r in rows}
+
     def record_progress(
         self, job_id: int, dispatch_id: str, *, build_number: int | None = None, build_url: str | None = None,
         queue_id: int | None = None, started: bool = False, event: str = "started", actor: str = "webhook",
@@ -218,6 +242,21 @@ class Queue:
             build_number=build_number, build_url=build_url, actor=actor,
         )
         return bool(rows)
+
+    def settle_many(self, outcomes: list[Settlement], *, actor: str = "dispatcher") -> set[int]:
+        """Settle several rows in one statement, each fenced on its own; returns the ids settled."""
+        if not outcomes:
+            return set()
+        rows = self._run(
+            "settle_many",
+            ids=[o.job_id for o in outcomes],
+            dispatch_ids=[o.dispatch_id for o in outcomes],
+            statuses=[o.status for o in outcomes],
+            results=[o.result for o in outcomes],
+            errors=[o.error for o in outcomes],
+            actor=actor,
+        )
+        return {r["id"] for r in rows}
 
     def retry_later(
         self, job_id: int, dispatch_id: str, delay_seconds: float, error: str, *, actor: str = "dispatcher"

@@ -133,6 +133,26 @@ WITH changed AS (
 )
 SELECT id FROM changed;
 
+-- name: mark_triggered_many
+-- mark_triggered for a whole batch in one statement: the dispatcher records every accepted trigger of
+-- a batch at once. Each row is still fenced on its own (id, dispatch_id).
+WITH accepted AS (
+    SELECT * FROM unnest(CAST(:ids AS bigint[]), CAST(:dispatch_ids AS text[]), CAST(:queue_ids AS bigint[]),
+                         CAST(:details AS text[])) AS a(id, dispatch_id, queue_id, detail)
+), changed AS (
+    UPDATE jenkins_jobs_queue q
+    SET jenkins_queue_id = a.queue_id,
+        lease_expires_at = now() + make_interval(secs => :lease_seconds),
+        updated_at = now()
+    FROM accepted a
+    WHERE q.id = a.id AND q.dispatch_id = a.dispatch_id AND q.status = 'processing'
+    RETURNING q.id, q.dispatch_id, a.detail
+), logged AS (
+    INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
+    SELECT id, 'triggered', 'processing', 'processing', dispatch_id, :actor, detail FROM changed
+)
+SELECT id FROM changed;
+
 -- name: record_progress
 -- A build was seen queued or started (webhook or reconciler). Changes (and logs) only what is new,
 -- so duplicates and out-of-order phases leave no trace.
@@ -174,6 +194,29 @@ WITH changed AS (
     INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
     SELECT id, 'settled', 'processing', status, dispatch_id, :actor,
            concat_ws(': ', CAST(:result AS text), CAST(:error AS text)) FROM changed
+)
+SELECT id FROM changed;
+
+-- name: settle_many
+-- settle for several rows in one statement (a batch of outcomes), each fenced on its own.
+WITH outcome AS (
+    SELECT * FROM unnest(CAST(:ids AS bigint[]), CAST(:dispatch_ids AS text[]), CAST(:statuses AS text[]),
+                         CAST(:results AS text[]), CAST(:errors AS text[])) AS o(id, dispatch_id, status, result, error)
+), changed AS (
+    UPDATE jenkins_jobs_queue q
+    SET status = o.status,
+        jenkins_result = coalesce(o.result, q.jenkins_result),
+        last_error = o.error,
+        lease_expires_at = NULL,
+        finished_at = now(),
+        updated_at = now()
+    FROM outcome o
+    WHERE q.id = o.id AND q.dispatch_id = o.dispatch_id AND q.status = 'processing'
+      AND o.status IN ('completed', 'failed', 'cancelled')
+    RETURNING q.id, q.dispatch_id, q.status, o.result, o.error
+), logged AS (
+    INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
+    SELECT id, 'settled', 'processing', status, dispatch_id, :actor, concat_ws(': ', result, error) FROM changed
 )
 SELECT id FROM changed;
 

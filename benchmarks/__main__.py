@@ -1,0 +1,32 @@
+"""`make bench`: every benchmark, printed as tables. Compare rows of one run, not runs of different days."""
+
+from __future__ import annotations
+
+import importlib
+import platform
+import sys
+import time
+
+from benchmarks.report import print_table
+
+SUITES = ["bench_queue", "bench_dispatch", "bench_webhook", "bench_coldstart"]
+
+
+def main(selected: list[str]) -> int:
+    print(f"# jenkins-dispatch benchmarks — {platform.python_version()}, {platform.machine()}, "
+          f"{time.strftime('%Y-%m-%d %H:%M')}")
+    for name in selected or SUITES:
+        module = importlib.import_module(f"benchmarks.{name}")
+        started = time.perf_counter()
+        results = module.run()
+        if isinstance(results, list):
+            results = {name: results}
+        for title, rows in results.items():
+            print_table(title, rows)
+        print(f"({name}: {time.perf_counter() - started:.0f} s)")
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
