@@ -1,0 +1,150 @@
+"""The CloudFormation custom resource that applies the queue schema on every stack create and update.
+
+CloudFormation waits for an answer PUT to the request's pre-signed ``ResponseURL``; without one a stack
+hangs. So every path answers exactly once: SUCCESS with what was applied, FAILED with a one-line reason
+(never a password), or FAILED shortly before the function would time out. Delete is a no-op: the table
+and its jobs belong to the users, not to the stack.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+from . import runtime
+from .queue import migrate
+
+PHYSICAL_RESOURCE_ID = "jenkins-dispatch-schema"
+RESPONSE_TIMEOUT_SECONDS = 10.0
+RESPONSE_ATTEMPTS = 3
+MAX_REASON_CHARS = 900  # the whole response document must stay under 4 KiB
+NO_DEADLINE_MS = 15 * 60 * 1000
+
+_URL_CREDENTIALS = re.compile(r"(://[^:/@\s]+:)[^@\s]+@")
+
+
+def _one_line(text: str, secrets: tuple[str, ...] = ()) -> str:
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    text = _URL_CREDENTIALS.sub(r"\1***@", text)
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 3] + "..."
+
+
+def _known_secrets() -> tuple[str, ...]:
+    """Values that must never appear in a reason, from settings already loaded (never loads them)."""
+    settings = runtime._settings  # a peek: loading the settings here could fail again
+    if settings is None:
+        return ()
+    return tuple(
+        s for s in (settings.database.password, settings.webhook_secret,
+                    settings.jenkins.api_token if settings.jenkins else None) if s
+    )
+
+
+def _deadline_seconds(context: Any) -> float:
+    """How long the work may take: the function's remaining time minus room to send the answer."""
+    try:
+        remaining_ms = context.get_remaining_time_in_millis()
+    except AttributeError:
+        remaining_ms = NO_DEADLINE_MS
+    reserve_ms = min(RESPONSE_TIMEOUT_SECONDS * 1000 + 2000, remaining_ms * 0.3)
+    return max(0.0, (remaining_ms - reserve_ms) / 1000)
+
+
+def send_response(event: dict, status: str, reason: str, physical_id: str, data: dict | None = None) -> bool:
+    """PUT the response document to the pre-signed URL. Returns whether S3 accepted it."""
+    from .observability import logger
+
+    document = {
+        "Status": status,
+        "Reason": reason,
+        "PhysicalResourceId": physical_id,
+        "StackId": event.get("StackId", ""),
+        "RequestId": event.get("RequestId", ""),
+        "LogicalResourceId": event.get("LogicalResourceId", ""),
+        "NoEcho": False,
+        "Data": data or {},
+    }
+    body = json.dumps(document).encode("utf-8")
+    url = event.get("ResponseURL")
+    if not url:
+        logger.error("custom resource event has no ResponseURL: cannot answer CloudFormation", extra={"status": status})
+        return False
+    for attempt in range(1, RESPONSE_ATTEMPTS + 1):
+        # The URL is pre-signed for an empty Content-Type.
+        request = urllib.request.Request(
+            url, data=body, method="PUT", headers={"Content-Type": "", "Content-Length": str(len(body))}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=RESPONSE_TIMEOUT_SECONDS) as answer:
+                answer.read()
+            logger.info("answered CloudFormation", extra={"status": status, "reason": reason})
+            return True
+        except (urllib.error.URLError, OSError) as exc:
+            logger.warning(
+                "could not send the custom resource response",
+                extra={"attempt": attempt, "error": f"{type(exc).__name__}: {exc}"},
+            )
+            if attempt < RESPONSE_ATTEMPTS:
+                time.sleep(0.5 * attempt)
+    return False
+
+
+def _apply_schema() -> tuple[str, dict]:
+    applied = migrate(runtime.database())
+    reason = ("applied " + ", ".join(applied)) if applied else "schema up to date: no migration to apply"
+    return reason, {"Applied": ",".join(applied), "AppliedCount": str(len(applied))}
+
+
+def handle(event: dict, context: Any = None) -> dict:
+    """Answer one CloudFormation request; returns the document's Status, Reason and PhysicalResourceId."""
+    from .observability import logger
+
+    request_type = event.get("RequestType")
+    physical_id = event.get("PhysicalResourceId") or PHYSICAL_RESOURCE_ID
+
+    def answer(status: str, reason: str, data: dict | None = None) -> dict:
+        send_response(event, status, reason, physical_id, data)
+        return {"Status": status, "Reason": reason, "PhysicalResourceId": physical_id}
+
+    if request_type == "Delete":
+        return answer("SUCCESS", "delete: nothing to do (the table and its jobs are kept)")
+    if request_type not in ("Create", "Update"):
+        return answer("FAILED", f"unknown RequestType {request_type!r} (expected Create, Update or Delete)")
+
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["reason"], outcome["data"] = _apply_schema()
+        except Exception as exc:  # every failure becomes a FAILED answer, never a hung stack
+            outcome["error"] = f"{type(exc).__name__}: {exc}"
+
+    deadline = _deadline_seconds(context)
+    started = time.monotonic()
+    worker = threading.Thread(target=work, name="migrate", daemon=True)
+    worker.start()
+    worker.join(deadline)
+    elapsed = time.monotonic() - started
+
+    if worker.is_alive():
+        reason = (
+            f"{request_type}: migrations did not finish within {elapsed:.0f} s (database slow, locked or "
+            "unreachable); the function was about to time out"
+        )
+        logger.error("migrations timed out", extra={"request_type": request_type, "seconds": round(elapsed, 1)})
+        return answer("FAILED", _one_line(reason))
+    if "error" in outcome:
+        reason = _one_line(f"{request_type}: {outcome['error']}", _known_secrets())
+        logger.error("migrations failed", extra={"request_type": request_type, "reason": reason})
+        return answer("FAILED", reason)
+    reason = _one_line(f"{request_type}: {outcome['reason']}")
+    logger.info("migrations done", extra={"request_type": request_type, "reason": reason})
+    return answer("SUCCESS", reason, outcome["data"])

@@ -1,0 +1,390 @@
+"""Jenkins Notification-plugin callbacks, as pure functions: no I/O, no clock, no database.
+
+The webhook (``webhook.py``) feeds an HTTP API (payload 2.0) event through these steps:
+
+1. ``is_authorised`` — the shared secret, from any of the four places the contract allows, compared
+   in constant time;
+2. ``request_body`` — the raw bytes (base64-decoded when API Gateway says so), at most 256 KiB;
+3. ``parse_notification`` — the plugin's JSON into a typed ``Notification``;
+4. ``transition_for`` — what that notification asks of the job's row (progress, or a final state).
+
+Every rejection is a ``RejectedNotification`` with the HTTP status to answer and one line saying what
+is wrong and what is expected. Messages never quote a token and quote the payload only in short,
+truncated pieces.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hmac
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from .errors import InvalidInput
+
+MAX_BODY_BYTES = 256 * 1024
+# Sanity bounds on single fields: far above anything Jenkins sends, far below what could hurt us.
+MAX_TEXT_CHARS = 8192  # job names, URLs
+MAX_DISPATCH_ID_CHARS = 256
+MAX_BUILD_NUMBER = 2**31 - 1  # the build_number column is an integer
+MAX_QUEUE_ID = 2**63 - 1  # jenkins_queue_id is a bigint
+
+PROGRESS_PHASES = ("QUEUED", "STARTED")
+FINAL_PHASES = ("COMPLETED", "FINALIZED")
+PHASES = PROGRESS_PHASES + FINAL_PHASES
+BUILD_RESULTS = ("SUCCESS", "UNSTABLE", "FAILURE", "NOT_BUILT", "ABORTED")
+FAILED_RESULTS = ("FAILURE", "NOT_BUILT", "ABORTED")
+
+DISPATCH_ID_PARAMETER = "DISPATCH_ID"
+TOKEN_QUERY_PARAMETER = "token"
+TOKEN_HEADER = "x-jenkins-dispatch-token"
+
+EXPECTED_FORMAT = "expected the Jenkins Notification plugin's JSON payload (endpoint Format: JSON)"
+
+# The claim statement makes dispatch ids 'jd-<row id>-<random>' (migrated rows: 'legacy-<row id>').
+# Reading the row id out of it lets the webhook try the fenced update straight away; it is only a hint,
+# because the update still matches on the whole dispatch id.
+_ROW_ID_IN_DISPATCH_ID = re.compile(r"(?:jd-(\d{1,18})-[0-9a-f]+|legacy-(\d{1,18}))")
+
+
+class RejectedNotification(InvalidInput):
+    """The request cannot be acted on; ``http_status`` is the answer to give (400 or 413)."""
+
+    def __init__(self, message: str, http_status: int = 400):
+        super().__init__(message)
+        self.http_status = http_status
+
+
+@dataclass(frozen=True)
+class Notification:
+    """What one Notification-plugin POST says about one build."""
+
+    phase: str
+    job_name: str | None  # the leaf name Jenkins sends (ambiguous across folders)
+    job_path: str | None  # folders joined by '/', read from the job (or build) url
+    build_number: int | None
+    queue_id: int | None
+    build_url: str | None  # full_url when Jenkins knows its root URL, else the relative url
+    status: str | None  # absent before COMPLETED
+    dispatch_id: str | None
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Transition:
+    """The change a notification asks for. ``final_status`` None means: record progress only."""
+
+    phase: str
+    final_status: str | None = None  # 'completed' or 'failed'
+    result: str | None = None  # Jenkins's build result, kept on the final row
+    error: str | None = None  # last_error for a failed row
+    build_number: int | None = None
+    build_url: str | None = None
+    queue_id: int | None = None
+    started: bool = False
+
+    @property
+    def settles(self) -> bool:
+        return self.final_status is not None
+
+    @property
+    def event(self) -> str:
+        return self.phase.lower()
+
+    def describe(self) -> str:
+        build = f"Jenkins build #{self.build_number}" if self.build_number is not None else "Jenkins build"
+        return f"{build} {self.phase.lower()}"
+
+
+# --------------------------------------------------------------------------- authentication
+
+
+def _header(headers: Mapping[str, Any], name: str) -> str | None:
+    """A header's value whatever the case of its name (API Gateway lowercases them, `serve` may not)."""
+    for key, value in headers.items():
+        if isinstance(key, str) and key.lower() == name and isinstance(value, str):
+            return value
+    return None
+
+
+def _password_from_basic(credentials: str) -> str | None:
+    try:
+        decoded = base64.b64decode(credentials.strip(), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    try:
+        userinfo = decoded.decode("utf-8")
+    except UnicodeDecodeError:
+        userinfo = decoded.decode("latin-1")  # the plugin encodes with the JVM's platform charset
+    user, colon, password = userinfo.partition(":")
+    return password if colon else None
+
+
+def presented_tokens(event: Mapping[str, Any]) -> list[str]:
+    """Every candidate secret in the request: query, Basic password, Bearer, and our header."""
+    tokens: list[str] = []
+    raw_query = event.get("rawQueryString")
+    if isinstance(raw_query, str) and raw_query:
+        tokens += [v for k, v in parse_qsl(raw_query, keep_blank_values=True) if k == TOKEN_QUERY_PARAMETER]
+    query = event.get("queryStringParameters")
+    if isinstance(query, Mapping) and isinstance(query.get(TOKEN_QUERY_PARAMETER), str):
+        tokens.append(query[TOKEN_QUERY_PARAMETER])
+    headers = event.get("headers")
+    if isinstance(headers, Mapping):
+        authorization = _header(headers, "authorization")
+        if authorization:
+            scheme, _, credentials = authorization.strip().partition(" ")
+            if scheme.lower() == "basic":
+                password = _password_from_basic(credentials)
+                if password is not None:
+                    tokens.append(password)
+            elif scheme.lower() == "bearer":
+                tokens.append(credentials.strip())
+        header_token = _header(headers, TOKEN_HEADER)
+        if header_token is not None:
+            tokens.append(header_token.strip())
+    return tokens
+
+
+def _as_bytes(text: str) -> bytes:
+    # surrogatepass keeps the encoding one-to-one, so two different strings never compare equal.
+    return text.encode("utf-8", "surrogatepass")
+
+
+def token_matches(candidates: Iterable[str], secret: str) -> bool:
+    """Constant-time comparison of every candidate (no early exit that would time the secret)."""
+    expected = _as_bytes(secret)
+    matched = False
+    for candidate in candidates:
+        matched |= hmac.compare_digest(_as_bytes(candidate), expected)
+    return matched and bool(secret)
+
+
+def is_authorised(event: Mapping[str, Any], secret: str) -> bool:
+    return token_matches(presented_tokens(event), secret)
+
+
+def redact_query(raw_query: Any) -> str:
+    """The query string for logs, with the token's value (and anything secret-looking) blanked."""
+    if not isinstance(raw_query, str) or not raw_query:
+        return ""
+    parts = []
+    for pair in raw_query.split("&"):
+        name, eq, _value = pair.partition("=")
+        if eq and unquote(name).lower() in (TOKEN_QUERY_PARAMETER, "secret", "password", "api_token"):
+            parts.append(f"{name}=REDACTED")
+        else:
+            parts.append(pair[:200])
+    return "&".join(parts)
+
+
+# --------------------------------------------------------------------------- body
+
+
+def request_body(event: Mapping[str, Any]) -> bytes:
+    """The request's body as bytes, decoded from base64 when API Gateway encoded it; ≤ 256 KiB."""
+    body = event.get("body")
+    if body is None or body == "":
+        raise RejectedNotification(f"the request has no body: {EXPECTED_FORMAT}")
+    if not isinstance(body, str):
+        raise RejectedNotification(f"the request body must be text, got {type(body).__name__}: {EXPECTED_FORMAT}")
+    too_large = RejectedNotification(
+        f"the body is larger than {MAX_BODY_BYTES // 1024} KiB: a Notification-plugin payload is a few KiB "
+        "(keep 'Log lines' at 0)",
+        http_status=413,
+    )
+    if event.get("isBase64Encoded") is True:
+        # Four base64 characters carry three bytes: refuse before decoding anything absurd.
+        if len(body) > (MAX_BODY_BYTES + 2) // 3 * 4 + 4:
+            raise too_large
+        try:
+            raw = base64.b64decode(body, validate=True)
+        except (binascii.Error, ValueError):
+            raise RejectedNotification("the body is marked isBase64Encoded but is not valid base64") from None
+    else:
+        if len(body) > MAX_BODY_BYTES:
+            raise too_large
+        raw = body.encode("utf-8", "surrogatepass")
+    if len(raw) > MAX_BODY_BYTES:
+        raise too_large
+    if not raw.strip():
+        raise RejectedNotification(f"the request body is blank: {EXPECTED_FORMAT}")
+    return raw
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _decode_json(raw: bytes) -> Any:
+    text_start = raw.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if text_start.startswith(b"<"):
+        raise RejectedNotification(
+            "the body is XML: the Notification plugin endpoint must use Format: JSON (set it in the job's "
+            "Job Notifications endpoint)"
+        )
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise RejectedNotification(f"the body is not UTF-8 text: {EXPECTED_FORMAT}") from None
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise RejectedNotification(
+            f"the body is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}): {EXPECTED_FORMAT}"
+        ) from None
+    except RecursionError:
+        raise RejectedNotification(f"the body's JSON is nested too deeply: {EXPECTED_FORMAT}") from None
+    except ValueError as exc:  # NaN/Infinity, or an integer with thousands of digits
+        raise RejectedNotification(f"the body's JSON has an invalid value ({exc}): {EXPECTED_FORMAT}") from None
+
+
+def _optional_text(container: Mapping[str, Any], key: str, where: str, limit: int = MAX_TEXT_CHARS) -> str | None:
+    value = container.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise RejectedNotification(f"{where}{key} must be a string, got {type(value).__name__}")
+    if len(value) > limit:
+        raise RejectedNotification(f"{where}{key} is longer than {limit} characters")
+    return value
+
+
+def _optional_int(container: Mapping[str, Any], key: str, where: str, minimum: int, maximum: int) -> int | None:
+    value = container.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RejectedNotification(f"{where}{key} must be a whole number, got {type(value).__name__}")
+    if not minimum <= value <= maximum:
+        raise RejectedNotification(f"{where}{key} must be between {minimum} and {maximum}, got {value}")
+    return value
+
+
+def job_path_from_url(url: str | None) -> str | None:
+    """``job/team/job/app/`` (or a full or build URL) → ``team/app``; names URL-decoded once, as Jenkins does."""
+    if not url:
+        return None
+    path = urlsplit(url).path if "://" in url else url
+    segments = [s for s in path.split("/") if s]
+    names = []
+    i = 0
+    while i < len(segments):
+        if segments[i] == "job" and i + 1 < len(segments):
+            names.append(unquote(segments[i + 1]))
+            i += 2
+        else:
+            i += 1
+    return "/".join(names) or None
+
+
+def _parameter(parameters: Mapping[str, Any], name: str) -> Any:
+    # Jenkins's EnvVars is case-insensitive, so the key may come back in another case.
+    if name in parameters:
+        return parameters[name]
+    for key, value in parameters.items():
+        if key.upper() == name:
+            return value
+    return None
+
+
+def parse_notification(raw: bytes) -> Notification:
+    """The Notification plugin's JSON (``Format: JSON``) into a ``Notification``; 400 on anything else."""
+    payload = _decode_json(raw)
+    if not isinstance(payload, dict):
+        raise RejectedNotification(f"the body must be a JSON object, got a JSON {_json_kind(payload)}: {EXPECTED_FORMAT}")
+    build = payload.get("build")
+    if build is None:
+        raise RejectedNotification(f"the body has no 'build' object: {EXPECTED_FORMAT}")
+    if not isinstance(build, dict):
+        raise RejectedNotification(f"'build' must be a JSON object, got a JSON {_json_kind(build)}")
+
+    phase = build.get("phase")
+    if not isinstance(phase, str):
+        raise RejectedNotification(
+            f"build.phase is {'missing' if phase is None else 'not a string'}: expected one of {', '.join(PHASES)}"
+        )
+    if phase not in PHASES:
+        raise RejectedNotification(f"build.phase {_short(phase)} is unknown: expected one of {', '.join(PHASES)}")
+
+    parameters = build.get("parameters")
+    if parameters is None:
+        parameters = {}
+    if not isinstance(parameters, dict):
+        raise RejectedNotification(f"build.parameters must be a JSON object, got a JSON {_json_kind(parameters)}")
+    dispatch_id = _parameter(parameters, DISPATCH_ID_PARAMETER)
+    if dispatch_id is not None and not isinstance(dispatch_id, str):
+        raise RejectedNotification(
+            f"build.parameters.{DISPATCH_ID_PARAMETER} must be a string, got {type(dispatch_id).__name__}"
+        )
+    dispatch_id = (dispatch_id or "").strip() or None  # an empty default means: not dispatched by us
+    if dispatch_id is not None and len(dispatch_id) > MAX_DISPATCH_ID_CHARS:
+        raise RejectedNotification(
+            f"build.parameters.{DISPATCH_ID_PARAMETER} is longer than {MAX_DISPATCH_ID_CHARS} characters"
+        )
+
+    status = _optional_text(build, "status", "build.")
+    job_url = _optional_text(payload, "url", "")
+    relative_build_url = _optional_text(build, "url", "build.")
+    full_build_url = _optional_text(build, "full_url", "build.")
+    return Notification(
+        phase=phase,
+        job_name=_optional_text(payload, "name", ""),
+        job_path=job_path_from_url(job_url) or job_path_from_url(relative_build_url),
+        build_number=_optional_int(build, "number", "build.", 0, MAX_BUILD_NUMBER),
+        queue_id=_optional_int(build, "queue_id", "build.", 1, MAX_QUEUE_ID),
+        build_url=full_build_url or relative_build_url or None,
+        status=status,
+        dispatch_id=dispatch_id,
+        parameters=parameters,
+    )
+
+
+def _json_kind(value: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}.get(
+        type(value), "null"
+    )
+
+
+# --------------------------------------------------------------------------- mapping
+
+
+def transition_for(notification: Notification, *, unstable_is_success: bool = True) -> Transition:
+    """QUEUED/STARTED record progress; COMPLETED/FINALIZED settle from ``build.status``."""
+    n = notification
+    common = dict(phase=n.phase, build_number=n.build_number, build_url=n.build_url, queue_id=n.queue_id)
+    if n.phase in PROGRESS_PHASES:
+        return Transition(started=n.phase == "STARTED", **common)
+    if n.status is None:
+        raise RejectedNotification(
+            f"build.status is missing in a {n.phase} notification: expected one of {', '.join(BUILD_RESULTS)}"
+        )
+    if n.status not in BUILD_RESULTS:
+        raise RejectedNotification(
+            f"build.status {_short(n.status)} is unknown: expected one of {', '.join(BUILD_RESULTS)}"
+        )
+    build = f"Jenkins build #{n.build_number}" if n.build_number is not None else "Jenkins build"
+    if n.status == "SUCCESS" or (n.status == "UNSTABLE" and unstable_is_success):
+        return Transition(final_status="completed", result=n.status, **common)
+    return Transition(final_status="failed", result=n.status, error=f"{build} finished {n.status}", **common)
+
+
+def row_id_hint(dispatch_id: str) -> int | None:
+    """The row id a dispatch id was made from, if it has our format (a hint: the fence decides)."""
+    match = _ROW_ID_IN_DISPATCH_ID.fullmatch(dispatch_id)
+    if match is None:
+        return None
+    return int(match.group(1) or match.group(2))
