@@ -71,6 +71,7 @@ class Database:
         self._conn: pg8000.native.Connection | None = None
         self._last_used = 0.0
         self._in_transaction = False
+        self._prepared: dict[str, pg8000.native.PreparedStatement] = {}
         self.statements = 0  # round trips issued, for benchmarks and tests
         self.last_row_count = 0
 
@@ -130,6 +131,7 @@ class Database:
             with suppress(Exception):
                 self._conn.close()
         self._conn = None
+        self._prepared = {}
         self._in_transaction = False
 
     def close(self) -> None:
@@ -143,20 +145,32 @@ class Database:
 
     # ------------------------------------------------------------------ statements
     def run(self, sql: str, **params) -> list[Row]:
-        """Run one statement; rows come back as dicts keyed by column name."""
+        """Run one statement in one round trip; rows come back as dicts keyed by column name.
+
+        Statements with parameters are prepared once per session and reused, so the server parses and
+        plans them once and each later call is a single Bind/Execute exchange.
+        """
         conn = self.connection()
         self.statements += 1
         try:
-            rows = conn.run(sql, **params)
-        except (TimeoutError, InterfaceError, OSError) as exc:
+            if params:
+                prepared = self._prepared.get(sql)
+                if prepared is None:
+                    prepared = self._prepared[sql] = conn.prepare(sql)
+                rows = prepared.run(**params)
+                context = prepared._context
+            else:
+                rows = conn.run(sql)
+                context = conn._context
+        except (InterfaceError, OSError) as exc:  # socket timeouts are OSErrors
             self._drop()
             raise DatabaseUnavailable(
                 f"lost the connection to PostgreSQL at {self.settings.describe()}: {_reason(exc)}"
             ) from None
-        self.last_row_count = conn.row_count
+        self.last_row_count = context.row_count
         if not rows:
             return []
-        names = [c["name"] for c in conn.columns]
+        names = [c["name"] for c in context.columns]
         return [dict(zip(names, row, strict=True)) for row in rows]
 
     def run_script(self, sql: str) -> None:
