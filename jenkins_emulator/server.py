@@ -6,6 +6,7 @@ import base64
 import binascii
 import contextlib
 import json
+import random
 import re
 import socket
 import struct
@@ -36,7 +37,12 @@ class Fault:
     drop_after_accept: bool = False  # handle the request (a build IS queued), then close without answering
     slow_seconds: float = 0.0  # handle the request, then wait this long before answering
     times: int | None = None  # how many matching requests it applies to; None means every one
+    probability: float = 1.0  # applies to this share of matching requests (seeded: see "seed")
+    seed: int = 0
     hits: int = 0
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
 
     def matches(self, method: str, path: str) -> bool:
         if self.times is not None and self.hits >= self.times:
@@ -550,7 +556,7 @@ class JenkinsEmulator:
     def take_fault(self, method: str, path: str) -> Fault | None:
         with self._faults_lock:
             for fault in self.faults:
-                if fault.matches(method, path):
+                if fault.matches(method, path) and (fault.probability >= 1.0 or fault._rng.random() < fault.probability):
                     fault.hits += 1
                     return fault
         return None

@@ -44,3 +44,10 @@ def reset() -> None:
             db.close()
         _databases.clear()
         _settings = None
+
+
+def install(given: Settings) -> None:
+    """Use settings read elsewhere (the CLI's `serve`) instead of reading them again."""
+    global _settings
+    with _lock:
+        _settings = given

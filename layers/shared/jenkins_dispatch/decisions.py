@@ -1,0 +1,165 @@
+"""Decisions that need no I/O: what to do with a Jenkins answer, how long to back off.
+
+Pure functions over the outcome types of ``jenkins_answers``; the dispatcher carries them out.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from enum import Enum
+
+from .jenkins_answers import (
+    Accepted,
+    AuthRejected,
+    BadRequest,
+    BuildGone,
+    Building,
+    BuildStarted,
+    Disabled,
+    Finished,
+    JobInfo,
+    JobNotFound,
+    Merged,
+    NotParameterized,
+    NotStartedYet,
+    OutcomeUnknown,
+    QueueCancelled,
+    QueueItemGone,
+    Refused,
+    StillQueued,
+    Unavailable,
+)
+
+
+class Act(Enum):
+    RECORD = "record"  # Jenkins has it: remember the queue item
+    FAIL = "fail"  # this job can never run as asked: settle failed with the reason
+    RETRY_LATER = "retry_later"  # this job cannot run now: back off, spend the attempt
+    STOP_PASS = "stop_pass"  # Jenkins as a whole is unusable: release unsent rows, stop
+    KEEP_LEASE = "keep_lease"  # maybe sent: never resend blindly; the reconciler looks after the lease
+
+
+@dataclass(frozen=True)
+class Decision:
+    act: Act
+    reason: str = ""
+    queue_id: int | None = None
+    error_class: str = ""
+
+
+def missing_dispatch_id_fix(job_name: str) -> str:
+    return (
+        f"Jenkins job {job_name!r} does not declare the parameter DISPATCH_ID, so Jenkins would drop it and "
+        f"could merge or lose this build: add a String parameter named DISPATCH_ID to {job_name!r} "
+        "(This project is parameterized → String Parameter), then retry the job"
+    )
+
+
+def check_job(job_name: str, info: JobInfo) -> Decision | None:
+    """Before sending: a job that cannot take our trigger fails (or waits) without a request."""
+    if not info.exists:
+        return Decision(Act.FAIL, f"Jenkins has no job {job_name!r} (404): check the job path", error_class="JobNotFound")
+    if not info.declares_dispatch_id:
+        return Decision(Act.FAIL, missing_dispatch_id_fix(job_name), error_class="MissingDispatchIdParameter")
+    if not info.buildable:
+        return Decision(Act.RETRY_LATER, f"Jenkins job {job_name!r} is disabled (not buildable)",
+                        error_class="Disabled")
+    return None
+
+
+def decide_trigger(job_name: str, outcome) -> Decision:
+    match outcome:
+        case Accepted(queue_id=queue_id):
+            return Decision(Act.RECORD, queue_id=queue_id)
+        case Merged(queue_id=queue_id):
+            # Only an item carrying our own DISPATCH_ID can be identical to our request: a late copy of
+            # our earlier send. Adopting it is exactly right.
+            return Decision(Act.RECORD, queue_id=queue_id, reason="merged into queued item")
+        case JobNotFound():
+            return Decision(Act.FAIL, f"Jenkins has no job {job_name!r} (404): check the job path",
+                            error_class="JobNotFound")
+        case NotParameterized():
+            return Decision(Act.FAIL, missing_dispatch_id_fix(job_name), error_class="NotParameterized")
+        case BadRequest(detail=detail):
+            return Decision(Act.FAIL, f"Jenkins refused the parameters of {job_name!r}: {detail}",
+                            error_class="BadRequest")
+        case Disabled():
+            return Decision(Act.RETRY_LATER, f"Jenkins job {job_name!r} is disabled (409)", error_class="Disabled")
+        case Refused(detail=detail):
+            return Decision(Act.RETRY_LATER, f"Jenkins's queue refused {job_name!r}: {detail}", error_class="Refused")
+        case AuthRejected(detail=detail):
+            return Decision(Act.STOP_PASS, f"{detail}", error_class="AuthRejected")
+        case Unavailable(reason=reason):
+            return Decision(Act.STOP_PASS, f"Jenkins unavailable: {reason}", error_class="Unavailable")
+        case OutcomeUnknown(reason=reason):
+            return Decision(Act.KEEP_LEASE, f"outcome unknown: {reason}", error_class="OutcomeUnknown")
+    return Decision(Act.KEEP_LEASE, f"unexpected answer {outcome!r}", error_class="Unexpected")
+
+
+def final_status(result: str, unstable_is_success: bool = True) -> str:
+    """Jenkins result → our final status."""
+    if result == "SUCCESS" or (result == "UNSTABLE" and unstable_is_success):
+        return "completed"
+    return "failed"
+
+
+def build_error(result: str, number: int | None, unstable_is_success: bool = True) -> str | None:
+    if final_status(result, unstable_is_success) == "completed":
+        return None
+    return f"Jenkins build #{number} finished {result}" if number is not None else f"Jenkins build finished {result}"
+
+
+class Next(Enum):
+    SETTLE = "settle"  # the build finished: settle from its result
+    PROGRESS = "progress"  # the build started: record it, check again after the lease
+    WAIT = "wait"  # still queued or running: the lease was renewed, nothing else to do
+    SEARCH = "search"  # Jenkins forgot the queue item or build: look for our DISPATCH_ID
+    FAIL = "fail"
+
+
+@dataclass(frozen=True)
+class Followup:
+    next: Next
+    reason: str = ""
+    build_number: int | None = None
+    build_url: str | None = None
+    result: str | None = None
+
+
+def follow_queue_item(state) -> Followup:
+    """What the reconciler does with a known queue item."""
+    match state:
+        case StillQueued(why=why):
+            return Followup(Next.WAIT, f"still queued: {why}" if why else "still queued")
+        case BuildStarted(build_number=number, build_url=url):
+            return Followup(Next.PROGRESS, build_number=number, build_url=url)
+        case NotStartedYet():
+            return Followup(Next.WAIT, "leaving the queue")
+        case QueueCancelled():
+            return Followup(Next.FAIL, "its Jenkins queue item was cancelled in Jenkins")
+        case QueueItemGone():
+            return Followup(Next.SEARCH, "Jenkins no longer knows the queue item")
+    return Followup(Next.WAIT, f"unexpected queue state {state!r}")
+
+
+def follow_build(state) -> Followup:
+    match state:
+        case Finished(number=number, result=result, url=url):
+            return Followup(Next.SETTLE, build_number=number, build_url=url, result=result)
+        case Building(number=number, url=url):
+            return Followup(Next.WAIT, "still running", build_number=number, build_url=url)
+        case BuildGone():
+            return Followup(Next.SEARCH, "Jenkins no longer knows the build")
+    return Followup(Next.WAIT, f"unexpected build state {state!r}")
+
+
+def backoff_seconds(attempt: int, base: float, maximum: float, rng: random.Random | None = None) -> float:
+    """Exponential backoff with jitter: base·2^(attempt-1), capped, then a random 50–100 % of it.
+
+    The jitter keeps rows that failed together from coming back together.
+    """
+    if attempt < 1:
+        attempt = 1
+    ceiling = min(maximum, base * (2 ** min(attempt - 1, 30)))
+    return ceiling * (0.5 + 0.5 * (rng or random).random())

@@ -1,0 +1,430 @@
+"""One dispatcher pass: reconcile expired leases, then claim and trigger batch after batch.
+
+The order of a pass, and why:
+1. Reconcile first, so rows a crashed worker left behind are settled, adopted or re-sent before new work.
+2. Claim one batch (one statement), check each job name once per pass, trigger the batch on a bounded
+   thread pool sharing one HTTP session, then record what Jenkins answered (one statement for all
+   accepted rows). Claimed-but-unsent rows are never more than one batch.
+3. Stop when nothing is eligible, a cap is reached, the `max_jobs` budget is spent, the Lambda's time
+   is nearly up, a stop is requested, or Jenkins as a whole fails — releasing whatever was not sent.
+
+A trigger whose outcome is unknown is never re-sent blindly: the row keeps its lease, and after it
+expires the reconciler searches Jenkins for its DISPATCH_ID before sending again with the same id.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from . import runtime
+from .config import Settings
+from .db import Database
+from .decisions import (
+    Act,
+    Decision,
+    Next,
+    backoff_seconds,
+    build_error,
+    check_job,
+    decide_trigger,
+    final_status,
+    follow_build,
+    follow_queue_item,
+)
+from .errors import InvalidInput
+from .jenkins import JenkinsAuthRejected, JenkinsClient, JenkinsError
+from .jenkins_answers import JobInfo
+from .observability import MetricUnit, logger, metrics, subsegment
+from .queue import ClaimedJob, ExpiredLease, Queue, Settlement
+
+# A pass that found "not found" for a DISPATCH_ID looks once more after this pause: for a moment a
+# queue item that just left the queue has no build yet, and must not be mistaken for a lost trigger.
+SEARCH_RECHECK_SECONDS = 1.0
+EXPIRED_PER_TAKE = 25
+
+
+@dataclass
+class Reconciled:
+    checked: int = 0
+    adopted: int = 0
+    requeued: int = 0
+    settled: int = 0
+    waiting: int = 0
+
+
+@dataclass
+class PassSummary:
+    reconciled: Reconciled = field(default_factory=Reconciled)
+    claimed: int = 0
+    triggered: int = 0
+    retried_later: int = 0
+    failed: int = 0
+    released: int = 0
+    outcome_unknown: int = 0
+    batches: int = 0
+    stopped_because: str = ""
+    duration_ms: int = 0
+    db_statements: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class PassStopped(Exception):
+    """Jenkins as a whole failed: end the pass (the reason goes into the summary)."""
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        settings: Settings,
+        db: Database,
+        client: JenkinsClient,
+        *,
+        remaining_ms: Callable[[], int] | None = None,
+        stop: threading.Event | None = None,
+        rng: random.Random | None = None,
+    ):
+        self.settings = settings
+        self.db = db
+        self.queue = Queue(db, lease_seconds=settings.lease_seconds)
+        self.client = client
+        self.remaining_ms = remaining_ms
+        self.stop = stop or threading.Event()
+        self.rng = rng or random.Random()
+        self.summary = PassSummary()
+        self.job_infos: dict[str, JobInfo] = {}
+        timeout = settings.jenkins.timeout_seconds if settings.jenkins else 10.0
+        waves = math.ceil(settings.batch_size / settings.max_parallel_triggers)
+        # Enough time left for one whole batch in the worst case, plus the margin, or no new batch.
+        self.batch_reserve_seconds = settings.time_margin_seconds + waves * timeout
+        self.send_reserve_seconds = settings.time_margin_seconds + timeout
+
+    # ------------------------------------------------------------------ time and stopping
+    def _seconds_left(self) -> float:
+        return math.inf if self.remaining_ms is None else self.remaining_ms() / 1000.0
+
+    def _out_of_time(self, reserve: float) -> bool:
+        return self._seconds_left() < reserve
+
+    def _log(self, message: str, job, **extra) -> None:
+        logger.info(message, extra={"job_id": job.id, "dispatch_id": job.dispatch_id, "job_name": job.job_name,
+                                    "attempt": job.attempts, **extra})
+
+    # ------------------------------------------------------------------ the pass
+    def run(self, max_jobs: int | None = None) -> dict[str, Any]:
+        started = time.monotonic()
+        statements_before = self.db.statements
+        try:
+            self.reconcile()
+            if not self.summary.stopped_because:
+                self.dispatch(max_jobs)
+        except PassStopped as stopped:
+            self.summary.stopped_because = str(stopped)
+            metrics.add_metric(name="JenkinsUnavailable", unit=MetricUnit.Count, value=1)
+            logger.error("pass stopped: Jenkins as a whole failed", extra={"reason": str(stopped)})
+        self.summary.duration_ms = int((time.monotonic() - started) * 1000)
+        self.summary.db_statements = self.db.statements - statements_before
+        self._emit_metrics()
+        logger.info("pass finished", extra={"summary": self.summary.as_dict()})
+        return self.summary.as_dict()
+
+    def _emit_metrics(self) -> None:
+        s = self.summary
+        for name, value in (("Claimed", s.claimed), ("Triggered", s.triggered), ("JobsFailed", s.failed),
+                            ("AdoptedAfterCrash", s.reconciled.adopted), ("LeasesExpired", s.reconciled.checked),
+                            ("RetriedLater", s.retried_later), ("TriggerOutcomeUnknown", s.outcome_unknown)):
+            metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+        metrics.add_metric(name="PassDurationMs", unit=MetricUnit.Milliseconds, value=s.duration_ms)
+        try:
+            stats = self.queue.stats()
+        except Exception:  # metrics must never turn a finished pass into a failure
+            logger.exception("could not read queue stats for metrics")
+            return
+        metrics.add_metric(name="OldestPendingAgeSeconds", unit=MetricUnit.Seconds,
+                           value=stats["oldest_pending_seconds"] or 0)
+        metrics.add_metric(name="InFlight", unit=MetricUnit.Count, value=stats["processing"])
+
+    # ------------------------------------------------------------------ reconcile
+    def reconcile(self) -> None:
+        while not self.stop.is_set() and not self._out_of_time(self.send_reserve_seconds):
+            with subsegment("db.take_expired_leases"):
+                expired = self.queue.take_expired_leases(EXPIRED_PER_TAKE)
+            for row in expired:
+                self.summary.reconciled.checked += 1
+                self._reconcile_row(row)
+            if len(expired) < EXPIRED_PER_TAKE:
+                return
+        if self.stop.is_set():
+            self.summary.stopped_because = "stop requested"
+        else:
+            self.summary.stopped_because = "time nearly up"
+
+    def _reconcile_row(self, row: ExpiredLease) -> None:
+        with subsegment("jenkins.reconcile"):
+            try:
+                if row.build_number is not None:
+                    self._follow(row, follow_build(self.client.build(row.job_name, row.build_number)))
+                elif row.jenkins_queue_id is not None:
+                    self._follow(row, follow_queue_item(self.client.queue_item(row.jenkins_queue_id)))
+                else:
+                    self._search_and_adopt(row)
+            except JenkinsError as exc:
+                raise PassStopped(self._jenkins_wide_reason(exc)) from None
+
+    def _jenkins_wide_reason(self, exc: JenkinsError) -> str:
+        if isinstance(exc, JenkinsAuthRejected):
+            return f"Jenkins rejected our credentials: {exc} (check JENKINS_USER and JENKINS_API_TOKEN)"
+        return f"Jenkins unavailable: {exc}"
+
+    def _follow(self, row: ExpiredLease, followup) -> None:
+        r = self.summary.reconciled
+        if followup.next is Next.WAIT:
+            r.waiting += 1
+            if followup.build_number is not None and row.build_number is None:
+                self.queue.record_progress(row.id, row.dispatch_id, build_number=followup.build_number,
+                                           build_url=followup.build_url, started=True, actor="reconciler")
+            return
+        if followup.next is Next.PROGRESS:
+            self.queue.record_progress(row.id, row.dispatch_id, build_number=followup.build_number,
+                                       build_url=followup.build_url, started=True, actor="reconciler")
+            self._log("build started (seen by reconciler)", row, build_number=followup.build_number)
+            # It may well have finished already: look now rather than after another lease.
+            self._follow(_with_build(row, followup.build_number, followup.build_url),
+                         follow_build(self.client.build(row.job_name, followup.build_number)))
+            return
+        if followup.next is Next.SETTLE:
+            self._settle_from_result(row, followup.result, followup.build_number, followup.build_url)
+            return
+        if followup.next is Next.FAIL:
+            if self.queue.settle(row.id, row.dispatch_id, "failed", error=followup.reason, actor="reconciler"):
+                r.settled += 1
+                self.summary.failed += 1
+                self._log("failed (reconciler)", row, reason=followup.reason)
+            return
+        self._search_and_adopt(row)
+
+    def _settle_from_result(self, row, result: str, number: int | None, url: str | None) -> None:
+        status = final_status(result, self.settings.unstable_is_success)
+        if self.queue.settle(row.id, row.dispatch_id, status, result=result,
+                             error=build_error(result, number, self.settings.unstable_is_success),
+                             build_number=number, build_url=url, actor="reconciler"):
+            self.summary.reconciled.settled += 1
+            if status == "failed":
+                self.summary.failed += 1
+            self._log("settled (reconciler)", row, result=result, build_number=number, status=status)
+
+    def _search_and_adopt(self, row: ExpiredLease) -> None:
+        found = self.client.find_by_dispatch_id(row.job_name, row.dispatch_id)
+        if found is None:
+            time.sleep(SEARCH_RECHECK_SECONDS)
+            found = self.client.find_by_dispatch_id(row.job_name, row.dispatch_id)
+        r = self.summary.reconciled
+        if found is not None:
+            r.adopted += 1
+            if found.build_number is not None and found.result is not None and not found.building:
+                self._log("adopted a finished build", row, build_number=found.build_number)
+                self._settle_from_result(row, found.result, found.build_number, found.build_url)
+                return
+            self.queue.mark_triggered(row, found.queue_id, event="adopted", actor="reconciler",
+                                      build_number=found.build_number, build_url=found.build_url,
+                                      detail=f"found in Jenkins: queue item {found.queue_id}"
+                                      + (f", build #{found.build_number}" if found.build_number else ""))
+            self._log("adopted", row, jenkins_queue_id=found.queue_id, build_number=found.build_number)
+            return
+        attempts = self.queue.spend_attempt(row.id, row.dispatch_id)
+        if attempts is None:
+            error = (f"gave up after {row.attempts} attempts: Jenkins shows no queue item or build with "
+                     f"DISPATCH_ID {row.dispatch_id}")
+            if self.queue.settle(row.id, row.dispatch_id, "failed", error=error, actor="reconciler"):
+                r.settled += 1
+                self.summary.failed += 1
+                self._log("failed: attempts exhausted", row)
+            return
+        r.requeued += 1
+        resend = ClaimedJob(id=row.id, job_name=row.job_name, parameters=row.parameters, attempts=attempts,
+                            max_attempts=row.max_attempts, dispatch_id=row.dispatch_id)
+        self._log("re-sending with the same DISPATCH_ID", resend)
+        decision = self._send(resend, check_stop=False)
+        self._apply([(resend, decision)], actor="reconciler")
+
+    # ------------------------------------------------------------------ claim and trigger
+    def dispatch(self, max_jobs: int | None) -> None:
+        capped = self.queue.caps_in_force(self.settings.max_in_flight)
+        budget = math.inf if max_jobs is None else max_jobs
+        while True:
+            if self.stop.is_set():
+                self.summary.stopped_because = "stop requested"
+                return
+            if budget <= 0:
+                self.summary.stopped_because = "max_jobs reached"
+                return
+            if self._out_of_time(self.batch_reserve_seconds):
+                self.summary.stopped_because = "time nearly up"
+                return
+            size = int(min(self.settings.batch_size, budget))
+            with subsegment("db.claim_batch"):
+                jobs = self.queue.claim_batch(size, capped=capped, max_in_flight=self.settings.max_in_flight)
+            if not jobs:
+                self.summary.stopped_because = self._why_nothing_claimed(capped)
+                return
+            self.summary.claimed += len(jobs)
+            self.summary.batches += 1
+            budget -= len(jobs)
+            self._trigger_batch(jobs)
+
+    def _why_nothing_claimed(self, capped: bool) -> str:
+        if capped and self.queue.stats()["due"] > 0:
+            return "cap reached"
+        return "queue empty"
+
+    def _job_info(self, job_name: str) -> JobInfo:
+        info = self.job_infos.get(job_name)
+        if info is None:
+            info = self.job_infos[job_name] = self.client.job_info(job_name)
+        return info
+
+    def _trigger_batch(self, jobs: list[ClaimedJob]) -> None:
+        decided: list[tuple[ClaimedJob, Decision | None]] = []
+        to_send: list[ClaimedJob] = []
+        try:
+            with subsegment("jenkins.job_info"):
+                for job in jobs:
+                    blocked = check_job(job.job_name, self._job_info(job.job_name))
+                    if blocked is not None:
+                        decided.append((job, blocked))
+                    else:
+                        to_send.append(job)
+        except JenkinsError as exc:
+            self._stop_with(self._jenkins_wide_reason(exc))
+            decided = [(job, None) for job in jobs]
+            to_send = []
+        if to_send:
+            with subsegment("jenkins.trigger_batch"), ThreadPoolExecutor(
+                max_workers=min(self.settings.max_parallel_triggers, len(to_send)),
+                thread_name_prefix="trigger",
+            ) as pool:
+                decided.extend(zip(to_send, pool.map(self._send, to_send), strict=True))
+        self._apply(decided, actor="dispatcher")
+        if self.stop.is_set() and self.summary.stopped_because:
+            raise PassStopped(self.summary.stopped_because)
+
+    def _stop_with(self, reason: str) -> None:
+        if not self.summary.stopped_because:
+            self.summary.stopped_because = reason
+        self.stop.set()
+
+    def _send(self, job: ClaimedJob, check_stop: bool = True) -> Decision | None:
+        """Runs on a pool thread: send one trigger unless the pass is stopping (then None: not sent)."""
+        if check_stop and (self.stop.is_set() or self._out_of_time(self.send_reserve_seconds)):
+            return None
+        outcome = self.client.trigger(job.job_name, job.parameters, job.dispatch_id)
+        decision = decide_trigger(job.job_name, outcome)
+        if decision.act is Act.STOP_PASS:
+            self._stop_with(decision.reason)
+        return decision
+
+    def _apply(self, decided: list[tuple[ClaimedJob, Decision | None]], actor: str) -> None:
+        """Record a batch's outcomes: accepted rows in one statement, failures in one, the rest per row."""
+        accepted: list[tuple[ClaimedJob, int]] = []
+        failures: list[Settlement] = []
+        for job, decision in decided:
+            if decision is None or decision.act is Act.STOP_PASS:
+                reason = decision.reason if decision else "not sent: the pass stopped before this trigger"
+                if self.queue.release(job.id, job.dispatch_id, reason, actor=actor):
+                    self.summary.released += 1
+                    self._log("released", job, reason=reason)
+                continue
+            if decision.act is Act.RECORD:
+                accepted.append((job, decision.queue_id))
+                continue
+            metrics.add_metric(name="TriggerErrors", unit=MetricUnit.Count, value=1)
+            if decision.act is Act.FAIL:
+                failures.append(Settlement(job.id, job.dispatch_id, "failed", None, decision.reason))
+            elif decision.act is Act.RETRY_LATER:
+                delay = backoff_seconds(job.attempts, self.settings.retry_base_seconds,
+                                        self.settings.retry_max_seconds, self.rng)
+                status = self.queue.retry_later(job.id, job.dispatch_id, delay, decision.reason, actor=actor)
+                if status == "failed":
+                    self.summary.failed += 1
+                elif status == "pending":
+                    self.summary.retried_later += 1
+                self._log("retry later" if status == "pending" else "failed: attempts exhausted", job,
+                          reason=decision.reason, error_class=decision.error_class, delay_seconds=round(delay, 1))
+            else:  # KEEP_LEASE
+                self.summary.outcome_unknown += 1
+                logger.warning("trigger outcome unknown: keeping the lease, the reconciler will search Jenkins",
+                               extra={"job_id": job.id, "dispatch_id": job.dispatch_id, "job_name": job.job_name,
+                                      "attempt": job.attempts, "reason": decision.reason})
+        if accepted:
+            with subsegment("db.mark_triggered"):
+                recorded = self.queue.mark_triggered_many(accepted, actor=actor)
+            for job, queue_id in accepted:
+                if job.id in recorded:
+                    self.summary.triggered += 1
+                    self._log("triggered", job, jenkins_queue_id=queue_id, outcome="accepted")
+        if failures:
+            settled = self.queue.settle_many(failures, actor=actor)
+            self.summary.failed += len(settled)
+            for failure in failures:
+                if failure.job_id in settled:
+                    logger.warning("failed", extra={"job_id": failure.job_id, "dispatch_id": failure.dispatch_id,
+                                                    "reason": failure.error})
+
+
+def _with_build(row: ExpiredLease, number: int | None, url: str | None) -> ExpiredLease:
+    return ExpiredLease(id=row.id, job_name=row.job_name, parameters=row.parameters, attempts=row.attempts,
+                        max_attempts=row.max_attempts, dispatch_id=row.dispatch_id,
+                        jenkins_queue_id=row.jenkins_queue_id, build_number=number, build_url=url)
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def jenkins_client(settings: Settings) -> JenkinsClient:
+    js = settings.require_jenkins()
+    return JenkinsClient(js.url, js.user, js.api_token, js.timeout_seconds, verify_tls=js.verify_tls,
+                         search_window=js.search_window, pool_maxsize=max(10, settings.max_parallel_triggers))
+
+
+def run_pass(
+    settings: Settings,
+    *,
+    max_jobs: int | None = None,
+    remaining_ms: Callable[[], int] | None = None,
+    db: Database | None = None,
+    stop: threading.Event | None = None,
+) -> dict[str, Any]:
+    """One pass with a fresh HTTP session (and a fresh database session unless one is given)."""
+    own_db = db is None
+    db = db or Database(settings.database, application_name="jenkins-dispatch-dispatcher")
+    try:
+        with jenkins_client(settings) as client:
+            return Dispatcher(settings, db, client, remaining_ms=remaining_ms, stop=stop).run(max_jobs)
+    finally:
+        if own_db:
+            db.close()
+
+
+def max_jobs_from_event(event: Any) -> int | None:
+    """EventBridge rule and Scheduler envelopes carry no budget; a manual invoke may say {"max_jobs": N}."""
+    if not isinstance(event, dict) or event.get("max_jobs") is None:
+        return None
+    value = event["max_jobs"]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInput(f"max_jobs must be a whole number of at least 1, got {value!r}")
+    return value
+
+
+def handle_event(event: Any, context: Any) -> dict[str, Any]:
+    """The Lambda entry point (functions/dispatcher/app.py)."""
+    max_jobs = max_jobs_from_event(event)
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    return run_pass(runtime.settings(), max_jobs=max_jobs, remaining_ms=remaining, db=runtime.database())
