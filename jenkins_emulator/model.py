@@ -562,7 +562,9 @@ class Jenkins:
     def build_ref(self, build: Build | None) -> dict[str, Any] | None:
         return None if build is None else {"_class": build.job.classes[1], "number": build.number, "url": self.url_of(build)}
 
-    def job_json(self, job: Job) -> dict[str, Any]:
+    def job_json(self, job: Job, tree: str | None = None) -> dict[str, Any]:
+        """``builds`` holds the newest 100 (like Jenkins); ``allBuilds`` every one. Both are rendered only
+        when the request's ``tree`` can select them, which keeps job lookups cheap on long histories."""
         builds = sorted(job.builds.values(), key=lambda b: -b.number)
         finished = [b for b in builds if not b.building]
         queued = next((i for i in sorted(self.items.values(), key=lambda i: i.id) if i.job is job and i.state != "left"), None)
@@ -584,7 +586,8 @@ class Jenkins:
             "name": job.name,
             "url": self.url_of(job),
             "buildable": self.is_buildable(job),
-            "builds": [self.build_json(b) for b in builds],
+            "builds": [self.build_json(b) for b in builds[:100]] if tree is None or "builds" in tree else [],
+            "allBuilds": [self.build_json(b) for b in builds] if tree and "allBuilds" in tree else [],
             "color": self.job_color(job),
             "firstBuild": self.build_ref(builds[-1] if builds else None),
             "healthReport": [],

@@ -359,7 +359,7 @@ class _Handler(BaseHTTPRequestHandler):
             return not_found()
         job = thing
         if rest == ["api", "json"]:
-            return self._api(jenkins.job_json(job), tree, shallow_children=True)
+            return self._api(jenkins.job_json(job, tree), tree, shallow_children=True)
         if rest == []:
             return Response(200, _html(job.name, "Project"))
         if rest == ["buildWithParameters"]:

@@ -50,7 +50,7 @@ class JenkinsSettings:
     api_token: str = field(repr=False)
     timeout_seconds: float = 10.0
     verify_tls: bool = True
-    search_window: int = 50
+    search_window: int = 100
 
 
 @dataclass(frozen=True)
@@ -272,7 +272,7 @@ def _jenkins(env: Mapping[str, str], fetch: SecretFetcher | None, timeout: float
         api_token=token,
         timeout_seconds=timeout,
         verify_tls=_bool(env, "JENKINS_VERIFY_TLS", True),
-        search_window=_int(env, "JENKINS_SEARCH_WINDOW", 50, 1),
+        search_window=_int(env, "JENKINS_SEARCH_WINDOW", 100, 1),
     )
 
 

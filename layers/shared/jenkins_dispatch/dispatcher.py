@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from . import runtime
@@ -39,14 +39,14 @@ from .decisions import (
     follow_queue_item,
 )
 from .errors import InvalidInput
-from .jenkins import JenkinsAuthRejected, JenkinsClient, JenkinsError
+from .jenkins import JenkinsAuthRejected, JenkinsClient, JenkinsError, SearchInconclusive
 from .jenkins_answers import JobInfo
 from .observability import MetricUnit, logger, metrics, subsegment
 from .queue import ClaimedJob, ExpiredLease, Queue, Settlement
 
 # A pass that found "not found" for a DISPATCH_ID looks once more after this pause: for a moment a
 # queue item that just left the queue has no build yet, and must not be mistaken for a lost trigger.
-SEARCH_RECHECK_SECONDS = 1.0
+SEARCH_RECHECK_SECONDS = 0.25
 EXPIRED_PER_TAKE = 25
 
 
@@ -157,25 +157,35 @@ class Dispatcher:
         while not self.stop.is_set() and not self._out_of_time(self.send_reserve_seconds):
             with subsegment("db.take_expired_leases"):
                 expired = self.queue.take_expired_leases(EXPIRED_PER_TAKE)
-            for row in expired:
-                self.summary.reconciled.checked += 1
-                self._reconcile_row(row)
+            self.summary.reconciled.checked += len(expired)
+            self._reconcile_rows(expired)
             if len(expired) < EXPIRED_PER_TAKE:
                 return
-        if self.stop.is_set():
-            self.summary.stopped_because = "stop requested"
-        else:
-            self.summary.stopped_because = "time nearly up"
+        self.summary.stopped_because = "stop requested" if self.stop.is_set() else "time nearly up"
 
-    def _reconcile_row(self, row: ExpiredLease) -> None:
+    def _reconcile_rows(self, rows: list[ExpiredLease]) -> None:
+        """Follow what Jenkins knows of each row; rows with no trace are searched once more, together,
+        after a short pause, before anything is sent again."""
+        not_found: list[ExpiredLease] = []
         with subsegment("jenkins.reconcile"):
             try:
-                if row.build_number is not None:
-                    self._follow(row, follow_build(self.client.build(row.job_name, row.build_number)))
-                elif row.jenkins_queue_id is not None:
-                    self._follow(row, follow_queue_item(self.client.queue_item(row.jenkins_queue_id)))
-                else:
-                    self._search_and_adopt(row)
+                for row in rows:
+                    if row.build_number is not None:
+                        followup = follow_build(self.client.build(row.job_name, row.build_number))
+                    elif row.jenkins_queue_id is not None:
+                        followup = follow_queue_item(self.client.queue_item(row.jenkins_queue_id))
+                    else:
+                        followup = None
+                    if followup is None or followup.next is Next.SEARCH:
+                        if not self._adopt(row):
+                            not_found.append(row)
+                    else:
+                        self._follow(row, followup)
+                if not_found:
+                    time.sleep(SEARCH_RECHECK_SECONDS)
+                for row in not_found:
+                    if not self._adopt(row):
+                        self._send_again(row)
             except JenkinsError as exc:
                 raise PassStopped(self._jenkins_wide_reason(exc)) from None
 
@@ -209,7 +219,10 @@ class Dispatcher:
                 self.summary.failed += 1
                 self._log("failed (reconciler)", row, reason=followup.reason)
             return
-        self._search_and_adopt(row)
+        if not self._adopt(row):
+            time.sleep(SEARCH_RECHECK_SECONDS)
+            if not self._adopt(row):
+                self._send_again(row)
 
     def _settle_from_result(self, row, result: str, number: int | None, url: str | None) -> None:
         status = final_status(result, self.settings.unstable_is_success)
@@ -221,24 +234,36 @@ class Dispatcher:
                 self.summary.failed += 1
             self._log("settled (reconciler)", row, result=result, build_number=number, status=status)
 
-    def _search_and_adopt(self, row: ExpiredLease) -> None:
-        found = self.client.find_by_dispatch_id(row.job_name, row.dispatch_id)
+    def _adopt(self, row: ExpiredLease) -> bool:
+        """Look for the row's DISPATCH_ID in Jenkins; adopt (or settle) what is found."""
+        since_ms = int(row.claimed_at.timestamp() * 1000) if row.claimed_at else None
+        try:
+            found = self.client.find_by_dispatch_id(row.job_name, row.dispatch_id, since_ms=since_ms)
+        except SearchInconclusive as exc:
+            # Absent or not, we cannot tell: sending again could run it twice. Look again next lease.
+            metrics.add_metric(name="SearchInconclusive", unit=MetricUnit.Count, value=1)
+            logger.warning("cannot tell whether Jenkins has this dispatch; will look again",
+                           extra={"job_id": row.id, "dispatch_id": row.dispatch_id, "reason": str(exc)})
+            self.summary.reconciled.waiting += 1
+            return True
         if found is None:
-            time.sleep(SEARCH_RECHECK_SECONDS)
-            found = self.client.find_by_dispatch_id(row.job_name, row.dispatch_id)
+            return False
+        self.summary.reconciled.adopted += 1
+        if found.build_number is not None and found.result is not None and not found.building:
+            self._log("adopted a finished build", row, build_number=found.build_number)
+            self._settle_from_result(row, found.result, found.build_number, found.build_url)
+            return True
+        self.queue.mark_triggered(row, found.queue_id, event="adopted", actor="reconciler",
+                                  build_number=found.build_number, build_url=found.build_url,
+                                  detail=f"found in Jenkins: queue item {found.queue_id}"
+                                  + (f", build #{found.build_number}" if found.build_number else ""))
+        self._log("adopted", row, jenkins_queue_id=found.queue_id, build_number=found.build_number)
+        return True
+
+    def _send_again(self, row: ExpiredLease) -> None:
+        """Jenkins has no trace of the dispatch: send it again with the SAME DISPATCH_ID (one more
+        attempt), so that a late original and this request merge in Jenkins's queue."""
         r = self.summary.reconciled
-        if found is not None:
-            r.adopted += 1
-            if found.build_number is not None and found.result is not None and not found.building:
-                self._log("adopted a finished build", row, build_number=found.build_number)
-                self._settle_from_result(row, found.result, found.build_number, found.build_url)
-                return
-            self.queue.mark_triggered(row, found.queue_id, event="adopted", actor="reconciler",
-                                      build_number=found.build_number, build_url=found.build_url,
-                                      detail=f"found in Jenkins: queue item {found.queue_id}"
-                                      + (f", build #{found.build_number}" if found.build_number else ""))
-            self._log("adopted", row, jenkins_queue_id=found.queue_id, build_number=found.build_number)
-            return
         attempts = self.queue.spend_attempt(row.id, row.dispatch_id)
         if attempts is None:
             error = (f"gave up after {row.attempts} attempts: Jenkins shows no queue item or build with "
@@ -380,9 +405,7 @@ class Dispatcher:
 
 
 def _with_build(row: ExpiredLease, number: int | None, url: str | None) -> ExpiredLease:
-    return ExpiredLease(id=row.id, job_name=row.job_name, parameters=row.parameters, attempts=row.attempts,
-                        max_attempts=row.max_attempts, dispatch_id=row.dispatch_id,
-                        jenkins_queue_id=row.jenkins_queue_id, build_number=number, build_url=url)
+    return replace(row, build_number=number, build_url=url)
 
 
 # --------------------------------------------------------------------------- entry points

@@ -58,6 +58,8 @@ QUEUE_SEARCH_TREE = "items[id,task[name,url],actions[parameters[name,value]],par
 BUILD_SEARCH_FIELDS = "number,url,queueId,building,result,actions[parameters[name,value]]"
 _BODY_LIMIT = 4 * 1024 * 1024  # more than any answer we ask for; guards against a runaway proxy page
 _CONNECT_SHARE_CAP_SECONDS = 5.0
+SEARCH_MAX_BUILDS = 5000
+SEARCH_CLOCK_SKEW_MS = 10 * 60 * 1000  # Jenkins's clock and the database's may disagree by this much
 
 
 class JenkinsError(DispatchError):
@@ -70,6 +72,10 @@ class JenkinsUnavailable(JenkinsError):
 
 class JenkinsAuthRejected(JenkinsError):
     """Jenkins refused our credentials or their permissions."""
+
+
+class SearchInconclusive(Exception):
+    """Too many builds to read back to the dispatch time: we cannot say the dispatch is absent."""
 
 
 class CancelResult(Enum):
@@ -328,29 +334,42 @@ class JenkinsClient:
         )
         return BuildGone() if doc is None else parse_build(doc)
 
-    def find_by_dispatch_id(self, job_name: str, dispatch_id: str) -> Found | None:
-        """Search the queue, then the job's newest builds, for an item or build carrying this DISPATCH_ID.
+    def find_by_dispatch_id(self, job_name: str, dispatch_id: str, since_ms: int | None = None) -> Found | None:
+        """Search the queue, then the job's builds newest first, for an item or build carrying this DISPATCH_ID.
 
         The queue is read first: an item that starts between the two reads is then found among the builds.
+        Builds are read a page of ``search_window`` at a time (``allBuilds{M,N}``) until one started before
+        ``since_ms`` (minus a margin for clock skew): a build of ours cannot be older than our dispatch,
+        however many builds of the job ran since. Without ``since_ms`` only the first page is read.
+        Raises SearchInconclusive when more than ``SEARCH_MAX_BUILDS`` builds would have to be read.
         """
         queue_doc = self._get_json(f"queue/api/json?tree={QUEUE_SEARCH_TREE}", "the queue") or {}
         for item in queue_doc.get("items") or ():
             task = item.get("task") or {}
             if dispatch_id_of(item) == dispatch_id and job_url_matches(str(task.get("url") or ""), job_name):
                 return Found(queue_id=int(item["id"]))
-        tree = f"builds[{BUILD_SEARCH_FIELDS}]{{0,{self.search_window}}}"
-        job_doc = self._get_json(f"{job_path(job_name)}api/json?tree={tree}", f"builds of {job_name}") or {}
-        for build in job_doc.get("builds") or ():
-            if dispatch_id_of(build) == dispatch_id:
-                queue_id = build.get("queueId")
-                return Found(
-                    queue_id=int(queue_id) if queue_id is not None else None,
-                    build_number=int(build["number"]),
-                    build_url=build.get("url"),
-                    result=build.get("result"),
-                    building=bool(build.get("building")),
-                )
-        return None
+        oldest_wanted = None if since_ms is None else since_ms - SEARCH_CLOCK_SKEW_MS
+        page = self.search_window
+        for start in range(0, SEARCH_MAX_BUILDS, page):
+            tree = f"allBuilds[{BUILD_SEARCH_FIELDS},timestamp]{{{start},{start + page}}}"
+            job_doc = self._get_json(f"{job_path(job_name)}api/json?tree={tree}", f"builds of {job_name}") or {}
+            builds = job_doc.get("allBuilds") or []
+            for build in builds:
+                if dispatch_id_of(build) == dispatch_id:
+                    queue_id = build.get("queueId")
+                    return Found(
+                        queue_id=int(queue_id) if queue_id is not None else None,
+                        build_number=int(build["number"]),
+                        build_url=build.get("url"),
+                        result=build.get("result"),
+                        building=bool(build.get("building")),
+                    )
+            timestamps = [b.get("timestamp") for b in builds if isinstance(b.get("timestamp"), int)]
+            if len(builds) < page or oldest_wanted is None or (timestamps and min(timestamps) < oldest_wanted):
+                return None
+        raise SearchInconclusive(
+            f"more than {SEARCH_MAX_BUILDS} builds of {job_name} started since DISPATCH_ID {dispatch_id} was sent"
+        )
 
     def cancel_queue_item(self, queue_id: int) -> CancelResult:
         """``POST queue/cancelItem?id=N``: 204 cancelled (302 on Jenkins before 2.211), 404, 500, 422."""

@@ -63,6 +63,7 @@ class ExpiredLease:
     jenkins_queue_id: int | None
     build_number: int | None
     build_url: str | None
+    claimed_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -279,6 +280,7 @@ class Queue:
                 id=r["id"], job_name=r["job_name"], parameters=_json(r["parameters"]), attempts=r["attempts"],
                 max_attempts=r["max_attempts"], dispatch_id=r["dispatch_id"],
                 jenkins_queue_id=r["jenkins_queue_id"], build_number=r["build_number"], build_url=r["build_url"],
+                claimed_at=r["claimed_at"],
             )
             for r in rows
         ]

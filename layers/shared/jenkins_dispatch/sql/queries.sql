@@ -275,7 +275,11 @@ SET lease_expires_at = now() + make_interval(secs => :lease_seconds), updated_at
 FROM picked
 WHERE q.id = picked.id
 RETURNING q.id, q.job_name, q.parameters, q.attempts, q.max_attempts, q.dispatch_id, q.jenkins_queue_id,
-          q.build_number, q.build_url, q.lease_expires_at;
+          q.build_number, q.build_url, q.lease_expires_at,
+          -- when this dispatch began: no build of it can be older, which bounds the search in Jenkins
+          (SELECT e.at FROM jenkins_job_events e
+            WHERE e.job_id = q.id AND e.dispatch_id = q.dispatch_id AND e.event = 'claimed'
+            ORDER BY e.id LIMIT 1) AS claimed_at;
 
 -- name: spend_attempt
 -- The reconciler found no trace of the dispatch in Jenkins and is about to send it again with the

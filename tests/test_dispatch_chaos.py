@@ -1,0 +1,125 @@
+"""Four dispatchers, a faulty Jenkins, lost answers, lost callbacks and a SIGKILL: every job runs once.
+
+Real PostgreSQL, the emulator over real HTTP, the webhook over real HTTP. Counted per job by a unique
+marker parameter that the dispatcher forwards like any other.
+"""
+
+import multiprocessing
+import os
+import signal
+import time
+import uuid
+
+from jenkins_dispatch.db import Database
+from jenkins_dispatch.decisions import final_status
+from jenkins_dispatch.dispatcher import run_pass
+from jenkins_dispatch.observability import logger
+from jenkins_dispatch.queue import Queue
+from jenkins_dispatch.serve import WebhookServer
+
+from .dispatch_helpers import WEBHOOK_SECRET, dispatch_settings, wait_for
+
+CONTEXT = multiprocessing.get_context("fork")
+JOBS = 2000
+CAPS = {"svc/deploy": 25, "svc/migrate": 15}
+GLOBAL_CAP = 60
+NAMES = ["svc/deploy", "svc/migrate", "lint"]
+RESULTS = ["SUCCESS"] * 7 + ["FAILURE", "UNSTABLE", "ABORTED"]
+
+
+def _dispatch_loop(jenkins_url, stop):
+    logger.setLevel("ERROR")
+    settings = dispatch_settings(jenkins_url, BATCH_SIZE="10", MAX_PARALLEL_TRIGGERS="4",
+                                 MAX_IN_FLIGHT=str(GLOBAL_CAP), LEASE_SECONDS="2")
+    with Database(settings.database) as db:
+        while not stop.is_set():
+            run_pass(settings, db=db)
+            time.sleep(0.05)
+
+
+def test_four_dispatchers_through_faults_and_a_crash_trigger_every_job_exactly_once(make_jenkins, db, database_url):
+    settings = dispatch_settings("http://unused/")
+    webhook = WebhookServer(settings).start()
+    from jenkins_dispatch import runtime
+
+    runtime.install(settings)
+    jenkins = make_jenkins(
+        executors=80,
+        jobs=[{"path": name, "parameters": [{"name": "DISPATCH_ID"}, {"name": "MARKER"}], "duration_seconds": 0.1,
+               "concurrent": True}
+              for name in NAMES],
+        notification={"url": f"{webhook.url}jenkins/notify?token={WEBHOOK_SECRET}", "drop_probability": 0.1,
+                      "seed": 7},
+    )
+    queue = Queue(db)
+    for name, cap in CAPS.items():
+        queue.set_limit(name, cap)
+    markers = {}
+    for i in range(JOBS):
+        marker = uuid.uuid4().hex
+        params = {"MARKER": marker, "EMULATOR_RESULT": RESULTS[i % len(RESULTS)]}
+        if i % 10 == 3:
+            params["EMULATOR_NO_NOTIFY"] = "true"  # every callback lost: only the reconciler can finish it
+        markers[queue.enqueue(NAMES[i % 3], params).id] = (marker, params["EMULATOR_RESULT"])
+    dropped = jenkins.add_fault(path="buildWithParameters$", drop_after_accept=True, probability=0.10, seed=1)
+    failed = jenkins.add_fault(path="buildWithParameters$", status=500, probability=0.05, seed=2)
+    started = time.monotonic()
+
+    stop = CONTEXT.Event()
+    workers = [CONTEXT.Process(target=_dispatch_loop, args=(jenkins.base_url, stop)) for _ in range(4)]
+    try:
+        for w in workers:
+            w.start()
+        assert wait_for(lambda: jenkins.counters()["items_created"] > 150, timeout=30)
+        os.kill(workers[0].pid, signal.SIGKILL)  # mid-pass: claimed rows and unanswered triggers left behind
+        workers[0].join()
+
+        db_peaks: dict[str, int] = {}
+
+        def all_final():
+            counts = queue.in_flight_counts()
+            for job, n in [*counts.items(), ("*", sum(counts.values()))]:
+                db_peaks[job] = max(db_peaks.get(job, 0), n)
+            stats = queue.stats()
+            if os.environ.get("CHAOS_TRACE"):
+                c = jenkins.counters()
+                print(f"{time.monotonic() - started:5.1f}s pending={stats['pending']} processing={stats['processing']} "
+                      f"expired={stats['leases_expired']} created={c['items_created']} in_flight={c['in_flight']}")
+            return stats["pending"] == 0 and stats["processing"] == 0
+
+        assert wait_for(all_final, timeout=120, interval=0.1), queue.stats()
+        print(f"all {JOBS} final after {time.monotonic() - started:.1f} s")
+    finally:
+        stop.set()
+        for w in workers[1:]:
+            w.join(timeout=30)
+        webhook.stop()
+        runtime.reset()
+
+    counters = jenkins.counters()
+    per_marker = counters["triggers_by_parameter"]["MARKER"]
+    rows = {r["id"]: r for r in db.run("SELECT id, status, jenkins_result, build_number, dispatch_id "
+                                       "FROM jenkins_jobs_queue")}
+    assert len(rows) == JOBS
+    wrong = []
+    for job_id, (marker, result) in markers.items():
+        row = rows[job_id]
+        if per_marker.get(marker) != 1:
+            wrong.append((job_id, "triggered", per_marker.get(marker)))
+        elif row["jenkins_result"] != result or row["status"] != final_status(result):
+            wrong.append((job_id, row["status"], row["jenkins_result"], result))
+    assert wrong == [], wrong[:10]
+    for job, cap in CAPS.items():
+        assert counters["peak_in_flight_by_job"].get(job, 0) <= cap, counters["peak_in_flight_by_job"]
+    assert counters["peak_in_flight"] <= GLOBAL_CAP
+    # The faults really happened, so this test could have failed.
+    released = db.run("SELECT count(*) AS n FROM jenkins_job_events WHERE event = 'released'")[0]["n"]
+    by_reconciler = db.run("SELECT count(*) AS n FROM jenkins_job_events "
+                           "WHERE event = 'settled' AND actor = 'reconciler'")[0]["n"]
+    assert dropped.hits > 0 and failed.hits > 0 and released > 0 and by_reconciler > 0, (
+        dropped.hits, failed.hits, released, by_reconciler)
+    # Our own count of jobs in flight (claimed until final) held its caps too, and reached them.
+    for job, cap in CAPS.items():
+        assert db_peaks.get(job, 0) <= cap, db_peaks
+    assert db_peaks["*"] == GLOBAL_CAP, db_peaks
+
