@@ -58,7 +58,7 @@ class Settings:
     database: DatabaseSettings
     jenkins: JenkinsSettings | None = None
     webhook_secret: str | None = field(default=None, repr=False)
-    batch_size: int = 10
+    batch_size: int = 32
     max_parallel_triggers: int = 8
     max_in_flight: int | None = None
     lease_seconds: int = 300
@@ -302,7 +302,7 @@ def load_settings(env: Mapping[str, str] | None = None, fetch_secret: SecretFetc
         database=_database(env, fetch_secret),
         jenkins=_jenkins(env, fetch_secret, timeout),
         webhook_secret=webhook_secret,
-        batch_size=_int(env, "BATCH_SIZE", 10, 1),
+        batch_size=_int(env, "BATCH_SIZE", 32, 1),
         max_parallel_triggers=_int(env, "MAX_PARALLEL_TRIGGERS", 8, 1),
         max_in_flight=max_in_flight,
         lease_seconds=lease,
