@@ -30,7 +30,7 @@ bench: install
 	$(PY) -m benchmarks
 
 demo: install
-	$(PY) -m jenkins_dispatch.demo
+	$(PY) -m demo
 
 clean:
 	rm -rf .aws-sam .pytest_cache .ruff_cache .hypothesis

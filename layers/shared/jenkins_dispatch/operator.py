@@ -48,25 +48,30 @@ def cancel_job(queue: Queue, job_id: int, settings: Settings, reason: str = "can
 
 
 def stop_in_jenkins(settings: Settings, row: dict) -> str:
-    from .jenkins import JenkinsClient
+    """Cancel the row's Jenkins queue item, or stop its build; says what was done."""
+    from .dispatcher import jenkins_client
+    from .jenkins import CancelResult
 
-    js = settings.require_jenkins()
-    with JenkinsClient(js.url, js.user, js.api_token, js.timeout_seconds, verify_tls=js.verify_tls,
-                       search_window=js.search_window) as client:
-        if row.get("build_number") is not None:
-            client.stop_build(row["job_name"], row["build_number"])
-            return f"stopped Jenkins build #{row['build_number']}"
+    with jenkins_client(settings) as client:
+        number = row.get("build_number")
         queue_id = row.get("jenkins_queue_id")
-        if queue_id is None:
+        if number is None and queue_id is not None:
+            result = client.cancel_queue_item(queue_id)
+            if result is CancelResult.CANCELLED:
+                return f"cancelled Jenkins queue item {queue_id}"
+            if result is CancelResult.NOT_PERMITTED:
+                raise DispatchError(f"Jenkins refused to cancel queue item {queue_id}: the user lacks the Cancel permission")
+            queue_id = None  # it already started, or Jenkins forgot it: look for the build
+        if number is None:
             found = client.find_by_dispatch_id(row["job_name"], row["dispatch_id"])
-            if found is not None and getattr(found, "build_number", None) is not None:
-                client.stop_build(row["job_name"], found.build_number)
-                return f"stopped Jenkins build #{found.build_number}"
-            queue_id = getattr(found, "queue_id", None) if found is not None else None
-            if queue_id is None:
+            if found is None:
                 return "nothing found in Jenkins to stop"
-        outcome = client.cancel_queue_item(queue_id)
-        name = type(outcome).__name__
-        if name == "AlreadyStarted":
-            raise DispatchError(f"Jenkins queue item {queue_id} already started a build; try cancel again")
-        return f"cancelled Jenkins queue item {queue_id} ({name})"
+            if found.build_number is None:
+                if client.cancel_queue_item(found.queue_id) is CancelResult.CANCELLED:
+                    return f"cancelled Jenkins queue item {found.queue_id}"
+                raise DispatchError(f"could not cancel Jenkins queue item {found.queue_id}; try again")
+            if not found.building:
+                return f"Jenkins build #{found.build_number} had already finished ({found.result})"
+            number = found.build_number
+        client.stop_build(row["job_name"], number)
+        return f"asked Jenkins to stop build #{number}"

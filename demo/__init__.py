@@ -1,0 +1,1 @@
+"""`make demo`: see __main__.py."""
