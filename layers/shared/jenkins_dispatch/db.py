@@ -5,6 +5,7 @@ The SQL itself lives in ``queue.py``; this module only knows how to open, check 
 
 from __future__ import annotations
 
+import socket
 import ssl
 import time
 from contextlib import contextmanager, suppress
@@ -102,6 +103,10 @@ class Database:
         usock = getattr(conn, "_usock", None)
         if usock is not None:
             usock.settimeout(s.statement_timeout_ms / 1000 + 10)
+            if usock.family in (socket.AF_INET, socket.AF_INET6):
+                # pg8000 writes a message in several buffered chunks; without this, Nagle's algorithm holds
+                # the last chunk of any statement over 8 KiB until the server's delayed ACK: +40 ms.
+                usock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
             # One round trip. Our sessions never hold a snapshot for long: bounded statements, and
             # a transaction left idle is killed by the server rather than stalling vacuum.

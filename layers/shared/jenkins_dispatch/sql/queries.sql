@@ -59,7 +59,7 @@ WITH picked AS MATERIALIZED (
            'attempt ' || attempts || ' of ' || max_attempts
     FROM claimed
 )
-SELECT id, job_name, parameters, attempts, max_attempts, dispatch_id, lease_expires_at
+SELECT id, job_name, parameters, attempts, max_attempts, dispatch_id
 FROM claimed ORDER BY priority DESC, scheduled_at, id;
 
 -- name: lock_caps
@@ -110,7 +110,7 @@ WITH in_flight AS (
            'attempt ' || attempts || ' of ' || max_attempts
     FROM claimed
 )
-SELECT id, job_name, parameters, attempts, max_attempts, dispatch_id, lease_expires_at
+SELECT id, job_name, parameters, attempts, max_attempts, dispatch_id
 FROM claimed ORDER BY priority DESC, scheduled_at, id;
 
 -- name: caps_in_force
@@ -137,15 +137,17 @@ SELECT id FROM changed;
 -- mark_triggered for a whole batch in one statement: the dispatcher records every accepted trigger of
 -- a batch at once. Each row is still fenced on its own (id, dispatch_id).
 WITH accepted AS (
-    SELECT * FROM unnest(CAST(:ids AS bigint[]), CAST(:dispatch_ids AS text[]), CAST(:queue_ids AS bigint[]),
-                         CAST(:details AS text[])) AS a(id, dispatch_id, queue_id, detail)
+    SELECT * FROM jsonb_to_recordset(CAST(:accepted AS jsonb))
+        AS a(id bigint, dispatch_id text, queue_id bigint, detail text)
 ), changed AS (
     UPDATE jenkins_jobs_queue q
     SET jenkins_queue_id = a.queue_id,
         lease_expires_at = now() + make_interval(secs => :lease_seconds),
         updated_at = now()
     FROM accepted a
-    WHERE q.id = a.id AND q.dispatch_id = a.dispatch_id AND q.status = 'processing'
+    -- The status test is written so that no partial index matches it: the rows are then fetched by
+    -- primary key, whatever the (often stale) statistics say about how many rows are processing.
+    WHERE q.id = a.id AND q.dispatch_id = a.dispatch_id AND q.status || '' = 'processing'
     RETURNING q.id, q.dispatch_id, a.detail
 ), logged AS (
     INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
@@ -200,8 +202,8 @@ SELECT id FROM changed;
 -- name: settle_many
 -- settle for several rows in one statement (a batch of outcomes), each fenced on its own.
 WITH outcome AS (
-    SELECT * FROM unnest(CAST(:ids AS bigint[]), CAST(:dispatch_ids AS text[]), CAST(:statuses AS text[]),
-                         CAST(:results AS text[]), CAST(:errors AS text[])) AS o(id, dispatch_id, status, result, error)
+    SELECT * FROM jsonb_to_recordset(CAST(:outcomes AS jsonb))
+        AS o(id bigint, dispatch_id text, status text, result text, error text)
 ), changed AS (
     UPDATE jenkins_jobs_queue q
     SET status = o.status,
@@ -211,7 +213,9 @@ WITH outcome AS (
         finished_at = now(),
         updated_at = now()
     FROM outcome o
-    WHERE q.id = o.id AND q.dispatch_id = o.dispatch_id AND q.status = 'processing'
+    -- The status test is written so that no partial index matches it: the rows are then fetched by
+    -- primary key, whatever the (often stale) statistics say about how many rows are processing.
+    WHERE q.id = o.id AND q.dispatch_id = o.dispatch_id AND q.status || '' = 'processing'
       AND o.status IN ('completed', 'failed', 'cancelled')
     RETURNING q.id, q.dispatch_id, q.status, o.result, o.error
 ), logged AS (
@@ -375,6 +379,8 @@ WITH doomed AS (
     ORDER BY finished_at
     LIMIT :batch
     FOR UPDATE SKIP LOCKED
+), history AS (
+    DELETE FROM jenkins_job_events e USING doomed WHERE e.job_id = doomed.id
 )
 DELETE FROM jenkins_jobs_queue q USING doomed WHERE q.id = doomed.id;
 
