@@ -128,6 +128,25 @@ def claim_latency(url: str, depths=(10_000, 100_000, 1_000_000), samples: int = 
     return rows
 
 
+def stats_latency(url: str, finished: int = 1_000_000, pending: int = 10_000, samples: int = 20) -> list[dict]:
+    """`stats` must not read the finished history: time it with a long one."""
+    rows = []
+    with Database(parse_database_url(url)) as db:
+        queue = Queue(db, lease_seconds=300)
+        _fill(db, pending=pending, finished=finished)
+        queue.claim_batch(100)
+        for name, call in (("stats", queue.stats), ("stats_per_job", queue.stats_per_job)):
+            call()
+            timings = []
+            for _ in range(samples):
+                started = time.perf_counter()
+                call()
+                timings.append((time.perf_counter() - started) * 1000)
+            rows.append({"query": name, "pending": pending, "finished": finished,
+                         "p50_ms": round(statistics.median(timings), 2), "max_ms": round(max(timings), 2)})
+    return rows
+
+
 def run(depths=(10_000, 100_000, 1_000_000), jobs: int = JOBS) -> dict[str, list[dict]]:
     with postgres_server() as (admin_url, _), scratch_database(admin_url, prefix="jd_bench") as url:
         with Database(parse_database_url(url)) as db:
@@ -135,6 +154,7 @@ def run(depths=(10_000, 100_000, 1_000_000), jobs: int = JOBS) -> dict[str, list
         return {
             "claim + settle throughput (no-op work)": throughput(url, jobs),
             "claim latency, batch of 10": claim_latency(url, depths),
+            "stats with a long finished history": stats_latency(url),
         }
 
 

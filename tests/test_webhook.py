@@ -373,7 +373,7 @@ def test_one_log_line_per_notification_without_secrets(env, capsys):
     assert logs[0]["dispatch_id"] == job.dispatch_id and logs[0]["phase"] == "QUEUED"
     assert logs[0]["query"] == "token=REDACTED" and isinstance(logs[0]["latency_ms"], float)
     emf = capsys.readouterr().out
-    assert "NotificationsAccepted" in emf and "NotificationsRejectedByAuth" in emf
+    assert "NotificationsAccepted" in emf and "NotificationsRejectedAuth" in emf
     for text in (log_stream.getvalue(), emf):
         assert SECRET not in text and "not-the-secret" not in text
 

@@ -64,6 +64,7 @@ class PassSummary:
     reconciled: Reconciled = field(default_factory=Reconciled)
     claimed: int = 0
     triggered: int = 0
+    completed: int = 0
     retried_later: int = 0
     failed: int = 0
     released: int = 0
@@ -139,6 +140,7 @@ class Dispatcher:
     def _emit_metrics(self) -> None:
         s = self.summary
         for name, value in (("Claimed", s.claimed), ("Triggered", s.triggered), ("JobsFailed", s.failed),
+                            ("JobsCompleted", s.completed),
                             ("AdoptedAfterCrash", s.reconciled.adopted), ("LeasesExpired", s.reconciled.checked),
                             ("RetriedLater", s.retried_later), ("TriggerOutcomeUnknown", s.outcome_unknown)):
             metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
@@ -232,6 +234,8 @@ class Dispatcher:
             self.summary.reconciled.settled += 1
             if status == "failed":
                 self.summary.failed += 1
+            else:
+                self.summary.completed += 1
             self._log("settled (reconciler)", row, result=result, build_number=number, status=status)
 
     def _adopt(self, row: ExpiredLease) -> bool:
@@ -371,6 +375,7 @@ class Dispatcher:
                 accepted.append((job, decision.queue_id))
                 continue
             metrics.add_metric(name="TriggerErrors", unit=MetricUnit.Count, value=1)
+            metrics.add_metric(name=f"TriggerErrors{decision.error_class}", unit=MetricUnit.Count, value=1)
             if decision.act is Act.FAIL:
                 failures.append(Settlement(job.id, job.dispatch_id, "failed", None, decision.reason))
             elif decision.act is Act.RETRY_LATER:

@@ -58,7 +58,7 @@ OUTCOMES = {
     "already_final": ("NotificationsDuplicate", "info"),
     "stale": ("NotificationsStale", "warning"),
     "unknown": ("NotificationsUnknown", "warning"),
-    "unauthorised": ("NotificationsRejectedByAuth", "warning"),
+    "unauthorised": ("NotificationsRejectedAuth", "warning"),
     "malformed": ("NotificationsMalformed", "warning"),
     "too_large": ("NotificationsMalformed", "warning"),
     "unavailable": ("WebhookUnavailable", "error"),
@@ -107,10 +107,14 @@ def process_notification(
 def _apply(queue: Queue, job_id: int, dispatch_id: str, t: Transition) -> bool:
     """One fenced statement; True only if the row changed."""
     if t.settles:
-        return queue.settle(
+        settled = queue.settle(
             job_id, dispatch_id, t.final_status, result=t.result, error=t.error,
             build_number=t.build_number, build_url=t.build_url, actor="webhook",
         )
+        if settled:
+            metrics.add_metric(name="JobsCompleted" if t.final_status == "completed" else "JobsFailed",
+                               unit=MetricUnit.Count, value=1)
+        return settled
     return queue.record_progress(
         job_id, dispatch_id, build_number=t.build_number, build_url=t.build_url, queue_id=t.queue_id,
         started=t.started, event=t.event, actor="webhook", detail=t.describe(),

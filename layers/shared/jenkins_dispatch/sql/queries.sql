@@ -416,13 +416,18 @@ SELECT
         AND backend_type = 'client backend') AS oldest_transaction_seconds;
 
 -- name: stats_per_job
-WITH open AS (
-    SELECT job_name,
-           count(*) FILTER (WHERE status = 'pending') AS pending,
-           count(*) FILTER (WHERE status = 'processing') AS in_flight,
-           extract(epoch FROM now() - min(scheduled_at) FILTER (WHERE status = 'pending' AND scheduled_at <= now()))::float8
+-- Each status is read on its own so that each read matches its partial index (never the history).
+WITH waiting AS (
+    SELECT job_name, count(*) AS pending,
+           extract(epoch FROM now() - min(scheduled_at) FILTER (WHERE scheduled_at <= now()))::float8
                AS oldest_pending_seconds
-    FROM jenkins_jobs_queue WHERE status IN ('pending', 'processing') GROUP BY job_name
+    FROM jenkins_jobs_queue WHERE status = 'pending' GROUP BY job_name
+), running AS (
+    SELECT job_name, count(*) AS in_flight FROM jenkins_jobs_queue WHERE status = 'processing' GROUP BY job_name
+), open AS (
+    SELECT job_name, coalesce(w.pending, 0) AS pending, coalesce(r.in_flight, 0) AS in_flight,
+           w.oldest_pending_seconds
+    FROM waiting w FULL JOIN running r USING (job_name)
 ), recent AS (
     SELECT job_name,
            count(*) FILTER (WHERE status = 'completed') AS completed_last_hour,
