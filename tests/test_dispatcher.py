@@ -227,3 +227,29 @@ def test_handler_accepts_every_dispatcher_event(name, jenkins, queue, monkeypatc
     assert summary["triggered"] == min(6, expected)
     out = capsys.readouterr().out
     assert '"Triggered"' in out  # the EMF metrics line was flushed
+
+
+def test_a_row_left_processing_by_the_old_dispatcher_is_failed_not_run_again(jenkins, queue, db):
+    """The migration gives such rows a legacy dispatch id and no attempts left (see 0001_queue.sql)."""
+    db.run("INSERT INTO jenkins_jobs_queue (job_name, status, dispatch_id, lease_expires_at, attempts) "
+           "VALUES ('deploy', 'processing', 'legacy-1', now(), 3)")
+    summary = run_pass(dispatch_settings(jenkins.base_url))
+    assert summary["reconciled"]["settled"] == 1 and summary["triggered"] == 0
+    row = queue.get(1)
+    assert row["status"] == "failed" and "before jenkins-dispatch" in row["last_error"]
+    assert jenkins.counters()["trigger_requests"] == 0
+
+
+def test_cli_dispatch_prints_only_the_summary_on_stdout(jenkins, queue, monkeypatch, capsys):
+    from jenkins_dispatch.cli import main
+
+    for key, value in {"JENKINS_URL": jenkins.base_url, "JENKINS_USER": "admin", "JENKINS_API_TOKEN": "admin-token",
+                       "LEASE_SECONDS": "3", "JENKINS_TIMEOUT_SECONDS": "1"}.items():
+        monkeypatch.setenv(key, value)
+    queue.enqueue("deploy")
+    queue.enqueue("no/such/job")
+    assert main(["dispatch", "--max-jobs", "5"]) == 0
+    out, err = capsys.readouterr()
+    summary = json.loads(out)
+    assert (summary["triggered"], summary["failed"]) == (1, 1)
+    assert '"message":"triggered"' in err.replace(" ", "")

@@ -309,8 +309,10 @@ def cmd_limits_ls(ctx: Context, args) -> None:
 
 def cmd_dispatch(ctx: Context, args) -> None:
     from .dispatcher import run_pass
+    from .observability import metrics
 
     summary = run_pass(ctx.settings, max_jobs=args.max_jobs)
+    metrics.clear_metrics()  # CloudWatch EMF lines are for Lambda and serve, not for a command's output
     print_json(summary)
 
 
@@ -394,8 +396,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def logs_to_stderr() -> None:
+    """Commands print their result on stdout (JSON with --json); log lines must not mix into it."""
+    import logging
+
+    from .observability import logger
+
+    for handler in logger.handlers:
+        if isinstance(handler, logging.StreamHandler):
+            handler.setStream(sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None, settings_loader: Callable[[], Settings] = load_settings) -> int:
     args = build_parser().parse_args(argv)
+    if args.func is not cmd_serve:  # serve logs to stdout, like any service
+        logs_to_stderr()
     ctx = Context(settings_loader)
     try:
         args.func(ctx, args)

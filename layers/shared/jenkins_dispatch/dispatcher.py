@@ -42,7 +42,7 @@ from .errors import InvalidInput
 from .jenkins import JenkinsAuthRejected, JenkinsClient, JenkinsError, SearchInconclusive
 from .jenkins_answers import JobInfo
 from .observability import MetricUnit, logger, metrics, subsegment
-from .queue import ClaimedJob, ExpiredLease, Queue, Settlement
+from .queue import LEGACY_DISPATCH_PREFIX, ClaimedJob, ExpiredLease, Queue, Settlement
 
 # A pass that found "not found" for a DISPATCH_ID looks once more after this pause: for a moment a
 # queue item that just left the queue has no build yet, and must not be mistaken for a lost trigger.
@@ -272,6 +272,10 @@ class Dispatcher:
         if attempts is None:
             error = (f"gave up after {row.attempts} attempts: Jenkins shows no queue item or build with "
                      f"DISPATCH_ID {row.dispatch_id}")
+            if row.dispatch_id.startswith(LEGACY_DISPATCH_PREFIX):
+                error = ("was processing under the dispatcher that ran before jenkins-dispatch, which sent no "
+                         "DISPATCH_ID: its build cannot be identified, so it is not triggered again "
+                         "(check Jenkins; `jenkins-dispatch retry` it if it never ran)")
             if self.queue.settle(row.id, row.dispatch_id, "failed", error=error, actor="reconciler"):
                 r.settled += 1
                 self.summary.failed += 1

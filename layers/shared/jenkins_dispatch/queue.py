@@ -25,6 +25,7 @@ MIGRATION_LOCK_KEY = 4206101978  # pg_advisory_xact_lock key, shared by every `m
 FINAL_STATUSES = ("completed", "failed", "cancelled")
 STATUSES = ("pending", "processing", *FINAL_STATUSES)
 ACTORS = ("dispatcher", "webhook", "reconciler", "operator")
+LEGACY_DISPATCH_PREFIX = "legacy-"  # rows the migration found processing under the seed's dispatcher
 
 
 def _load_queries() -> dict[str, str]:
