@@ -396,6 +396,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Stderr:
+    """Whatever sys.stderr is at the moment of writing (tests swap it)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def logs_to_stderr() -> None:
     """Commands print their result on stdout (JSON with --json); log lines must not mix into it."""
     import logging
@@ -404,7 +414,7 @@ def logs_to_stderr() -> None:
 
     for handler in logger.handlers:
         if isinstance(handler, logging.StreamHandler):
-            handler.setStream(sys.stderr)
+            handler.setStream(_Stderr())
 
 
 def main(argv: Sequence[str] | None = None, settings_loader: Callable[[], Settings] = load_settings) -> int:
