@@ -417,3 +417,39 @@ def test_sam_validate_lint_clean():
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "is a valid SAM Template" in result.stdout + result.stderr
+
+
+def _dashboard_metrics(resources) -> set[str]:
+    """Metric names of namespace JenkinsDispatch on the dashboard ("." repeats the row above's value)."""
+    import re
+
+    [dashboard] = [r for r in resources.values() if r["Type"] == "AWS::CloudWatch::Dashboard"]
+    body = dashboard["Properties"]["DashboardBody"]
+    body = body.get("Fn::Sub", body) if isinstance(body, dict) else body
+    body = body[0] if isinstance(body, list) else body
+    doc = json.loads(re.sub(r"\$\{[^}]+\}", "1", body))  # placeholders sit in strings and numbers
+    names = set()
+    for widget in doc["widgets"]:
+        previous: list = []
+        for row in widget.get("properties", {}).get("metrics", []):
+            fields = [f for f in row if not isinstance(f, dict)]
+            if fields[:1] == ["..."]:
+                continue
+            fields = [previous[i] if f == "." and i < len(previous) else f for i, f in enumerate(fields)]
+            previous = fields
+            if fields[0] == "JenkinsDispatch":
+                names.add(fields[1])
+    return names
+
+
+def test_every_metric_the_template_watches_is_emitted_by_the_code(resources):
+    """Alarms and the dashboard name metrics; a renamed metric would leave them silent forever."""
+    watched = _dashboard_metrics(resources)
+    for resource in resources.values():
+        props = resource.get("Properties", {})
+        if resource["Type"] == "AWS::CloudWatch::Alarm" and props.get("Namespace") == "JenkinsDispatch":
+            watched.add(props["MetricName"])
+    assert {"JobsFailed", "OldestPendingAgeSeconds", "LeasesExpired", "NotificationsRejectedAuth"} <= watched
+    source = "".join(p.read_text() for p in (ROOT / "layers/shared/jenkins_dispatch").glob("*.py"))
+    missing = sorted(name for name in watched if f'"{name}"' not in source)
+    assert missing == [], f"watched by template.yaml but never emitted: {missing}"
