@@ -39,7 +39,7 @@ def _one_line(text: str, secrets: tuple[str, ...] = ()) -> str:
 
 def _known_secrets() -> tuple[str, ...]:
     """Values that must never appear in a reason, from settings already loaded (never loads them)."""
-    settings = runtime._settings  # a peek: loading the settings here could fail again
+    settings = runtime.loaded_settings()
     if settings is None:
         return ()
     return tuple(

@@ -24,6 +24,12 @@ def settings() -> Settings:
         return _settings
 
 
+def loaded_settings() -> Settings | None:
+    """The settings if they were read already; never reads them (which could fail again)."""
+    with _lock:
+        return _settings
+
+
 def database() -> Database:
     """This thread's session (Lambda runs one invocation at a time; `serve` has a few threads)."""
     key = threading.get_ident()
