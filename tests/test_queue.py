@@ -232,3 +232,15 @@ def test_batch_transitions_are_fenced_per_row(queue):
     assert settled == {jobs[0].id, jobs[1].id}
     assert [queue.get(j.id)["status"] for j in jobs] == ["completed", "failed", "processing", "pending"]
     assert [e["event"] for e in queue.events(jobs[1].id)] == ["enqueued", "claimed", "triggered", "settled"]
+
+
+def test_a_relative_build_url_never_replaces_an_absolute_one(queue):
+    queue.enqueue("a")
+    [job] = queue.claim_batch(1)
+    assert queue.record_progress(job.id, job.dispatch_id, build_number=4, build_url="job/a/4/", started=True)
+    assert queue.get(job.id)["build_url"] == "job/a/4/"  # better than nothing
+    assert queue.record_progress(job.id, job.dispatch_id, build_url="https://ci.example.com/job/a/4/")
+    assert not queue.record_progress(job.id, job.dispatch_id, build_number=4, build_url="job/a/4/", started=True)
+    assert queue.settle(job.id, job.dispatch_id, "completed", result="SUCCESS", build_url="job/a/4/")
+    assert queue.get(job.id)["build_url"] == "https://ci.example.com/job/a/4/"
+    assert [e["event"] for e in queue.events(job.id)].count("started") == 2

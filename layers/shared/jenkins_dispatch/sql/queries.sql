@@ -6,7 +6,9 @@
 --     (a data-modifying CTE), so history can never disagree with the row;
 --   * every transition out of 'processing' is fenced on (id, dispatch_id, status = 'processing'):
 --     a stale worker, or a late callback from an earlier attempt, changes nothing;
---   * a final row (completed, failed, cancelled) is never touched again except by the operator's retry.
+--   * a final row (completed, failed, cancelled) is never touched again except by the operator's retry;
+--   * a build URL is never downgraded: a relative one (Jenkins without a root URL, as notifications send
+--     it) is kept only while no absolute one (from Jenkins's API) is known.
 
 -- name: enqueue
 -- A second enqueue with the same dedupe_key while one is unfinished returns the existing id.
@@ -161,13 +163,15 @@ SELECT id FROM changed;
 WITH changed AS (
     UPDATE jenkins_jobs_queue
     SET build_number = coalesce(CAST(:build_number AS integer), build_number),
-        build_url = coalesce(CAST(:build_url AS text), build_url),
+        build_url = CASE WHEN build_url IS NULL OR CAST(:build_url AS text) LIKE 'http%'
+                         THEN coalesce(CAST(:build_url AS text), build_url) ELSE build_url END,
         jenkins_queue_id = coalesce(jenkins_queue_id, CAST(:queue_id AS bigint)),
         started_at = CASE WHEN started_at IS NULL AND CAST(:started AS boolean) THEN now() ELSE started_at END,
         updated_at = now()
     WHERE id = :id AND dispatch_id = :dispatch_id AND status = 'processing'
       AND ((CAST(:build_number AS integer) IS NOT NULL AND build_number IS DISTINCT FROM CAST(:build_number AS integer))
-        OR (CAST(:build_url AS text) IS NOT NULL AND build_url IS DISTINCT FROM CAST(:build_url AS text))
+        OR (CAST(:build_url AS text) IS NOT NULL AND build_url IS DISTINCT FROM CAST(:build_url AS text)
+            AND (build_url IS NULL OR CAST(:build_url AS text) LIKE 'http%'))
         OR (CAST(:queue_id AS bigint) IS NOT NULL AND jenkins_queue_id IS NULL)
         OR (started_at IS NULL AND CAST(:started AS boolean)))
     RETURNING id, dispatch_id, build_number
@@ -185,7 +189,8 @@ WITH changed AS (
     SET status = :status,
         jenkins_result = coalesce(CAST(:result AS text), jenkins_result),
         build_number = coalesce(CAST(:build_number AS integer), build_number),
-        build_url = coalesce(CAST(:build_url AS text), build_url),
+        build_url = CASE WHEN build_url IS NULL OR CAST(:build_url AS text) LIKE 'http%'
+                         THEN coalesce(CAST(:build_url AS text), build_url) ELSE build_url END,
         last_error = CAST(:error AS text),
         lease_expires_at = NULL,
         finished_at = now(),
