@@ -144,9 +144,14 @@ def classify(status: int, body: str = "", **headers: str):
         (500, "A problem occurred", {}, Unavailable),
         (502, "", {}, OutcomeUnknown),
         (504, "", {}, OutcomeUnknown),
+        (524, "A timeout occurred", {}, OutcomeUnknown),  # a CDN: the origin got the request and was slow
+        (501, "", {}, OutcomeUnknown),
+        (429, "Too Many Requests", {}, Unavailable),  # a proxy refused it before Jenkins saw it
+        (408, "", {}, Unavailable),
         (201, "", {"Location": "http://x/job/team/job/app/"}, OutcomeUnknown),
         (200, "", {}, OutcomeUnknown),
         (405, "This URL requires POST", {"Allow": "POST"}, BadRequest),
+        (410, "", {}, BadRequest),
     ],
 )
 def test_trigger_answers_are_classified(status, body, headers, expected) -> None:

@@ -102,6 +102,31 @@ def test_retry_later_backs_off_then_fails_when_attempts_are_spent(queue):
     assert "gave up after 2 attempts" in row["last_error"]
 
 
+def test_release_refuses_a_row_whose_lease_ran_out(queue, db):
+    """A reconciler may own it by now and be sending it again under the same dispatch_id."""
+    queue.enqueue("a")
+    [job] = queue.claim_batch(1)
+    db.run("UPDATE jenkins_jobs_queue SET lease_expires_at = now() - interval '1 second'")
+    assert not queue.release(job.id, job.dispatch_id, "shutdown")
+    assert queue.retry_later(job.id, job.dispatch_id, 1, "disabled") is None
+    assert queue.get(job.id)["status"] == "processing"
+
+
+def test_uncapped_claims_leave_capped_jobs_alone(queue):
+    """A cap set while a dispatcher's pass runs without caps must still hold."""
+    queue.enqueue("capped")
+    free = queue.enqueue("free").id
+    queue.set_limit("capped", 5)
+    assert [j.id for j in queue.claim_batch(10, capped=False)] == [free]
+    assert [j.job_name for j in queue.claim_batch(10, capped=True)] == ["capped"]
+
+
+def test_enqueue_refuses_a_job_path_jenkins_cannot_have(queue):
+    for bad in ("a//b", "/deploy", "deploy/"):
+        with pytest.raises(InvalidInput, match="single '/'"):
+            queue.enqueue(bad)
+
+
 def test_release_refuses_a_row_jenkins_already_accepted(queue):
     queue.enqueue("a")
     [job] = queue.claim_batch(1)
@@ -121,11 +146,22 @@ def test_expired_leases_go_to_exactly_one_reconciler(db):
     assert queue.take_expired_leases() == []  # its lease was renewed by the take
 
 
-def test_spend_attempt_stops_at_max_attempts(queue):
-    queue.enqueue("a", max_attempts=2)
-    [job] = queue.claim_batch(1)
-    assert queue.spend_attempt(job.id, job.dispatch_id) == 2
-    assert queue.spend_attempt(job.id, job.dispatch_id) is None
+def test_spend_attempt_stops_at_max_attempts_and_needs_the_lease_it_was_handed(db):
+    queue = Queue(db, lease_seconds=60)
+    queue.enqueue("a", max_attempts=3)
+    queue.claim_batch(1)
+    db.run("UPDATE jenkins_jobs_queue SET lease_expires_at = now() - interval '1 second'")
+    [mine] = queue.take_expired_leases()
+    db.run("UPDATE jenkins_jobs_queue SET lease_expires_at = now() - interval '1 second'")
+    [theirs] = queue.take_expired_leases()  # my lease ran out: another reconciler took the row
+    assert queue.spend_attempt(mine) is None
+    assert queue.spend_attempt(theirs) == 2
+    [again] = (db.run("UPDATE jenkins_jobs_queue SET lease_expires_at = now() - interval '1 second'"),
+               queue.take_expired_leases())[1]
+    assert queue.spend_attempt(again) == 3
+    db.run("UPDATE jenkins_jobs_queue SET lease_expires_at = now() - interval '1 second'")
+    [last] = queue.take_expired_leases()
+    assert queue.spend_attempt(last) is None  # none left
 
 
 def test_cancel_and_operator_retry(queue):

@@ -40,7 +40,7 @@ from .decisions import (
 )
 from .errors import InvalidInput
 from .jenkins import JenkinsAuthRejected, JenkinsClient, JenkinsError, SearchInconclusive
-from .jenkins_answers import JobInfo
+from .jenkins_answers import InvalidJobPath, JobInfo, job_path
 from .observability import MetricUnit, logger, metrics, subsegment
 from .queue import LEGACY_DISPATCH_PREFIX, ClaimedJob, ExpiredLease, Queue, Settlement
 
@@ -48,6 +48,8 @@ from .queue import LEGACY_DISPATCH_PREFIX, ClaimedJob, ExpiredLease, Queue, Sett
 # queue item that just left the queue has no build yet, and must not be mistaken for a lost trigger.
 SEARCH_RECHECK_SECONDS = 0.25
 EXPIRED_PER_TAKE = 25
+# Room kept between the end of our last request and the end of the lease (clocks, statement latency).
+LEASE_SAFETY_SECONDS = 0.5
 
 
 @dataclass
@@ -102,11 +104,9 @@ class Dispatcher:
         self.rng = rng or random.Random()
         self.summary = PassSummary()
         self.job_infos: dict[str, JobInfo] = {}
-        timeout = settings.jenkins.timeout_seconds if settings.jenkins else 10.0
-        waves = math.ceil(settings.batch_size / settings.max_parallel_triggers)
-        # Enough time left for one whole batch in the worst case, plus the margin, or no new batch.
-        self.batch_reserve_seconds = settings.time_margin_seconds + waves * timeout
-        self.send_reserve_seconds = settings.time_margin_seconds + timeout
+        self.timeout = settings.jenkins.timeout_seconds if settings.jenkins else 10.0
+        self.send_reserve_seconds = settings.time_margin_seconds + self.timeout
+        self._batch_started = 0.0
 
     # ------------------------------------------------------------------ time and stopping
     def _seconds_left(self) -> float:
@@ -172,6 +172,9 @@ class Dispatcher:
         with subsegment("jenkins.reconcile"):
             try:
                 for row in rows:
+                    if not _valid_path(row.job_name):
+                        self._fail_invalid_path(row)
+                        continue
                     if row.build_number is not None:
                         followup = follow_build(self.client.build(row.job_name, row.build_number))
                     elif row.jenkins_queue_id is not None:
@@ -190,6 +193,12 @@ class Dispatcher:
                         self._send_again(row)
             except JenkinsError as exc:
                 raise PassStopped(self._jenkins_wide_reason(exc)) from None
+
+    def _fail_invalid_path(self, row: ExpiredLease) -> None:
+        error = f"invalid Jenkins job name {row.job_name!r}: folders are separated by single '/'"
+        if self.queue.settle(row.id, row.dispatch_id, "failed", error=error, actor="reconciler"):
+            self.summary.reconciled.settled += 1
+            self.summary.failed += 1
 
     def _jenkins_wide_reason(self, exc: JenkinsError) -> str:
         if isinstance(exc, JenkinsAuthRejected):
@@ -268,8 +277,7 @@ class Dispatcher:
         """Jenkins has no trace of the dispatch: send it again with the SAME DISPATCH_ID (one more
         attempt), so that a late original and this request merge in Jenkins's queue."""
         r = self.summary.reconciled
-        attempts = self.queue.spend_attempt(row.id, row.dispatch_id)
-        if attempts is None:
+        if row.attempts >= row.max_attempts:
             error = (f"gave up after {row.attempts} attempts: Jenkins shows no queue item or build with "
                      f"DISPATCH_ID {row.dispatch_id}")
             if row.dispatch_id.startswith(LEGACY_DISPATCH_PREFIX):
@@ -280,6 +288,10 @@ class Dispatcher:
                 r.settled += 1
                 self.summary.failed += 1
                 self._log("failed: attempts exhausted", row)
+            return
+        attempts = self.queue.spend_attempt(row)
+        if attempts is None:
+            self._log("lease taken over by another reconciler; leaving the row to it", row)
             return
         r.requeued += 1
         resend = ClaimedJob(id=row.id, job_name=row.job_name, parameters=row.parameters, attempts=attempts,
@@ -299,10 +311,11 @@ class Dispatcher:
             if budget <= 0:
                 self.summary.stopped_because = "max_jobs reached"
                 return
-            if self._out_of_time(self.batch_reserve_seconds):
+            size = int(min(self.settings.batch_size, budget, self._rows_that_fit()))
+            if size < 1:
                 self.summary.stopped_because = "time nearly up"
                 return
-            size = int(min(self.settings.batch_size, budget))
+            self._batch_started = time.monotonic()
             with subsegment("db.claim_batch"):
                 jobs = self.queue.claim_batch(size, capped=capped, max_in_flight=self.settings.max_in_flight)
             if not jobs:
@@ -312,6 +325,15 @@ class Dispatcher:
             self.summary.batches += 1
             budget -= len(jobs)
             self._trigger_batch(jobs)
+
+    def _rows_that_fit(self) -> float:
+        """How many rows a batch may claim so that every trigger ends in time: before the Lambda's margin,
+        and before the rows' lease (a row sent after its lease could be sent again by a reconciler)."""
+        waves = (self.settings.lease_seconds - LEASE_SAFETY_SECONDS) / self.timeout
+        left = self._seconds_left()
+        if left != math.inf:
+            waves = min(waves, (left - self.settings.time_margin_seconds) / self.timeout)
+        return max(0, math.floor(waves)) * self.settings.max_parallel_triggers
 
     def _why_nothing_claimed(self, capped: bool) -> str:
         if capped and self.queue.stats()["due"] > 0:
@@ -330,7 +352,10 @@ class Dispatcher:
         try:
             with subsegment("jenkins.job_info"):
                 for job in jobs:
-                    blocked = check_job(job.job_name, self._job_info(job.job_name))
+                    try:
+                        blocked = check_job(job.job_name, self._job_info(job.job_name))
+                    except InvalidJobPath as exc:
+                        blocked = Decision(Act.FAIL, str(exc), error_class="InvalidJobPath")
                     if blocked is not None:
                         decided.append((job, blocked))
                     else:
@@ -356,7 +381,12 @@ class Dispatcher:
 
     def _send(self, job: ClaimedJob, check_stop: bool = True) -> Decision | None:
         """Runs on a pool thread: send one trigger unless the pass is stopping (then None: not sent)."""
-        if check_stop and (self.stop.is_set() or self._out_of_time(self.send_reserve_seconds)):
+        if check_stop and (
+            self.stop.is_set()
+            or self._out_of_time(self.send_reserve_seconds)
+            # The request must end while the claim's lease lasts (job checks or a slow Jenkins can eat it).
+            or time.monotonic() - self._batch_started + self.timeout > self.settings.lease_seconds - LEASE_SAFETY_SECONDS
+        ):
             return None
         outcome = self.client.trigger(job.job_name, job.parameters, job.dispatch_id)
         decision = decide_trigger(job.job_name, outcome)
@@ -411,6 +441,14 @@ class Dispatcher:
                 if failure.job_id in settled:
                     logger.warning("failed", extra={"job_id": failure.job_id, "dispatch_id": failure.dispatch_id,
                                                     "reason": failure.error})
+
+
+def _valid_path(job_name: str) -> bool:
+    try:
+        job_path(job_name)
+    except InvalidJobPath:
+        return False
+    return True
 
 
 def _with_build(row: ExpiredLease, number: int | None, url: str | None) -> ExpiredLease:

@@ -28,6 +28,10 @@ def raw_encode(segment: str) -> str:
     )
 
 
+class InvalidJobPath(ValueError):
+    """A job name that can never name a Jenkins item (an empty folder segment)."""
+
+
 def job_path(job_name: str) -> str:
     """``a/b/c`` → ``job/a/job/b/job/c/``: the job's URL relative to the Jenkins root.
 
@@ -36,7 +40,7 @@ def job_path(job_name: str) -> str:
     """
     segments = job_name.split("/")
     if not job_name or any(segment == "" for segment in segments):
-        raise ValueError(f"invalid Jenkins job name {job_name!r}: folders are separated by single '/'")
+        raise InvalidJobPath(f"invalid Jenkins job name {job_name!r}: folders are separated by single '/'")
     return "".join(f"job/{raw_encode(segment)}/" for segment in segments)
 
 
@@ -232,7 +236,12 @@ def classify_trigger_answer(
             return Unavailable("Jenkins is starting (HTTP 503)")
         return Unavailable(f"Jenkins is unavailable (HTTP 503) {excerpt}".rstrip())
     if status >= 500:
-        return Unavailable(f"Jenkins failed with HTTP {status} while triggering {job_name}")
+        # Not Jenkins's own answer (it sends 500 and 503): a proxy or CDN, which may have forwarded the
+        # request (Cloudflare's 524 says the origin got it and was slow): never assume it was not acted upon.
+        return OutcomeUnknown(f"something in front of Jenkins answered HTTP {status} while triggering {job_name}")
+    if status in (408, 429):
+        # Jenkins core sends neither: a proxy refused the request before Jenkins saw it.
+        return Unavailable(f"a proxy in front of Jenkins answered HTTP {status} (busy or rate limited)")
     if 400 <= status < 500:
         return BadRequest(f"Jenkins refused the trigger of {job_name}: HTTP {status} {excerpt}".rstrip())
     return OutcomeUnknown(f"Jenkins answered the trigger of {job_name} with an unexpected HTTP {status}")

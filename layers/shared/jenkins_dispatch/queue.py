@@ -18,6 +18,7 @@ from pg8000.exceptions import DatabaseError
 
 from .db import Database, Row, database_error_message, is_sqlstate
 from .errors import Conflict, InvalidInput, MigrationError, NotFound
+from .jenkins_answers import InvalidJobPath, job_path
 
 SQL_DIR = Path(__file__).with_name("sql")
 MIGRATIONS_DIR = SQL_DIR / "migrations"
@@ -65,6 +66,7 @@ class ExpiredLease:
     build_number: int | None
     build_url: str | None
     claimed_at: datetime | None = None
+    lease_expires_at: datetime | None = None  # the lease this take handed out: the reconciler's token
 
 
 @dataclass(frozen=True)
@@ -126,7 +128,7 @@ class Queue:
         try:
             return self.db.run(QUERIES[name], **params)
         except DatabaseError as exc:
-            if is_sqlstate(exc, "23514", "23505", "23502", "22P02", "22007", "22008", "22003"):
+            if is_sqlstate(exc, "23514", "23505", "23502", "22P02", "22P05", "22021", "22007", "22008", "22003"):
                 raise InvalidInput(_constraint_message(exc)) from None
             raise
 
@@ -147,6 +149,10 @@ class Queue:
             raise InvalidInput("parameters must be a JSON object (a dict)")
         if not isinstance(job_name, str) or not job_name.strip():
             raise InvalidInput("job name must not be empty")
+        try:
+            job_path(job_name)
+        except InvalidJobPath as exc:
+            raise InvalidInput(str(exc)) from None
         if isinstance(scheduled_at, datetime):
             scheduled_at = scheduled_at.isoformat()
         rows = self._run(
@@ -283,15 +289,17 @@ class Queue:
                 id=r["id"], job_name=r["job_name"], parameters=_json(r["parameters"]), attempts=r["attempts"],
                 max_attempts=r["max_attempts"], dispatch_id=r["dispatch_id"],
                 jenkins_queue_id=r["jenkins_queue_id"], build_number=r["build_number"], build_url=r["build_url"],
-                claimed_at=r["claimed_at"],
+                claimed_at=r["claimed_at"], lease_expires_at=r["lease_expires_at"],
             )
             for r in rows
         ]
 
-    def spend_attempt(self, job_id: int, dispatch_id: str, *, actor: str = "reconciler") -> int | None:
-        """One more attempt for a re-trigger with the same dispatch_id; None when none are left."""
+    def spend_attempt(self, row: ExpiredLease, *, actor: str = "reconciler") -> int | None:
+        """One more attempt for a re-send with the same dispatch_id. None when none are left, or when the
+        lease this reconciler was handed is no longer the row's (another one took it over)."""
         rows = self._run(
-            "spend_attempt", id=job_id, dispatch_id=dispatch_id, lease_seconds=self.lease_seconds, actor=actor
+            "spend_attempt", id=row.id, dispatch_id=row.dispatch_id, lease=row.lease_expires_at,
+            lease_seconds=self.lease_seconds, actor=actor,
         )
         return rows[0]["attempts"] if rows else None
 

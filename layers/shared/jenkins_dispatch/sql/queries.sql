@@ -38,8 +38,10 @@ WHERE dedupe_key = :dedupe_key AND status IN ('pending', 'processing');
 -- Eligible rows in the seed's order, locked without waiting on rows other workers hold, then marked
 -- processing with a fresh dispatch_id and a lease. Reads only the partial claim index.
 WITH picked AS MATERIALIZED (
-    SELECT id FROM jenkins_jobs_queue
+    SELECT id FROM jenkins_jobs_queue q
     WHERE status = 'pending' AND scheduled_at <= now()
+      -- A cap set while this dispatcher's pass runs uncapped: leave that job to the capped claim.
+      AND NOT EXISTS (SELECT 1 FROM jenkins_job_limits l WHERE l.job_name = q.job_name)
     ORDER BY priority DESC, scheduled_at, id
     LIMIT :batch_size
     FOR UPDATE SKIP LOCKED
@@ -242,7 +244,7 @@ WITH changed AS (
         lease_expires_at = NULL,
         jenkins_queue_id = NULL,
         updated_at = now()
-    WHERE id = :id AND dispatch_id = :dispatch_id AND status = 'processing'
+    WHERE id = :id AND dispatch_id = :dispatch_id AND status = 'processing' AND lease_expires_at > now()
     RETURNING id, dispatch_id, status, scheduled_at
 ), logged AS (
     INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
@@ -261,7 +263,10 @@ WITH changed AS (
     UPDATE jenkins_jobs_queue
     SET status = 'pending', attempts = greatest(attempts - 1, 0), lease_expires_at = NULL,
         last_error = coalesce(CAST(:reason AS text), last_error), updated_at = now()
+    -- Only while our lease lasts: once it has expired a reconciler may own the row and be sending it
+    -- again under this dispatch_id; releasing it then would let a new claim send it a second time.
     WHERE id = :id AND dispatch_id = :dispatch_id AND status = 'processing' AND jenkins_queue_id IS NULL
+      AND lease_expires_at > now()
     RETURNING id, dispatch_id
 ), logged AS (
     INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
@@ -298,7 +303,10 @@ WITH changed AS (
     SET attempts = attempts + 1,
         lease_expires_at = now() + make_interval(secs => :lease_seconds),
         updated_at = now()
+    -- Fenced on the lease this reconciler was handed: if it expired and another reconciler took the row
+    -- over (a new lease), only that one may send it again.
     WHERE id = :id AND dispatch_id = :dispatch_id AND status = 'processing' AND attempts < max_attempts
+      AND lease_expires_at = CAST(:lease AS timestamptz)
     RETURNING id, dispatch_id, attempts, max_attempts
 ), logged AS (
     INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
