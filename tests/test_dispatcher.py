@@ -276,14 +276,16 @@ def test_a_job_path_jenkins_cannot_have_fails_that_row_only(jenkins, queue, db):
     assert "single '/'" in queue.get(1)["last_error"] and "single '/'" in queue.get(3)["last_error"]
 
 
-def test_no_trigger_is_sent_after_its_lease_so_a_reconciler_never_sends_it_too(jenkins, queue):
+def test_no_trigger_is_sent_after_its_lease_so_a_reconciler_never_sends_it_too(make_jenkins, queue):
     """A slow Jenkins and a big batch: rows the batch cannot send within the lease are released, and a
-    second dispatcher reconciling right after the lease finds nothing to send twice."""
+    second dispatcher reconciling right after the lease finds nothing to send twice. (Enough executors
+    that builds start at once: a queued duplicate would merge and hide the problem.)"""
+    jenkins = make_jenkins(executors=200)
     jenkins.add_job({"path": "slow", "concurrent": True, "duration_seconds": 60, "notify": False,
                      "parameters": [{"name": "DISPATCH_ID"}]})
-    for i in range(48):
-        queue.enqueue("slow", {"N": str(i)})
-    jenkins.add_fault(path="buildWithParameters$", latency_seconds=0.6)
+    for i in range(96):
+        queue.enqueue("slow", {"N": str(i)}, priority=i)  # sent last = taken first by the reconciler
+    jenkins.add_fault(path="buildWithParameters$", latency_seconds=0.4)
     settings = dispatch_settings(jenkins.base_url, LEASE_SECONDS="3", JENKINS_TIMEOUT_SECONDS="1",
                                  BATCH_SIZE="128", MAX_PARALLEL_TRIGGERS="8")
     results = {}
@@ -295,3 +297,35 @@ def test_no_trigger_is_sent_after_its_lease_so_a_reconciler_never_sends_it_too(j
     per_dispatch = jenkins.counters()["triggers_by_dispatch_id"]
     assert per_dispatch and max(per_dispatch.values()) == 1
     assert jenkins.counters()["items_created"] == results["a"]["triggered"] + results["b"]["triggered"]
+
+
+class NoHttp:
+    """A Jenkins client that must not be called."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"unexpected Jenkins call: {name}")
+
+
+def test_batch_size_follows_the_time_and_the_lease_left(db):
+    from jenkins_dispatch.dispatcher import Dispatcher
+
+    short = Dispatcher(dispatch_settings("http://x/", LEASE_SECONDS="3", JENKINS_TIMEOUT_SECONDS="1",
+                                         MAX_PARALLEL_TRIGGERS="8"), db, NoHttp())
+    assert short._rows_that_fit() == 16  # two waves of 8 end within the 3 s lease
+    lambda_like = Dispatcher(dispatch_settings("http://x/", LEASE_SECONDS="300", JENKINS_TIMEOUT_SECONDS="10",
+                                               MAX_PARALLEL_TRIGGERS="8", TIME_MARGIN_SECONDS="10"),
+                             db, NoHttp(), remaining_ms=lambda: 49_900)
+    assert lambda_like._rows_that_fit() == 24  # three 10 s waves before the 10 s margin
+    nearly_over = Dispatcher(lambda_like.settings, db, NoHttp(), remaining_ms=lambda: 19_000)
+    assert nearly_over._rows_that_fit() == 0
+
+
+def test_a_trigger_that_could_outlive_its_lease_is_not_sent(db):
+    from jenkins_dispatch.dispatcher import Dispatcher
+    from jenkins_dispatch.queue import ClaimedJob
+
+    dispatcher = Dispatcher(dispatch_settings("http://x/", LEASE_SECONDS="3", JENKINS_TIMEOUT_SECONDS="1"),
+                            db, NoHttp())
+    dispatcher._batch_started = time.monotonic() - 2.0  # 2 s since the claim: a 1 s request could end past 3 s
+    job = ClaimedJob(id=1, job_name="deploy", parameters={}, attempts=1, max_attempts=3, dispatch_id="jd-1-x")
+    assert dispatcher._send(job) is None
