@@ -99,6 +99,9 @@ def exit_code(argv) -> int:
         (["limits", "rm", "nothing"], "no cap is set"),
         (["ls", "--status", "done"], "invalid choice"),
         (["prune"], "required"),
+        (["enqueue", "deploy", "--at", "+999999999d"], "too far in the future"),
+        (["enqueue", "deploy", "--params", '{"a": "\\u0000"}'], "SQLSTATE"),
+        (["enqueue", "a//b"], "single '/'"),
     ],
 )
 def test_bad_input_exits_2_with_one_line_and_changes_nothing(capsys, queue, db, argv, message):

@@ -351,11 +351,18 @@ def test_database_down_is_503_naming_the_host_not_the_password(webhook_env, monk
     assert "127.0.0.1:1" in body["message"] and "hunter2" not in body["message"]
 
 
-def test_missing_secret_configuration_is_503(webhook_env, monkeypatch):
+def test_missing_secret_configuration_is_503_and_the_log_names_the_variable(webhook_env, monkeypatch):
     monkeypatch.delenv("WEBHOOK_SECRET")
     runtime.reset()
-    status, body = invoke(load_event("completed"))
-    assert status == 503 and "WEBHOOK_SECRET" in body["message"]
+    log_stream = io.StringIO()
+    previous = logger.registered_handler.setStream(log_stream)
+    try:
+        status, body = invoke(load_event("completed"))
+    finally:
+        logger.registered_handler.setStream(previous)
+    logged = log_stream.getvalue()
+    assert status == 503 and "misconfigured" in body["message"]
+    assert "WEBHOOK_SECRET" in logged
 
 
 def test_one_log_line_per_notification_without_secrets(env, capsys):
@@ -514,3 +521,23 @@ def test_arbitrary_requests_never_500_and_never_change_a_row_unless_valid(env, d
         assert handler_statements() == statements
     if body["outcome"] != "applied":
         assert snapshot(db, job.id) == before
+
+
+@pytest.mark.parametrize("bad", ["ab\u0000c", "\ud800"])
+def test_text_postgresql_cannot_store_is_400_not_503_or_500(env, db, bad):
+    job = processing_job(env)
+    before = snapshot(db, job.id)
+    for event in (load_event("started", dispatch_id=bad),
+                  with_body(load_event("started"), {"name": JOB, "url": f"job/{bad}/",
+                                                    "build": {"phase": "STARTED", "number": 1, "queue_id": QUEUE_ID}})):
+        status, answer = invoke(event)
+        assert status == 400, answer
+    assert snapshot(db, job.id) == before
+
+
+def test_a_configuration_error_is_not_told_to_an_unauthenticated_caller(webhook_env, monkeypatch):
+    monkeypatch.setenv("JENKINS_URL", "htps://admin:SECRET-JENKINS-TOKEN@ci.example.com/")
+    runtime.reset()
+    response = lambda_handler(load_event("bad-token"), None)
+    assert response["statusCode"] == 503
+    assert "SECRET-JENKINS-TOKEN" not in response["body"] and "misconfigured" in response["body"]

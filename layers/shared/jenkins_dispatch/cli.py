@@ -40,7 +40,10 @@ def parse_time(text: str) -> datetime:
     text = text.strip()
     match = _RELATIVE.match(text)
     if match:
-        return datetime.now(UTC) + timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+        try:
+            return datetime.now(UTC) + timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+        except OverflowError:
+            raise argparse.ArgumentTypeError(f"bad time {text!r}: too far in the future") from None
     try:
         value = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:

@@ -258,10 +258,10 @@ def _jenkins(env: Mapping[str, str], fetch: SecretFetcher | None, timeout: float
     if not url:
         raise ConfigError("JENKINS_URL is not set (nor 'url' in the secret named by JENKINS_SECRET_ARN)")
     parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(f"JENKINS_URL must be an http(s) URL such as https://ci.example.com/jenkins/, got {url!r}")
-    if parts.username or parts.password:
+    if "@" in url:  # checked first, and the URL never echoed: it may hold a password or token
         raise ConfigError("JENKINS_URL must not carry credentials: use JENKINS_USER and JENKINS_API_TOKEN")
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError("JENKINS_URL must be an http(s) URL such as https://ci.example.com/jenkins/")
     if not user:
         raise ConfigError("JENKINS_USER is not set (nor 'user' in the secret named by JENKINS_SECRET_ARN)")
     if not token:

@@ -260,7 +260,18 @@ def _optional_text(container: Mapping[str, Any], key: str, where: str, limit: in
         raise RejectedNotification(f"{where}{key} must be a string, got {type(value).__name__}")
     if len(value) > limit:
         raise RejectedNotification(f"{where}{key} is longer than {limit} characters")
+    _check_storable(value, f"{where}{key}")
     return value
+
+
+def _check_storable(value: str, what: str) -> None:
+    """PostgreSQL text holds neither NUL characters nor lone surrogates (JSON's \\ud800 escapes)."""
+    if "\x00" in value:
+        raise RejectedNotification(f"{what} contains a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise RejectedNotification(f"{what} is not valid Unicode (a lone surrogate)") from None
 
 
 def _optional_int(container: Mapping[str, Any], key: str, where: str, minimum: int, maximum: int) -> int | None:
@@ -335,6 +346,8 @@ def parse_notification(raw: bytes) -> Notification:
         raise RejectedNotification(
             f"build.parameters.{DISPATCH_ID_PARAMETER} is longer than {MAX_DISPATCH_ID_CHARS} characters"
         )
+    if dispatch_id is not None:
+        _check_storable(dispatch_id, f"build.parameters.{DISPATCH_ID_PARAMETER}")
 
     status = _optional_text(build, "status", "build.")
     job_url = _optional_text(payload, "url", "")

@@ -209,7 +209,11 @@ def _notify() -> Response:
             queue=Queue(runtime.database(), settings.lease_seconds),
             unstable_is_success=settings.unstable_is_success,
         )
-    except (ConfigError, DatabaseUnavailable) as exc:
+    except ConfigError as exc:
+        # The caller may not be authenticated yet: the detail goes to the logs, not into the answer.
+        logger.error("webhook configuration error", extra={"reason": str(exc)})
+        answer = WebhookAnswer(503, "unavailable", "the webhook is misconfigured; its logs say how")
+    except DatabaseUnavailable as exc:
         answer = WebhookAnswer(503, "unavailable", str(exc).splitlines()[0])
     except DatabaseError as exc:
         answer = WebhookAnswer(503, "unavailable", f"the database refused the update: {database_error_message(exc)}")
