@@ -41,7 +41,9 @@ WITH picked AS MATERIALIZED (
     SELECT id FROM jenkins_jobs_queue q
     WHERE status = 'pending' AND scheduled_at <= now()
       -- A cap set while this dispatcher's pass runs uncapped: leave that job to the capped claim.
-      AND NOT EXISTS (SELECT 1 FROM jenkins_job_limits l WHERE l.job_name = q.job_name)
+      -- NOT IN (a hashed filter) rather than NOT EXISTS: an anti-join would read every pending row
+      -- before the LIMIT instead of walking the claim index in order.
+      AND q.job_name NOT IN (SELECT l.job_name FROM jenkins_job_limits l)
     ORDER BY priority DESC, scheduled_at, id
     LIMIT :batch_size
     FOR UPDATE SKIP LOCKED
@@ -104,8 +106,9 @@ WITH in_flight AS (
         lease_expires_at = now() + make_interval(secs => :lease_seconds),
         jenkins_queue_id = NULL, build_number = NULL, build_url = NULL, jenkins_result = NULL,
         started_at = NULL, updated_at = now()
-    FROM chosen
-    WHERE q.id = chosen.id
+    -- By primary key: the planner cannot size "chosen" (its LIMIT is a subquery) and would otherwise
+    -- hash-join it against a scan of the whole table.
+    WHERE q.id = ANY (ARRAY(SELECT id FROM chosen))
     RETURNING q.id, q.job_name, q.parameters, q.priority, q.scheduled_at, q.attempts, q.max_attempts,
               q.dispatch_id, q.lease_expires_at
 ), logged AS (
