@@ -80,9 +80,6 @@ class Settings:
             raise ConfigError("the webhook secret is not configured: set WEBHOOK_SECRET or WEBHOOK_SECRET_ARN")
         return self.webhook_secret
 
-    def with_overrides(self, **changes) -> Settings:
-        return replace(self, **changes)
-
 
 # --------------------------------------------------------------------------- parsing helpers
 

@@ -25,7 +25,6 @@ MIGRATIONS_DIR = SQL_DIR / "migrations"
 MIGRATION_LOCK_KEY = 4206101978  # pg_advisory_xact_lock key, shared by every `migrate` run
 FINAL_STATUSES = ("completed", "failed", "cancelled")
 STATUSES = ("pending", "processing", *FINAL_STATUSES)
-ACTORS = ("dispatcher", "webhook", "reconciler", "operator")
 LEGACY_DISPATCH_PREFIX = "legacy-"  # rows the migration found processing under the seed's dispatcher
 
 
