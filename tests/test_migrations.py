@@ -46,7 +46,7 @@ def test_fresh_database_is_created_and_rerun_is_a_noop(empty_database):
 
 def test_seed_table_is_upgraded_in_place_keeping_every_row(empty_database):
     with Database(parse_database_url(empty_database)) as db:
-        db.run_script(SEED)
+        db.run(SEED)
         migrate(db)
         rows = {r["id"]: r for r in db.run("SELECT * FROM jenkins_jobs_queue ORDER BY id")}
         assert len(rows) == 5

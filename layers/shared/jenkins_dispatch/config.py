@@ -84,7 +84,7 @@ class Settings:
 # --------------------------------------------------------------------------- parsing helpers
 
 
-def _int(env: Mapping[str, str], name: str, default: int | None, minimum: int, *, allow_empty=False) -> int | None:
+def _int(env: Mapping[str, str], name: str, default: int | None, minimum: int) -> int | None:
     raw = env.get(name, "").strip()
     if raw == "":
         return default

@@ -153,7 +153,8 @@ class Database:
         """Run one statement in one round trip; rows come back as dicts keyed by column name.
 
         Statements with parameters are prepared once per session and reused, so the server parses and
-        plans them once and each later call is a single Bind/Execute exchange.
+        plans them once and each later call is a single Bind/Execute exchange. Without parameters the
+        simple protocol is used, so a script of several statements is one round trip too.
         """
         conn = self.connection()
         self.statements += 1
@@ -177,18 +178,6 @@ class Database:
             return []
         names = [c["name"] for c in context.columns]
         return [dict(zip(names, row, strict=True)) for row in rows]
-
-    def run_script(self, sql: str) -> None:
-        """Run several statements in one round trip (simple query protocol, no parameters)."""
-        conn = self.connection()
-        self.statements += 1
-        try:
-            conn.run(sql)
-        except (InterfaceError, OSError) as exc:
-            self._drop()
-            raise DatabaseUnavailable(
-                f"lost the connection to PostgreSQL at {self.settings.describe()}: {_reason(exc)}"
-            ) from None
 
     @contextmanager
     def transaction(self):

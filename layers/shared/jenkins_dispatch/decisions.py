@@ -56,10 +56,14 @@ def missing_dispatch_id_fix(job_name: str) -> str:
     )
 
 
+def job_not_found(job_name: str) -> Decision:
+    return Decision(Act.FAIL, f"Jenkins has no job {job_name!r} (404): check the job path", error_class="JobNotFound")
+
+
 def check_job(job_name: str, info: JobInfo) -> Decision | None:
     """Before sending: a job that cannot take our trigger fails (or waits) without a request."""
     if not info.exists:
-        return Decision(Act.FAIL, f"Jenkins has no job {job_name!r} (404): check the job path", error_class="JobNotFound")
+        return job_not_found(job_name)
     if not info.declares_dispatch_id:
         return Decision(Act.FAIL, missing_dispatch_id_fix(job_name), error_class="MissingDispatchIdParameter")
     if not info.buildable:
@@ -77,8 +81,7 @@ def decide_trigger(job_name: str, outcome) -> Decision:
             # our earlier send. Adopting it is exactly right.
             return Decision(Act.RECORD, queue_id=queue_id, reason="merged into queued item")
         case JobNotFound():
-            return Decision(Act.FAIL, f"Jenkins has no job {job_name!r} (404): check the job path",
-                            error_class="JobNotFound")
+            return job_not_found(job_name)
         case NotParameterized():
             return Decision(Act.FAIL, missing_dispatch_id_fix(job_name), error_class="NotParameterized")
         case BadRequest(detail=detail):

@@ -40,7 +40,7 @@ from .decisions import (
 )
 from .errors import InvalidInput
 from .jenkins import JenkinsAuthRejected, JenkinsClient, JenkinsError, SearchInconclusive
-from .jenkins_answers import InvalidJobPath, JobInfo, job_path
+from .jenkins_answers import JobInfo, job_path_error
 from .observability import MetricUnit, logger, metrics, subsegment
 from .queue import LEGACY_DISPATCH_PREFIX, ClaimedJob, ExpiredLease, Queue, Settlement
 
@@ -146,13 +146,13 @@ class Dispatcher:
             metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
         metrics.add_metric(name="PassDurationMs", unit=MetricUnit.Milliseconds, value=s.duration_ms)
         try:
-            stats = self.queue.stats()
+            gauges = self.queue.gauges()
         except Exception:  # metrics must never turn a finished pass into a failure
-            logger.exception("could not read queue stats for metrics")
+            logger.exception("could not read the queue's gauges for metrics")
             return
         metrics.add_metric(name="OldestPendingAgeSeconds", unit=MetricUnit.Seconds,
-                           value=stats["oldest_pending_seconds"] or 0)
-        metrics.add_metric(name="InFlight", unit=MetricUnit.Count, value=stats["processing"])
+                           value=gauges["oldest_pending_seconds"] or 0)
+        metrics.add_metric(name="InFlight", unit=MetricUnit.Count, value=gauges["processing"])
 
     # ------------------------------------------------------------------ reconcile
     def reconcile(self) -> None:
@@ -172,8 +172,8 @@ class Dispatcher:
         with subsegment("jenkins.reconcile"):
             try:
                 for row in rows:
-                    if not _valid_path(row.job_name):
-                        self._fail_invalid_path(row)
+                    if error := job_path_error(row.job_name):
+                        self._fail(row, error)
                         continue
                     if row.build_number is not None:
                         followup = follow_build(self.client.build(row.job_name, row.build_number))
@@ -194,11 +194,11 @@ class Dispatcher:
             except JenkinsError as exc:
                 raise PassStopped(self._jenkins_wide_reason(exc)) from None
 
-    def _fail_invalid_path(self, row: ExpiredLease) -> None:
-        error = f"invalid Jenkins job name {row.job_name!r}: folders are separated by single '/'"
+    def _fail(self, row: ExpiredLease, error: str) -> None:
         if self.queue.settle(row.id, row.dispatch_id, "failed", error=error, actor="reconciler"):
             self.summary.reconciled.settled += 1
             self.summary.failed += 1
+            self._log("failed (reconciler)", row, reason=error)
 
     def _jenkins_wide_reason(self, exc: JenkinsError) -> str:
         if isinstance(exc, JenkinsAuthRejected):
@@ -218,17 +218,14 @@ class Dispatcher:
                                        build_url=followup.build_url, started=True, actor="reconciler")
             self._log("build started (seen by reconciler)", row, build_number=followup.build_number)
             # It may well have finished already: look now rather than after another lease.
-            self._follow(_with_build(row, followup.build_number, followup.build_url),
+            self._follow(replace(row, build_number=followup.build_number, build_url=followup.build_url),
                          follow_build(self.client.build(row.job_name, followup.build_number)))
             return
         if followup.next is Next.SETTLE:
             self._settle_from_result(row, followup.result, followup.build_number, followup.build_url)
             return
         if followup.next is Next.FAIL:
-            if self.queue.settle(row.id, row.dispatch_id, "failed", error=followup.reason, actor="reconciler"):
-                r.settled += 1
-                self.summary.failed += 1
-                self._log("failed (reconciler)", row, reason=followup.reason)
+            self._fail(row, followup.reason)
             return
         if not self._adopt(row):
             time.sleep(SEARCH_RECHECK_SECONDS)
@@ -336,7 +333,7 @@ class Dispatcher:
         return max(0, math.floor(waves)) * self.settings.max_parallel_triggers
 
     def _why_nothing_claimed(self, capped: bool) -> str:
-        if capped and self.queue.stats()["due"] > 0:
+        if capped and self.queue.gauges()["oldest_pending_seconds"] is not None:  # due rows left behind
             return "cap reached"
         return "queue empty"
 
@@ -352,10 +349,10 @@ class Dispatcher:
         try:
             with subsegment("jenkins.job_info"):
                 for job in jobs:
-                    try:
+                    if error := job_path_error(job.job_name):
+                        blocked = Decision(Act.FAIL, error, error_class="InvalidJobPath")
+                    else:
                         blocked = check_job(job.job_name, self._job_info(job.job_name))
-                    except InvalidJobPath as exc:
-                        blocked = Decision(Act.FAIL, str(exc), error_class="InvalidJobPath")
                     if blocked is not None:
                         decided.append((job, blocked))
                     else:
@@ -441,18 +438,6 @@ class Dispatcher:
                 if failure.job_id in settled:
                     logger.warning("failed", extra={"job_id": failure.job_id, "dispatch_id": failure.dispatch_id,
                                                     "reason": failure.error})
-
-
-def _valid_path(job_name: str) -> bool:
-    try:
-        job_path(job_name)
-    except InvalidJobPath:
-        return False
-    return True
-
-
-def _with_build(row: ExpiredLease, number: int | None, url: str | None) -> ExpiredLease:
-    return replace(row, build_number=number, build_url=url)
 
 
 # --------------------------------------------------------------------------- entry points

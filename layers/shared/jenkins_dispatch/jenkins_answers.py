@@ -32,16 +32,23 @@ class InvalidJobPath(ValueError):
     """A job name that can never name a Jenkins item (an empty folder segment)."""
 
 
+def job_path_error(job_name: str) -> str | None:
+    """Why ``job_name`` can never name a Jenkins item, or None when it can."""
+    if not job_name or "" in job_name.split("/"):
+        return f"invalid Jenkins job name {job_name!r}: folders are separated by single '/'"
+    return None
+
+
 def job_path(job_name: str) -> str:
     """``a/b/c`` → ``job/a/job/b/job/c/``: the job's URL relative to the Jenkins root.
 
     Raises ValueError for a name with an empty segment (``a//b``, a leading or trailing ``/``), which can never
     name a Jenkins item.
     """
-    segments = job_name.split("/")
-    if not job_name or any(segment == "" for segment in segments):
-        raise InvalidJobPath(f"invalid Jenkins job name {job_name!r}: folders are separated by single '/'")
-    return "".join(f"job/{raw_encode(segment)}/" for segment in segments)
+    error = job_path_error(job_name)
+    if error:
+        raise InvalidJobPath(error)
+    return "".join(f"job/{raw_encode(segment)}/" for segment in job_name.split("/"))
 
 
 _QUEUE_ITEM_PATH = re.compile(r"(?:^|/)queue/item/(\d+)/?$")

@@ -18,7 +18,7 @@ from pg8000.exceptions import DatabaseError
 
 from .db import Database, Row, database_error_message, is_sqlstate
 from .errors import Conflict, InvalidInput, MigrationError, NotFound
-from .jenkins_answers import InvalidJobPath, job_path
+from .jenkins_answers import job_path_error
 
 SQL_DIR = Path(__file__).with_name("sql")
 MIGRATIONS_DIR = SQL_DIR / "migrations"
@@ -148,10 +148,8 @@ class Queue:
             raise InvalidInput("parameters must be a JSON object (a dict)")
         if not isinstance(job_name, str) or not job_name.strip():
             raise InvalidInput("job name must not be empty")
-        try:
-            job_path(job_name)
-        except InvalidJobPath as exc:
-            raise InvalidInput(str(exc)) from None
+        if error := job_path_error(job_name):
+            raise InvalidInput(error)
         if isinstance(scheduled_at, datetime):
             scheduled_at = scheduled_at.isoformat()
         rows = self._run(
@@ -373,6 +371,10 @@ class Queue:
     def stats(self) -> Row:
         return self._run("stats")[0]
 
+    def gauges(self) -> Row:
+        """Jobs processing, and the age of the oldest due pending job (None: none is due)."""
+        return self._run("gauges")[0]
+
     def stats_per_job(self) -> list[Row]:
         return self._run("stats_per_job")
 
@@ -410,7 +412,7 @@ def migrate(db: Database) -> list[str]:
             for version, name, path in migration_files():
                 if version in done:
                     continue
-                db.run_script(path.read_text())
+                db.run(path.read_text())
                 db.run(
                     "INSERT INTO jenkins_dispatch_migrations (version, name) VALUES (:v, :n)", v=version, n=name
                 )

@@ -431,6 +431,13 @@ SELECT
       WHERE xact_start IS NOT NULL AND pid <> pg_backend_pid() AND datname = current_database()
         AND backend_type = 'client backend') AS oldest_transaction_seconds;
 
+-- name: gauges
+-- What the dispatcher reports after each pass: two partial-index reads.
+SELECT
+    (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing') AS processing,
+    (SELECT extract(epoch FROM now() - min(scheduled_at))::float8 FROM jenkins_jobs_queue
+      WHERE status = 'pending' AND scheduled_at <= now()) AS oldest_pending_seconds;
+
 -- name: stats_per_job
 -- Each status is read on its own so that each read matches its partial index (never the history).
 WITH waiting AS (
