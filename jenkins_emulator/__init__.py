@@ -8,6 +8,7 @@ In-process::
         client = SomeClient(jenkins.base_url, "admin", "admin-token")
         jenkins.add_fault(path="buildWithParameters$", drop_after_accept=True, times=1)
         jenkins.triggers_for(dispatch_id)          # distinct queue items created with that DISPATCH_ID
+        jenkins.set_user("bot", permissions={"deny_build": ["team/*"]})   # per-job permissions, at run time
 
 From a shell: ``python -m jenkins_emulator [--host H] [--port P] [--config FILE]`` prints its base URL as
 the first line of stdout and serves until interrupted; another process drives it through ``/_emulator/``:
@@ -18,6 +19,10 @@ the first line of stdout and serves until interrupted; another process drives it
     POST /_emulator/faults/clear
     POST /_emulator/config           any top-level setting below (also "notification", "quieting_down")
     POST /_emulator/jobs             a job object: changes an existing job (by "path") or adds one
+    POST /_emulator/users            {"name": "dispatch", "permissions": {...}}: changes an existing user (any of
+                                     "api_token", "password", "permissions") or adds one; answers
+                                     {"name": ..., "permissions": ...}. E.g. grant everything back:
+                                     {"name": "dispatch", "permissions": "all"}
     POST /_emulator/restart          {"window_seconds": 2, "kind": "restarting" | "starting"}
     POST /_emulator/counters/reset
 
@@ -38,8 +43,27 @@ Config file (JSON), every key optional::
                                                # "off": no crumb issuer (404), nothing checked
       "anonymous_read": false,                 # false: anonymous requests get 403; true: anonymous may read,
                                                #   not POST (the default config says true)
+      "bad_credentials": "reject",             # "reject": a wrong password/token is a 401 (Jenkins's own realm);
+                                               # "anonymous": the request goes on as anonymous, so it gets 403s
+                                               #   (SSO realms that ignore unknown credentials, or a proxy that
+                                               #   drops the Authorization header)
       "users": {"admin": {"api_token": "admin-token", "password": "admin", "permissions": "all"}},
-                                               # permissions "read": triggers 403, cancels 422
+                                               # permissions: "all" (the default);
+                                               # "read": Overall/Read and Job/Read only: triggers 403, cancels 422;
+                                               # or per-job denials on top of "all" (matrix-based security):
+                                               #   {"deny_build": ["team/app/deploy", "secret/*"],
+                                               #    "deny_read": ["hidden"], "deny_discover": ["private"]}
+                                               # Each lists job or folder paths or fnmatch patterns over full
+                                               # paths; a folder's denial covers what is inside it.
+                                               # deny_build: build/buildWithParameters answer 403 "<user> is
+                                               #   missing the Job/Build permission", X-Required-Permission:
+                                               #   hudson.model.Item.Build, X-You-Are-Authenticated-As: <user>;
+                                               # deny_read (Job/Discover kept): every URL of the job answers 403
+                                               #   "Please login to access job <name>";
+                                               # deny_discover (neither Read nor Discover): 404, as if absent.
+                                               # Listings and queue/api/json leave unreadable jobs out.
+                                               # whoAmI/api/json: {"anonymous", "authenticated", "authorities",
+                                               #   "name"}; anonymous is "authenticated": true, as in Jenkins.
       "folders": ["team", {"path": "old", "disabled": true}],   # parents of jobs are created anyway
       "jobs": [{
         "path": "team/app/deploy",             # folders separated by "/"

@@ -6,6 +6,7 @@ All state is guarded by ``Jenkins.lock``; a scheduler thread moves items through
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import secrets
 import threading
@@ -162,6 +163,70 @@ class QueueItem:
         return tuple((definition.name, value) for definition, value in self.parameters)
 
 
+PERMISSION_DENIALS = ("deny_build", "deny_read", "deny_discover")
+
+
+@dataclass
+class Permissions:
+    """What one user may do, as a matrix-based authorization strategy would grant it.
+
+    Built from a user spec's ``permissions``: ``"all"``; ``"read"`` (Overall/Read and Job/Read everywhere,
+    no Job/Build, no Job/Cancel); or an object of per-job denials on top of "all". Each denial lists job or
+    folder paths, or ``fnmatch`` patterns over full paths; a denial on a folder covers everything in it, as
+    folder-level permissions are inherited. ``deny_read`` keeps Job/Discover, ``deny_discover`` takes both.
+    """
+
+    build_anything: bool = True
+    cancel_anything: bool = True
+    deny_build: list[str] = field(default_factory=list)
+    deny_read: list[str] = field(default_factory=list)
+    deny_discover: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_spec(cls, spec: Any) -> Permissions:
+        if spec is None or spec == "all":
+            return cls()
+        if spec == "read":
+            return cls(build_anything=False, cancel_anything=False)
+        if not isinstance(spec, dict):
+            raise ValueError(f'permissions must be "all", "read" or an object of {", ".join(PERMISSION_DENIALS)}, got {spec!r}')
+        unknown = set(spec) - set(PERMISSION_DENIALS)
+        if unknown:
+            raise ValueError(f"unknown permission keys {sorted(unknown)}: use {', '.join(PERMISSION_DENIALS)}")
+        for key, patterns in spec.items():
+            if not isinstance(patterns, list) or not all(isinstance(p, str) and p for p in patterns):
+                raise ValueError(f"{key} must be a list of job paths or patterns, got {patterns!r}")
+        return cls(**{key: list(spec.get(key, [])) for key in PERMISSION_DENIALS})
+
+    def as_spec(self) -> str | dict[str, list[str]]:
+        if not self.build_anything:
+            return "read"
+        if not any(getattr(self, key) for key in PERMISSION_DENIALS):
+            return "all"
+        return {key: list(getattr(self, key)) for key in PERMISSION_DENIALS}
+
+    @staticmethod
+    def _denied(patterns: list[str], path: str) -> bool:
+        parts = path.split("/")
+        scopes = ["/".join(parts[:depth]) for depth in range(1, len(parts) + 1)]  # the item and its folders
+        return any(fnmatch.fnmatchcase(scope, pattern) for pattern in patterns for scope in scopes)
+
+    def may_discover(self, path: str) -> bool:
+        return not self._denied(self.deny_discover, path)
+
+    def may_read(self, path: str) -> bool:
+        return self.may_discover(path) and not self._denied(self.deny_read, path)
+
+    def may_build(self, path: str) -> bool:
+        return self.build_anything and self.may_read(path) and not self._denied(self.deny_build, path)
+
+    def may_cancel(self, path: str) -> bool:
+        return self.cancel_anything and self.may_read(path)
+
+
+FULL_PERMISSIONS = Permissions()  # anonymous when anonymous_read is on, and users without a spec
+
+
 @dataclass
 class Settings:
     executors: int = 2
@@ -173,6 +238,7 @@ class Settings:
     location_base: str | None = None  # pretend a proxy: scheme://host:port put into Location headers
     crumb_mode: str = "password"  # password: crumbs needed unless an API token is used · always · off
     anonymous_read: bool = False
+    bad_credentials: str = "reject"  # reject: 401 (Jenkins's own realm) · anonymous: go on as anonymous
     first_queue_id: int = 1
 
 
@@ -191,7 +257,7 @@ class Jenkins:
         self.settings.context_path = _normalise_context_path(self.settings.context_path)
         self.users: dict[str, dict[str, Any]] = {}
         for name, spec in (config.get("users") or {}).items():
-            self.users[name] = {"api_token": spec.get("api_token"), "password": spec.get("password"), "permissions": spec.get("permissions", "all")}
+            self.set_user(name, **spec)
         self.folders: dict[str, Folder] = {}
         self.jobs: dict[str, Job] = {}
         for spec in config.get("folders") or ():
@@ -261,6 +327,24 @@ class Jenkins:
                 setattr(job, name, value)
             self._wake.notify_all()
             return job
+
+    def set_user(self, name: str, **changes: Any) -> dict[str, Any]:
+        """Add a user, or change an existing one's ``api_token``, ``password`` or ``permissions`` (see Permissions)."""
+        unknown = set(changes) - {"api_token", "password", "permissions"}
+        if unknown:
+            raise ValueError(f"cannot set {sorted(unknown)} on a user: api_token, password, permissions")
+        permissions = Permissions.from_spec(changes["permissions"]) if "permissions" in changes else None
+        with self.lock:
+            account = self.users.setdefault(name, {"api_token": None, "password": None, "permissions": Permissions()})
+            account.update({k: v for k, v in changes.items() if k != "permissions"})
+            if permissions is not None:
+                account["permissions"] = permissions
+            return account
+
+    def permissions_of(self, user: str | None) -> Permissions:
+        """Anonymous and users without a spec may do everything the checks before this one let through."""
+        account = self.users.get(user or "")
+        return account["permissions"] if account else FULL_PERMISSIONS
 
     def configure(self, **changes: Any) -> None:
         with self.lock:
@@ -607,20 +691,21 @@ class Jenkins:
             "disabled": job.disabled,
         }
 
-    def children_json(self, prefix: str) -> list[dict[str, Any]]:
+    def children_json(self, prefix: str, permissions: Permissions = FULL_PERMISSIONS) -> list[dict[str, Any]]:
+        """``ItemGroup.getItems``: only the items the user may read."""
         depth = 0 if not prefix else prefix.count("/") + 1
         children: list[dict[str, Any]] = []
         for path in sorted(set(self.jobs) | set(self.folders), key=str.lower):
-            if path.count("/") != depth or (prefix and not path.startswith(prefix + "/")):
+            if path.count("/") != depth or (prefix and not path.startswith(prefix + "/")) or not permissions.may_read(path):
                 continue
             thing = self.find(path)
             if isinstance(thing, Job):
                 children.append(self.job_json(thing))
             elif thing is not None:
-                children.append(self.folder_json(thing))
+                children.append(self.folder_json(thing, permissions))
         return children
 
-    def folder_json(self, folder: Folder) -> dict[str, Any]:
+    def folder_json(self, folder: Folder, permissions: Permissions = FULL_PERMISSIONS) -> dict[str, Any]:
         return {
             "_class": FOLDER_CLASS,
             "actions": [{}],
@@ -632,12 +717,12 @@ class Jenkins:
             "name": folder.name,
             "url": self.url_of(folder),
             "healthReport": [],
-            "jobs": self.children_json(folder.path),
+            "jobs": self.children_json(folder.path, permissions),
             "primaryView": {"_class": "hudson.model.AllView", "name": "All", "url": self.url_of(folder)},
             "views": [{"_class": "hudson.model.AllView", "name": "All", "url": self.url_of(folder)}],
         }
 
-    def root_json(self) -> dict[str, Any]:
+    def root_json(self, permissions: Permissions = FULL_PERMISSIONS) -> dict[str, Any]:
         return {
             "_class": "hudson.model.Hudson",
             "assignedLabels": [{"name": "built-in"}],
@@ -646,7 +731,7 @@ class Jenkins:
             "nodeName": "",
             "numExecutors": self.settings.executors,
             "description": None,
-            "jobs": self.children_json(""),
+            "jobs": self.children_json("", permissions),
             "overallLoad": {},
             "primaryView": {"_class": "hudson.model.AllView", "name": "all", "url": self.base_url},
             "quietDownReason": None,
@@ -659,9 +744,13 @@ class Jenkins:
             "views": [{"_class": "hudson.model.AllView", "name": "all", "url": self.base_url}],
         }
 
-    def queue_json(self) -> dict[str, Any]:
-        items = [self.queue_item_json(i) for i in sorted(self.items.values(), key=lambda i: i.id) if i.state != "left"]
-        return {"_class": "hudson.model.Queue", "discoverableItems": [], "items": items}
+    def queue_json(self, permissions: Permissions = FULL_PERMISSIONS) -> dict[str, Any]:
+        """``Queue.getItems`` lists what the user may read; ``getDiscoverableItems`` names what it may only discover."""
+        queued = [i for i in sorted(self.items.values(), key=lambda i: i.id) if i.state != "left"]
+        items = [self.queue_item_json(i) for i in queued if permissions.may_read(i.job.path)]
+        discoverable = [{"_class": "hudson.model.Queue$StubItem", "task": {"_class": "hudson.model.Queue$StubTask", "name": i.job.name}}
+                        for i in queued if permissions.may_discover(i.job.path) and not permissions.may_read(i.job.path)]
+        return {"_class": "hudson.model.Queue", "discoverableItems": discoverable, "items": items}
 
     # ------------------------------------------------------------------------------------------------------
     # Notification plugin payloads (notes §7.1)

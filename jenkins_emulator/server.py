@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import html
 import json
 import random
 import re
@@ -19,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from .model import Build, Folder, Jenkins, Job
+from .model import Build, Folder, Jenkins, Job, Permissions
 from .tree import TreeSyntaxError, parse_tree, prune
 
 CONTROL_PREFIX = "/_emulator/"
@@ -82,6 +83,29 @@ def send_error(status: int, message: str) -> Response:
     body = (f"<html><head><title>Error {status} {message}</title></head><body><h2>HTTP ERROR {status} {message}</h2>"
             f"<table><tr><th>MESSAGE:</th><td>{message}</td></tr></table></body></html>").encode()
     return Response(status, body)
+
+
+def access_denied(message: str, headers: list[tuple[str, str]] | None = None) -> Response:
+    """``AccessDeniedHandlerImpl``: an authenticated user lacking a permission gets 403 and ``accessDenied.jelly``."""
+    body = (f"<!DOCTYPE html><html><head><title>Jenkins Login [Jenkins]</title></head><body><h1>Access Denied</h1>"
+            f"<p class='error'>{html.escape(message)}</p></body></html>").encode()
+    return Response(403, body, headers=headers)
+
+
+# Permission.impliedBy chains, reported one X-Permission-Implied-By header each (AccessDeniedException3).
+IMPLIED_BY = {
+    "hudson.model.Item.Build": ("hudson.security.Permission.GenericUpdate", "hudson.security.Permission.GenericWrite", "hudson.model.Hudson.Administer"),
+}
+
+
+def missing_permission(user: str, permission_id: str, title: str) -> Response:
+    """``AccessDeniedException3`` for an authenticated user: "<user> is missing the <Group/Name> permission", and
+    the diagnosis headers ``reportAsHeaders`` adds (group headers off, as by default)."""
+    headers = [("X-You-Are-Authenticated-As", user),
+               ("X-You-Are-In-Group-Disabled", "JENKINS-39402: use -Dhudson.security.AccessDeniedException2.REPORT_GROUP_HEADERS=true or use /whoAmI to diagnose"),
+               ("X-Required-Permission", permission_id)]
+    headers += [("X-Permission-Implied-By", implied) for implied in IMPLIED_BY.get(permission_id, ("hudson.model.Hudson.Administer",))]
+    return access_denied(f"{user} is missing the {title} permission", headers)
 
 
 def unavailable_page(kind: str) -> Response:
@@ -216,6 +240,9 @@ class _Handler(BaseHTTPRequestHandler):
             return Caller(user, True, session_id)
         if account and account["password"] and secret == account["password"]:
             return Caller(user, False, session_id)
+        if jenkins.settings.bad_credentials == "anonymous":
+            # Some security realms (SSO plugins) and proxies ignore credentials they do not know: anonymous.
+            return Caller(None, False, session_id)
         page = _html("Unauthorized", f"Invalid password/token for user: {user}")
         return Response(401, page, headers=[("WWW-Authenticate", 'Basic realm="Jenkins"')])
 
@@ -256,7 +283,7 @@ class _Handler(BaseHTTPRequestHandler):
         if segments and segments[-1] == "":
             segments.pop()
         if segments[:1] == ["whoAmI"]:
-            return self._who_am_i(caller)
+            return self._who_am_i(caller, segments[1:], (form.get("tree") or [None])[0])
         if caller.user is None and not jenkins.settings.anonymous_read:
             return self._anonymous_denied("hudson.model.Hudson.Read")
         if method == "POST" and not self._crumb_ok(caller, form):
@@ -266,10 +293,11 @@ class _Handler(BaseHTTPRequestHandler):
         tree = (form.get("tree") or [None])[0]
         user = caller.user or "anonymous"
         with jenkins.lock:
+            permissions = jenkins.permissions_of(caller.user)
             if segments in ([], ["api", "json"]):
                 if not segments and method != "POST":
                     return Response(200, _html("Dashboard", "Welcome to Jenkins!"))
-                return self._api(jenkins.root_json(), tree, shallow_children=True)
+                return self._api(jenkins.root_json(permissions), tree, shallow_children=True)
             if segments == ["crumbIssuer", "api", "json"]:
                 if jenkins.settings.crumb_mode == "off":
                     return not_found()
@@ -285,19 +313,26 @@ class _Handler(BaseHTTPRequestHandler):
             if segments in (["me", "api", "json"],):
                 return self._api({"_class": "hudson.model.User", "absoluteUrl": f"{jenkins.base_url}user/{user}", "description": None, "fullName": user, "id": user, "property": []}, tree)
             if segments == ["queue", "api", "json"]:
-                return self._api(jenkins.queue_json(), tree)
+                return self._api(jenkins.queue_json(permissions), tree)
             if segments == ["queue", "cancelItem"]:
-                return self._cancel(method, form, user)
+                return self._cancel(method, form, permissions)
             if len(segments) >= 3 and segments[:2] == ["queue", "item"] and segments[2].isdigit():
                 return self._queue_item(method, int(segments[2]), segments[3:], tree)
             if segments[:1] == ["job"]:
-                return self._job_route(method, segments, form, tree, user)
+                return self._job_route(method, segments, form, tree, user, permissions)
         return not_found()
 
-    def _who_am_i(self, caller: Caller) -> Response:
-        name = caller.user or "anonymous"
-        return json_response({"_class": "hudson.security.WhoAmI", "anonymous": caller.user is None, "authenticated": caller.user is not None,
-                              "authorities": ["authenticated"] if caller.user else ["anonymous"], "details": None, "name": name, "toString": name})
+    def _who_am_i(self, caller: Caller, rest: list[str], tree: str | None) -> Response:
+        """``hudson.security.WhoAmI``, an UnprotectedRootAction: readable without Overall/Read. Spring's anonymous
+        token is "authenticated" too; only ``anonymous`` tells. ``details`` and ``toString`` are no longer exported
+        (SECURITY-1695, Jenkins 2.219)."""
+        if rest == []:
+            return Response(200, _html("Who Am I", f"Name: {html.escape(caller.user or 'anonymous')}"))
+        if rest != ["api", "json"]:
+            return not_found()
+        doc = {"_class": "hudson.security.WhoAmI", "anonymous": caller.user is None, "authenticated": True,
+               "authorities": ["authenticated"] if caller.user else ["anonymous"], "name": caller.user or "anonymous"}
+        return self._api(doc, tree)
 
     def _api(self, doc: dict[str, Any], tree: str | None, shallow_children: bool = False) -> Response:
         if tree:
@@ -324,36 +359,43 @@ class _Handler(BaseHTTPRequestHandler):
             return Response(204, b"", None)
         return not_found()
 
-    def _cancel(self, method: str, form: dict[str, list[str]], user: str) -> Response:
+    def _cancel(self, method: str, form: dict[str, list[str]], permissions: Permissions) -> Response:
         jenkins = self.server.emulator.jenkins
         if method != "POST":
             return _requires_post()
         raw = (form.get("id") or [""])[0]
         item = jenkins.items.get(int(raw)) if raw.isdigit() else None
-        if item is None:
+        if item is None or not permissions.may_read(item.job.path):  # Queue.doCancelItem hides unreadable items
             return oops(404, f"Provided id ({raw}) not found")
-        if jenkins.users.get(user, {}).get("permissions") == "read":
+        if not permissions.may_cancel(item.job.path):
             return oops(422, f"Item for id ({raw}) is not cancellable")
         if jenkins.cancel(item):
             return Response(204, b"", None)
         return oops(500, f"Could not cancel run for id {raw}")
 
-    def _job_route(self, method: str, segments: list[str], form: dict[str, list[str]], tree: str | None, user: str) -> Response:
+    def _job_route(self, method: str, segments: list[str], form: dict[str, list[str]], tree: str | None, user: str,
+                   permissions: Permissions) -> Response:
         jenkins = self.server.emulator.jenkins
         names: list[str] = []
         position = 0
         while position + 1 < len(segments) and segments[position] == "job":
             names.append(segments[position + 1])
             position += 2
-            if jenkins.find("/".join(names)) is None:
+            path = "/".join(names)
+            if jenkins.find(path) is None:
                 return not_found()
-            if isinstance(jenkins.find("/".join(names)), Job):
+            # Jenkins.getItem / AbstractFolder.getItem: without Item/Read, Discover gets a 403, else it is a 404.
+            if not permissions.may_read(path):
+                if permissions.may_discover(path):
+                    return access_denied(f"Please login to access job {names[-1]}")
+                return not_found()
+            if isinstance(jenkins.find(path), Job):
                 break
         thing = jenkins.find("/".join(names))
         rest = segments[position:]
         if isinstance(thing, Folder):
             if rest == ["api", "json"]:
-                return self._api(jenkins.folder_json(thing), tree, shallow_children=True)
+                return self._api(jenkins.folder_json(thing, permissions), tree, shallow_children=True)
             return Response(200, _html(thing.name, "Folder")) if rest == [] else not_found()
         if not isinstance(thing, Job):
             return not_found()
@@ -363,9 +405,9 @@ class _Handler(BaseHTTPRequestHandler):
         if rest == []:
             return Response(200, _html(job.name, "Project"))
         if rest == ["buildWithParameters"]:
-            return self._build_with_parameters(method, job, form, user)
+            return self._build_with_parameters(method, job, form, user, permissions)
         if rest == ["build"]:
-            return self._build(method, job, form, user)
+            return self._build(method, job, form, user, permissions)
         if rest and rest[0].isdigit():
             build = job.builds.get(int(rest[0]))
             if build is None:
@@ -382,12 +424,12 @@ class _Handler(BaseHTTPRequestHandler):
                 return Response(200, _html(f"{job.name} #{build.number}", "Build"))
         return not_found()
 
-    def _permission_denied(self, user: str) -> Response | None:
-        if self.server.emulator.jenkins.users.get(user, {}).get("permissions") == "read":
-            response = oops(403, f"{user} is missing the Job/Build permission")
-            response.headers = [("X-Required-Permission", "hudson.model.Item.Build"), ("X-Permission-Implied-By", "hudson.model.Hudson.Administer")]
-            return response
-        return None
+    @staticmethod
+    def _build_denied(job: Job, user: str, permissions: Permissions) -> Response | None:
+        """``job.checkPermission(Item.BUILD)``."""
+        if permissions.may_build(job.path):
+            return None
+        return missing_permission(user, "hudson.model.Item.Build", "Job/Build")
 
     def _location(self, relative: str) -> str:
         """Stapler builds Location from the request's own scheme/host/port, not from the root URL."""
@@ -417,13 +459,14 @@ class _Handler(BaseHTTPRequestHandler):
         overrides = {name: form[name][0] for name in ("EMULATOR_RESULT", "EMULATOR_DURATION", "EMULATOR_NO_NOTIFY") if form.get(name)}
         return delay, overrides
 
-    def _build_with_parameters(self, method: str, job: Job, form: dict[str, list[str]], user: str) -> Response:
+    def _build_with_parameters(self, method: str, job: Job, form: dict[str, list[str]], user: str, permissions: Permissions) -> Response:
         jenkins = self.server.emulator.jenkins
-        if method != "POST":
-            return _requires_post()
-        denied = self._permission_denied(user)
+        # BuildAuthorizationToken.checkPermission: the Build permission first, then POST.
+        denied = self._build_denied(job, user, permissions)
         if denied:
             return denied
+        if method != "POST":
+            return _requires_post()
         if not jenkins.is_buildable(job):
             return send_error(409, f"{job.path} is not buildable")
         if not job.parameterized:
@@ -438,7 +481,7 @@ class _Handler(BaseHTTPRequestHandler):
         item, created = jenkins.schedule(job, values, user, delay, overrides)
         return Response(201 if created else 303, b"", None, headers=[("Location", self._location(f"queue/item/{item.id}/"))])
 
-    def _build(self, method: str, job: Job, form: dict[str, list[str]], user: str) -> Response:
+    def _build(self, method: str, job: Job, form: dict[str, list[str]], user: str, permissions: Permissions) -> Response:
         jenkins = self.server.emulator.jenkins
         if not jenkins.is_buildable(job):
             return send_error(409, f"{job.path} is not buildable")
@@ -446,7 +489,7 @@ class _Handler(BaseHTTPRequestHandler):
             if job.parameterized:
                 return Response(405, _html(job.name, "This build requires parameters:"))
             return _requires_post()
-        denied = self._permission_denied(user)
+        denied = self._build_denied(job, user, permissions)
         if denied:
             return denied
         delay, overrides = self._delay_and_overrides(form)
@@ -585,6 +628,14 @@ class JenkinsEmulator:
     def configure(self, **changes: Any) -> None:
         self.jenkins.configure(**changes)
 
+    def set_user(self, name: str, **changes: Any) -> dict[str, Any]:
+        """Add a user or change its api_token, password or permissions, e.g. ``set_user("bot", permissions="all")``."""
+        return self._user_json(name, self.jenkins.set_user(name, **changes))
+
+    @staticmethod
+    def _user_json(name: str, account: dict[str, Any]) -> dict[str, Any]:
+        return {"name": name, "permissions": account["permissions"].as_spec()}
+
     def counters(self) -> dict[str, Any]:
         return self.jenkins.counters_json()
 
@@ -639,6 +690,10 @@ class JenkinsEmulator:
             if path == "config":
                 self.configure(**payload)
                 return json_response({"ok": True})
+            if path == "users":
+                if not isinstance(payload, dict) or not isinstance(payload.get("name"), str):
+                    raise ValueError('a user object needs its "name"')
+                return json_response(self.set_user(payload.pop("name"), **payload))
             if path == "jobs":
                 job = self.set_job(payload.pop("path"), **payload) if payload.get("path") in self.jenkins.jobs else self.add_job(payload)
                 return json_response({"path": job.path})
@@ -659,6 +714,7 @@ class JenkinsEmulator:
                 "base_url": self.base_url,
                 "settings": asdict(jenkins.settings),
                 "quieting_down": jenkins.quieting_down,
+                "users": {name: {"permissions": account["permissions"].as_spec()} for name, account in jenkins.users.items()},
                 "faults": [asdict(f) for f in self.faults],
                 "queue": [jenkins.queue_item_json(i) for i in sorted(jenkins.items.values(), key=lambda i: i.id)],
                 "jobs": {

@@ -155,6 +155,112 @@ def test_me_endpoint(jenkins) -> None:
     assert get(jenkins, "me/api/json").json()["id"] == "admin"
 
 
+def test_who_am_i_answers_like_jenkins_for_a_user_and_for_anonymous(jenkins) -> None:
+    assert get(jenkins, "whoAmI/api/json").json() == {
+        "_class": "hudson.security.WhoAmI", "anonymous": False, "authenticated": True, "authorities": ["authenticated"], "name": "admin"}
+    # An UnprotectedRootAction: readable without Overall/Read. Spring's anonymous token counts as "authenticated".
+    assert get(jenkins, "whoAmI/api/json", auth=None).json() == {
+        "_class": "hudson.security.WhoAmI", "anonymous": True, "authenticated": True, "authorities": ["anonymous"], "name": "anonymous"}
+    assert get(jenkins, "whoAmI/api/json?tree=name").json() == {"_class": "hudson.security.WhoAmI", "name": "admin"}
+    assert get(jenkins, "whoAmI/api/json", auth=("admin", "nope")).status_code == 401
+    assert "Who Am I" in get(jenkins, "whoAmI/").text
+    assert get(jenkins, "whoAmI/nothing").status_code == 404
+
+
+def test_unknown_credentials_can_be_taken_as_anonymous(make_jenkins) -> None:
+    emulator = make_jenkins(bad_credentials="anonymous")  # an SSO security realm, or a proxy dropping Authorization
+    wrong = ("admin", "nope")
+    assert get(emulator, "whoAmI/api/json", auth=wrong).json()["anonymous"] is True
+    denied = get(emulator, "api/json", auth=wrong)
+    assert denied.status_code == 403 and denied.headers["X-You-Are-Authenticated-As"] == "anonymous"
+    assert get(emulator, "api/json").status_code == 200
+
+
+# --- per-job permissions -------------------------------------------------------------------------------------
+
+RESTRICTED_USERS = {
+    "admin": {"api_token": ADMIN_TOKEN},
+    "dispatch": {"api_token": "dispatch-token", "permissions": {
+        "deny_build": ["team/app/deploy", "secret/*"], "deny_read": ["hidden"], "deny_discover": ["private"]}},
+}
+RESTRICTED_JOBS = [{"path": name, "parameters": [{"name": "DISPATCH_ID"}], "quiet_period_seconds": 30}
+                   for name in ("secret/one", "hidden", "private")]
+DISPATCH = ("dispatch", "dispatch-token")
+
+
+@pytest.fixture
+def restricted(make_jenkins):
+    return make_jenkins(users=RESTRICTED_USERS, jobs=RESTRICTED_JOBS)
+
+
+@pytest.mark.parametrize("path", ["job/team/job/app/job/deploy/buildWithParameters", "job/secret/job/one/buildWithParameters",
+                                  "job/secret/job/one/build"])
+def test_a_job_the_user_may_not_build_answers_403_missing_job_build(restricted, path) -> None:
+    response = post(restricted, path, {"DISPATCH_ID": "f"}, auth=DISPATCH)
+    assert response.status_code == 403
+    assert "dispatch is missing the Job/Build permission" in response.text and "Access Denied" in response.text
+    assert response.headers["X-Required-Permission"] == "hudson.model.Item.Build"
+    assert response.headers["X-You-Are-Authenticated-As"] == "dispatch"
+    # requests joins repeated headers: the whole impliedBy chain of Item.Build, as AccessDeniedException3 reports it.
+    assert response.headers["X-Permission-Implied-By"] == (
+        "hudson.security.Permission.GenericUpdate, hudson.security.Permission.GenericWrite, hudson.model.Hudson.Administer")
+    assert restricted.counters()["trigger_requests"] == 0
+    assert post(restricted, path, {"DISPATCH_ID": "f"}).status_code in (201, 400)  # admin may; /build wants json
+    assert post(restricted, "job/deploy/buildWithParameters", {"DISPATCH_ID": "ok"}, auth=DISPATCH).status_code == 201
+
+
+def test_a_job_the_user_may_not_read_is_403_with_discover_else_404(restricted) -> None:
+    for path in ("job/hidden/api/json", "job/hidden/buildWithParameters"):
+        response = requests.request("POST" if path.endswith("Parameters") else "GET", restricted.base_url + path,
+                                    auth=DISPATCH, data={"DISPATCH_ID": "h"}, allow_redirects=False, timeout=5)
+        assert response.status_code == 403 and "Please login to access job hidden" in response.text
+        assert "X-Required-Permission" not in response.headers  # a plain AccessDeniedException
+    for path in ("job/private/api/json", "job/missing/api/json"):
+        response = get(restricted, path, auth=DISPATCH)
+        assert response.status_code == 404 and "This page may not exist" in response.text
+    assert get(restricted, "job/team/job/app/job/deploy/api/json", auth=DISPATCH).status_code == 200  # read, not build
+    assert get(restricted, "job/hidden/api/json").json()["name"] == "hidden"  # admin
+
+
+def test_listings_hide_what_the_user_may_not_read(restricted) -> None:
+    assert post(restricted, "job/hidden/buildWithParameters", {"DISPATCH_ID": "q1"}).status_code == 201
+    assert post(restricted, "job/private/buildWithParameters", {"DISPATCH_ID": "q2"}).status_code == 201
+    names = [j["name"] for j in get(restricted, "api/json", auth=DISPATCH).json()["jobs"]]
+    assert "deploy" in names and "hidden" not in names and "private" not in names
+    assert len(get(restricted, "api/json").json()["jobs"]) == len(names) + 2
+    queue = get(restricted, "queue/api/json", auth=DISPATCH).json()
+    assert queue["items"] == []
+    # Discover without Read: Queue.getDiscoverableItems shows the task's name only.
+    assert queue["discoverableItems"] == [{"_class": "hudson.model.Queue$StubItem",
+                                           "task": {"_class": "hudson.model.Queue$StubTask", "name": "hidden"}}]
+    assert len(get(restricted, "queue/api/json").json()["items"]) == 2
+
+
+def test_permissions_change_at_run_time_through_the_control_api(restricted) -> None:
+    control = restricted.base_url + "_emulator/"
+    forbidden = "job/team/job/app/job/deploy/buildWithParameters"
+    assert post(restricted, forbidden, {"DISPATCH_ID": "g"}, auth=DISPATCH).status_code == 403
+    granted = requests.post(control + "users", json={"name": "dispatch", "permissions": {"deny_build": ["secret/*"]}}, timeout=5)
+    assert granted.status_code == 200 and granted.json() == {
+        "name": "dispatch", "permissions": {"deny_build": ["secret/*"], "deny_read": [], "deny_discover": []}}
+    assert post(restricted, forbidden, {"DISPATCH_ID": "g"}, auth=DISPATCH).status_code == 201
+    state = requests.get(control + "state", timeout=5).json()
+    assert state["users"]["dispatch"] == {"permissions": {"deny_build": ["secret/*"], "deny_read": [], "deny_discover": []}}
+    assert "api_token" not in json.dumps(state["users"])
+    # "read" is the old shorthand: Overall/Read and Job/Read, nothing else.
+    requests.post(control + "users", json={"name": "dispatch", "permissions": "read"}, timeout=5)
+    assert post(restricted, "job/deploy/buildWithParameters", {"DISPATCH_ID": "r"}, auth=DISPATCH).status_code == 403
+    # A new user, then the Python face of the same thing.
+    requests.post(control + "users", json={"name": "bot", "api_token": "bot-token"}, timeout=5)
+    assert get(restricted, "whoAmI/api/json", auth=("bot", "bot-token")).json()["name"] == "bot"
+    restricted.set_user("bot", permissions={"deny_build": ["deploy"]})
+    assert post(restricted, "job/deploy/buildWithParameters", {"DISPATCH_ID": "b"}, auth=("bot", "bot-token")).status_code == 403
+    for bad in ({"name": "dispatch", "permissions": {"deny_everything": ["*"]}}, {"name": "dispatch", "permissions": "root"},
+                {"name": "dispatch", "permissions": {"deny_build": "deploy"}}, {"permissions": "all"}, {"name": "x", "shoe_size": 9}):
+        answer = requests.post(control + "users", json=bad, timeout=5)
+        assert answer.status_code == 400 and "error" in answer.json()
+
+
 # --- queue items ---------------------------------------------------------------------------------------------
 
 

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from jenkins_dispatch.decisions import Act, check_job, decide_trigger
 from jenkins_dispatch.jenkins_answers import (
     Accepted,
     AuthRejected,
@@ -18,6 +19,10 @@ from jenkins_dispatch.jenkins_answers import (
     CrumbRequired,
     Disabled,
     Finished,
+    Forbidden,
+    Identity,
+    JobForbidden,
+    JobInfo,
     JobNotFound,
     Merged,
     NotParameterized,
@@ -30,6 +35,7 @@ from jenkins_dispatch.jenkins_answers import (
     Refused,
     StillQueued,
     Unavailable,
+    classify_forbidden,
     classify_trigger_answer,
     dispatch_id_of,
     form_value,
@@ -38,8 +44,10 @@ from jenkins_dispatch.jenkins_answers import (
     parse_build,
     parse_job_info,
     parse_queue_item,
+    parse_who_am_i,
     queue_id_from_location,
     raw_encode,
+    resolve_forbidden,
 )
 
 
@@ -137,7 +145,7 @@ def classify(status: int, body: str = "", **headers: str):
         (500, "Illegal number of parameter values for X: 2", {}, BadRequest),
         (401, "", {"WWW-Authenticate": 'Basic realm="Jenkins"'}, AuthRejected),
         (403, "Authentication required", {}, AuthRejected),
-        (403, "", {"X-Required-Permission": "hudson.model.Item.Build"}, AuthRejected),
+        (403, "", {"X-Required-Permission": "hudson.model.Item.Build"}, Forbidden("team/app", "Job/Build")),
         (403, "No valid crumb was included in the request", {}, CrumbRequired),
         (503, "Please wait while Jenkins is getting ready to work", {}, Unavailable("Jenkins is starting (HTTP 503)")),
         (503, "Please wait while Jenkins is restarting", {}, Unavailable("Jenkins is restarting (HTTP 503)")),
@@ -165,7 +173,148 @@ def test_trigger_answers_are_classified(status, body, headers, expected) -> None
 def test_auth_rejection_names_the_user_and_the_settings_to_check() -> None:
     outcome = classify(401)
     assert outcome == AuthRejected("Jenkins rejected the credentials of user bot: check JENKINS_USER / JENKINS_API_TOKEN")
-    assert "hudson.model.Item.Build" in classify(403, **{"X-Required-Permission": "hudson.model.Item.Build"}).detail
+    assert "Overall/Read" in classify(403, **{"X-Required-Permission": "hudson.model.Hudson.Read"}).detail
+
+
+# --- 403: this job, or Jenkins as a whole? ------------------------------------------------------------------
+
+ACCESS_DENIED = "<html><body><h1>Access Denied</h1><p class='error'>bot is missing the Job/Build permission</p></body></html>"
+ANONYMOUS = {"X-You-Are-Authenticated-As": "anonymous", "X-Required-Permission": "hudson.model.Item.Build"}
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "expected"),
+    [
+        # Jenkins's AccessDeniedHandlerImpl for an authenticated user lacking Job/Build on this job.
+        (ACCESS_DENIED, {"X-You-Are-Authenticated-As": "bot", "X-Required-Permission": "hudson.model.Item.Build"},
+         Forbidden("team/app", "Job/Build")),
+        (ACCESS_DENIED, {}, Forbidden("team/app", "Job/Build")),  # a proxy dropped the headers
+        ("", {"X-Required-Permission": "hudson.model.Item.Build"}, Forbidden("team/app", "Job/Build")),
+        ("", {"x-required-permission": "hudson.model.Item.Read"}, Forbidden("team/app", "Job/Read")),
+        ("", {"X-Required-Permission": "hudson.model.Item.Cancel"}, Forbidden("team/app", "Job/Cancel")),
+        ("bot is missing the Job/Workspace permission", {}, Forbidden("team/app", "Job/Workspace")),
+        ("", {"X-Required-Permission": "org.example.Plugin.Frob"}, Forbidden("team/app", "org.example.Plugin.Frob")),
+        # Item/Discover without Item/Read: a plain AccessDeniedException, no permission headers.
+        ("<p class='error'>Please login to access job app</p>", {}, Forbidden("team/app", "Job/Read")),
+        # Jenkins saw no credentials at all: nothing to ask whoAmI.
+        ("Authentication required", ANONYMOUS, AuthRejected),
+        # Overall permissions are needed by every request: Jenkins-wide, whoever we are.
+        ("bot is missing the Overall/Read permission", {"X-Required-Permission": "hudson.model.Hudson.Read"}, AuthRejected),
+        ("bot is missing the Overall/Read permission", {}, AuthRejected),
+        ("", {"X-Required-Permission": "jenkins.model.Jenkins.Administer"}, AuthRejected),
+        # A 403 Jenkins's authorization did not write (a WAF, a proxy): never fail a job on it.
+        ("Request blocked", {}, AuthRejected),
+        ("", {}, AuthRejected),
+        ("No valid crumb was included in the request", {}, CrumbRequired),
+    ],
+)
+def test_a_403_is_sorted_into_job_level_or_jenkins_wide(body, headers, expected) -> None:
+    for outcome in (classify(403, body, **headers), classify_forbidden(headers, body, job_name="team/app", user="bot")):
+        if isinstance(expected, type):
+            assert isinstance(outcome, expected)
+        else:
+            assert outcome == expected
+
+
+def test_jenkins_wide_403_details_name_the_user_and_what_to_check() -> None:
+    assert classify(403, "Authentication required", **ANONYMOUS) == AuthRejected(
+        "Jenkins rejected the credentials of user bot: check JENKINS_USER / JENKINS_API_TOKEN")
+    overall = classify(403, **{"X-Required-Permission": "hudson.model.Hudson.Read"})
+    assert overall.detail == "Jenkins user bot lacks the Overall/Read permission, which every request needs: grant it"
+
+
+@pytest.mark.parametrize(
+    ("doc", "expected"),
+    [
+        # Jenkins >= 2.219 (SECURITY-1695): name, authenticated, anonymous, authorities (details and toString no longer exported).
+        ({"_class": "hudson.security.WhoAmI", "anonymous": False, "authenticated": True, "authorities": ["authenticated"], "name": "bot"},
+         Identity("bot", authenticated=True, anonymous=False)),
+        # An anonymous request IS "authenticated" (Spring's AnonymousAuthenticationToken): only "anonymous" tells.
+        ({"_class": "hudson.security.WhoAmI", "anonymous": True, "authenticated": True, "authorities": ["anonymous"], "name": "anonymous"},
+         Identity("anonymous", authenticated=True, anonymous=True)),
+        ({"name": "anonymous", "authenticated": True}, Identity("anonymous", authenticated=True, anonymous=True)),
+        ({"name": "bot", "authenticated": False, "anonymous": False}, Identity("bot", authenticated=False, anonymous=False)),
+        ({}, Identity("", authenticated=False, anonymous=True)),
+        ({"name": None, "authenticated": "yes"}, Identity("", authenticated=False, anonymous=True)),
+    ],
+)
+def test_who_am_i_is_parsed(doc, expected) -> None:
+    assert parse_who_am_i(doc) == expected
+
+
+@pytest.mark.parametrize(
+    ("identity", "user", "works"),
+    [
+        (Identity("bot", authenticated=True, anonymous=False), "bot", True),
+        (Identity("Bot", authenticated=True, anonymous=False), "bot", True),  # Jenkins user ids ignore case by default
+        (Identity("anonymous", authenticated=True, anonymous=True), "bot", False),
+        (Identity("someone-else", authenticated=True, anonymous=False), "bot", False),
+        (Identity("bot", authenticated=False, anonymous=False), "bot", False),
+        (Identity("anonymous", authenticated=True, anonymous=True), "anonymous", False),
+    ],
+)
+def test_credentials_work_only_when_jenkins_knows_us_by_name(identity, user, works) -> None:
+    assert identity.is_user(user) is works
+
+
+FORBIDDEN = Forbidden("team/app/deploy", "Job/Build")
+
+
+@pytest.mark.parametrize(
+    ("credentials_work", "expected"),
+    [
+        (True, JobForbidden("team/app/deploy", "bot", "Job/Build")),
+        (False, AuthRejected("Jenkins rejected the credentials of user bot: check JENKINS_USER / JENKINS_API_TOKEN")),
+        (None, Unavailable),
+    ],
+)
+def test_whoami_decides_what_a_job_level_403_means(credentials_work, expected) -> None:
+    outcome = resolve_forbidden(FORBIDDEN, credentials_work, "bot")
+    if isinstance(expected, type):
+        assert isinstance(outcome, expected) and "whoAmI" in outcome.reason
+    else:
+        assert outcome == expected
+
+
+@pytest.mark.parametrize(
+    ("outcome", "act", "error_class", "text"),
+    [
+        (JobForbidden("team/app/deploy", "dispatch", "Job/Build"), Act.FAIL, "JobForbidden",
+         "Jenkins user dispatch may not build team/app/deploy: missing the Job/Build permission "
+         "(grant it, then `jenkins-dispatch retry ID`)"),
+        (JobForbidden("hidden", "dispatch", "Job/Read"), Act.FAIL, "JobForbidden",
+         "Jenkins user dispatch may not read hidden: missing the Job/Read permission (grant it, then `jenkins-dispatch retry ID`)"),
+        (JobForbidden("x", "dispatch", "Job/Workspace"), Act.FAIL, "JobForbidden",
+         "Jenkins user dispatch may not use x: missing the Job/Workspace permission (grant it, then `jenkins-dispatch retry ID`)"),
+        (AuthRejected("Jenkins rejected the credentials of user dispatch: check JENKINS_USER / JENKINS_API_TOKEN"),
+         Act.STOP_PASS, "AuthRejected", "Jenkins rejected the credentials of user dispatch"),
+        # Unresolved (the client always resolves it): behave as before, stop without spending attempts.
+        (Forbidden("x", "Job/Build"), Act.STOP_PASS, "AuthRejected", "x"),
+    ],
+)
+def test_trigger_decisions_for_403s(outcome, act, error_class, text) -> None:
+    decision = decide_trigger(getattr(outcome, "job_name", "x"), outcome)
+    assert (decision.act, decision.error_class) == (act, error_class)
+    assert text in decision.reason and "\n" not in decision.reason
+
+
+@pytest.mark.parametrize(
+    ("info", "act", "error_class"),
+    [
+        (JobInfo(exists=True, forbidden=JobForbidden("hidden", "dispatch", "Job/Read")), Act.FAIL, "JobForbidden"),
+        (JobInfo(exists=False), Act.FAIL, "JobNotFound"),
+        (JobInfo(True, True, True, True, ("DISPATCH_ID",)), None, None),
+    ],
+)
+def test_job_checks_fail_a_job_the_user_may_not_read(info, act, error_class) -> None:
+    decision = check_job("hidden", info)
+    if act is None:
+        assert decision is None
+    else:
+        assert (decision.act, decision.error_class) == (act, error_class)
+    if info.forbidden:
+        assert decision.reason == ("Jenkins user dispatch may not read hidden: missing the Job/Read permission "
+                                   "(grant it, then `jenkins-dispatch retry ID`)")
 
 
 def test_bad_request_detail_is_one_line_without_html() -> None:

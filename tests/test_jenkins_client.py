@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from jenkins_dispatch.decisions import Act, check_job
 from jenkins_dispatch.jenkins import (
     CancelResult,
     Found,
@@ -26,6 +27,7 @@ from jenkins_dispatch.jenkins_answers import (
     BuildStarted,
     Disabled,
     Finished,
+    JobForbidden,
     JobInfo,
     JobNotFound,
     Merged,
@@ -128,11 +130,87 @@ def test_bad_token_is_rejected_with_a_clear_message(jenkins) -> None:
             client.job_info("deploy")
 
 
-def test_missing_build_permission_is_rejected(jenkins) -> None:
+def test_missing_build_permission_is_about_the_job(jenkins) -> None:
     with JenkinsClient(jenkins.base_url, "viewer", "viewer-token", timeout_seconds=2) as client:
-        outcome = client.trigger("deploy", {}, new_id())
-        assert isinstance(outcome, AuthRejected) and "hudson.model.Item.Build" in outcome.detail
+        assert client.trigger("deploy", {}, new_id()) == JobForbidden("deploy", "viewer", "Job/Build")
         assert client.job_info("deploy").exists
+
+
+# --- per-job permissions: this job, or Jenkins as a whole? ------------------------------------------------------
+
+PERMISSION_USERS = {
+    "admin": {"api_token": ADMIN_TOKEN},
+    "dispatch": {"api_token": "dispatch-token", "permissions": {
+        "deny_build": ["team/app/deploy", "secret/*"], "deny_read": ["hidden"], "deny_discover": ["private"]}},
+}
+PERMISSION_JOBS = [{"path": name, "parameters": [{"name": "DISPATCH_ID"}], "duration_seconds": 0.1}
+                   for name in ("secret/one", "hidden", "private")]
+
+
+@pytest.fixture
+def restricted(make_jenkins):
+    """An emulator where user ``dispatch`` may build some jobs and not others; whoAmI requests are counted."""
+    emulator = make_jenkins(users=PERMISSION_USERS, jobs=PERMISSION_JOBS)
+    emulator.who_am_i = emulator.add_fault(path="^whoAmI/")  # a fault without effects counts requests
+    return emulator
+
+
+def test_per_job_403_on_trigger_is_job_forbidden_and_whoami_is_asked_once(restricted) -> None:
+    with JenkinsClient(restricted.base_url, "dispatch", "dispatch-token", timeout_seconds=2) as client:
+        ids = [new_id() for _ in range(32)]
+        with ThreadPoolExecutor(16) as pool:
+            outcomes = list(pool.map(lambda d: client.trigger("team/app/deploy", {}, d), ids))
+        assert outcomes == [JobForbidden("team/app/deploy", "dispatch", "Job/Build")] * 32
+        assert client.trigger("secret/one", {}, new_id()) == JobForbidden("secret/one", "dispatch", "Job/Build")
+        assert isinstance(client.trigger("deploy", {}, new_id()), Accepted)  # the credentials do work
+        assert restricted.who_am_i.hits == 1
+    assert restricted.counters()["trigger_requests"] == 1
+
+
+def test_whoami_that_cannot_be_read_keeps_the_403_jenkins_wide(restricted) -> None:
+    restricted.clear_faults()  # the first matching fault applies: drop the fixture's counting one
+    restricted.add_fault(path="^whoAmI/", status=500)
+    with JenkinsClient(restricted.base_url, "dispatch", "dispatch-token", timeout_seconds=2) as client:
+        outcome = client.trigger("team/app/deploy", {}, new_id())
+    assert isinstance(outcome, Unavailable) and "whoAmI" in outcome.reason
+
+
+@pytest.mark.parametrize(
+    "jenkins_config",
+    [
+        {},  # Jenkins's own realm: a wrong token is a 401
+        {"bad_credentials": "anonymous"},  # an SSO realm that treats unknown credentials as anonymous: 403 everywhere
+        {"bad_credentials": "anonymous", "anonymous_read": True},  # ... even where anonymous may read: the trigger is a 403
+    ],
+    ids=["401", "403-no-anonymous-read", "403-anonymous-read"],
+)
+def test_wrong_credentials_are_auth_rejected_not_job_forbidden(make_jenkins, jenkins_config) -> None:
+    emulator = make_jenkins(users=PERMISSION_USERS, jobs=PERMISSION_JOBS, **jenkins_config)
+    expected = AuthRejected("Jenkins rejected the credentials of user dispatch: check JENKINS_USER / JENKINS_API_TOKEN")
+    with JenkinsClient(emulator.base_url, "dispatch", "wrong-token", timeout_seconds=2) as client:
+        for job in ("deploy", "team/app/deploy"):
+            assert client.trigger(job, {}, new_id()) == expected
+        if not jenkins_config.get("anonymous_read"):
+            with pytest.raises(JenkinsAuthRejected, match="user dispatch"):
+                client.job_info("hidden")
+        # whoAmI agrees: a 401, or anonymous.
+        assert client._credentials_work(time.monotonic() + 2) is False
+    assert emulator.counters()["trigger_requests"] == 0
+
+
+def test_job_info_per_job_403_becomes_a_failed_job_not_a_stopped_pass(restricted) -> None:
+    with JenkinsClient(restricted.base_url, "dispatch", "dispatch-token", timeout_seconds=2) as client:
+        info = client.job_info("hidden")
+        assert info == JobInfo(exists=True, forbidden=JobForbidden("hidden", "dispatch", "Job/Read"))
+        decision = check_job("hidden", info)
+        assert decision.act is Act.FAIL and decision.error_class == "JobForbidden"
+        assert decision.reason.startswith("Jenkins user dispatch may not read hidden: missing the Job/Read permission")
+        assert client.job_info("private") == JobInfo(exists=False)  # no Discover either: Jenkins says 404
+        assert client.job_info("team/app/deploy").declares_dispatch_id  # may read it, just not build it
+        assert restricted.who_am_i.hits == 1
+    with JenkinsClient(restricted.base_url, "dispatch", "wrong-token", timeout_seconds=2) as client, \
+            pytest.raises(JenkinsAuthRejected, match="user dispatch"):
+        client.job_info("hidden")
 
 
 def test_connection_refused_is_unavailable_and_quick() -> None:

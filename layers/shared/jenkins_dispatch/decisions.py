@@ -18,6 +18,8 @@ from .jenkins_answers import (
     BuildStarted,
     Disabled,
     Finished,
+    Forbidden,
+    JobForbidden,
     JobInfo,
     JobNotFound,
     Merged,
@@ -60,8 +62,26 @@ def job_not_found(job_name: str) -> Decision:
     return Decision(Act.FAIL, f"Jenkins has no job {job_name!r} (404): check the job path", error_class="JobNotFound")
 
 
+# What a missing job permission stops our user from doing, in the words of the fix.
+_FORBIDDEN_VERBS = {"Job/Build": "build", "Job/Read": "read", "Job/Discover": "read"}
+
+
+def job_forbidden(job_name: str, forbidden: JobForbidden) -> Decision:
+    """Our credentials work but this job is off limits to our user: only a person granting the permission can
+    change that, so the row fails (saying what to grant) instead of stopping every pass or retrying in vain."""
+    verb = _FORBIDDEN_VERBS.get(forbidden.permission, "use")
+    return Decision(
+        Act.FAIL,
+        f"Jenkins user {forbidden.user} may not {verb} {job_name}: missing the {forbidden.permission} permission "
+        "(grant it, then `jenkins-dispatch retry ID`)",
+        error_class="JobForbidden",
+    )
+
+
 def check_job(job_name: str, info: JobInfo) -> Decision | None:
     """Before sending: a job that cannot take our trigger fails (or waits) without a request."""
+    if info.forbidden is not None:
+        return job_forbidden(job_name, info.forbidden)
     if not info.exists:
         return job_not_found(job_name)
     if not info.declares_dispatch_id:
@@ -91,8 +111,14 @@ def decide_trigger(job_name: str, outcome) -> Decision:
             return Decision(Act.RETRY_LATER, f"Jenkins job {job_name!r} is disabled (409)", error_class="Disabled")
         case Refused(detail=detail):
             return Decision(Act.RETRY_LATER, f"Jenkins's queue refused {job_name!r}: {detail}", error_class="Refused")
+        case JobForbidden() as forbidden:
+            return job_forbidden(job_name, forbidden)
         case AuthRejected(detail=detail):
             return Decision(Act.STOP_PASS, f"{detail}", error_class="AuthRejected")
+        case Forbidden(permission=permission):
+            # The client always settles a Forbidden with whoAmI; unsettled, it may be our credentials: stop
+            # without spending attempts, as for any 403 before.
+            return Decision(Act.STOP_PASS, f"Jenkins refused {job_name} (403, {permission})", error_class="AuthRejected")
         case Unavailable(reason=reason):
             return Decision(Act.STOP_PASS, f"Jenkins unavailable: {reason}", error_class="Unavailable")
         case OutcomeUnknown(reason=reason):

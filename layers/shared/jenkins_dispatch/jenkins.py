@@ -8,6 +8,10 @@ Two rules shape this module:
 * One call never runs longer than ``timeout_seconds`` in total, because the dispatcher's lease
   (LEASE_SECONDS > JENKINS_TIMEOUT_SECONDS) must outlast any request a crashed worker left behind.
 
+A 403 that names a permission on one job is either about that job or about our credentials (Jenkins saw
+us as anonymous). ``whoAmI`` tells which; its verdict is kept for ``CREDENTIALS_CHECK_SECONDS``, so a batch of
+forbidden triggers costs one extra GET.
+
 The API token is held only by the session's auth object; it never appears in a log line, an exception or
 a repr.
 """
@@ -35,6 +39,8 @@ from .jenkins_answers import (
     BuildGone,
     BuildState,
     CrumbRequired,
+    Forbidden,
+    JobForbidden,
     JobInfo,
     OutcomeUnknown,
     QueueItemGone,
@@ -42,6 +48,7 @@ from .jenkins_answers import (
     TriggerOutcome,
     Unavailable,
     answer_text,
+    classify_forbidden,
     classify_trigger_answer,
     credentials_rejected_detail,
     dispatch_id_of,
@@ -51,6 +58,8 @@ from .jenkins_answers import (
     parse_build,
     parse_job_info,
     parse_queue_item,
+    parse_who_am_i,
+    resolve_forbidden,
 )
 
 JOB_INFO_TREE = "_class,buildable,property[parameterDefinitions[name]],actions[parameterDefinitions[name]]"
@@ -60,6 +69,8 @@ _BODY_LIMIT = 4 * 1024 * 1024  # more than any answer we ask for; guards against
 _CONNECT_SHARE_CAP_SECONDS = 5.0
 SEARCH_MAX_BUILDS = 5000
 SEARCH_CLOCK_SKEW_MS = 10 * 60 * 1000  # Jenkins's clock and the database's may disagree by this much
+# How long a whoAmI verdict is trusted: a pass (one client) asks once; a client kept across passes asks again.
+CREDENTIALS_CHECK_SECONDS = 60.0
 
 
 class JenkinsError(DispatchError):
@@ -166,6 +177,8 @@ class JenkinsClient:
         self._session.mount("https://", adapter)
         self._crumb_lock = threading.Lock()
         self._crumb: tuple[str, str] | None = None  # (header name, value), bound to the session cookie
+        self._credentials_lock = threading.Lock()
+        self._credentials: tuple[float, bool | None] | None = None  # (checked at, whoAmI verdict)
         if not verify_tls:
             self._logger.warning(f"TLS verification towards Jenkins at {self._where()} is switched off")
 
@@ -267,13 +280,18 @@ class JenkinsClient:
                 return None
             return self._crumb
 
-    def _get_json(self, path: str, what: str) -> dict[str, Any] | None:
-        """GET a JSON document; None for 404. Jenkins-wide problems raise."""
-        deadline = time.monotonic() + self.timeout_seconds
+    def _get(self, path: str, what: str, deadline: float) -> _Answer:
         try:
-            answer = self._send("GET", path, deadline=deadline)
+            return self._send("GET", path, deadline=deadline)
         except (_NotSent, _MaybeSent) as exc:
             raise JenkinsUnavailable(f"{exc} while reading {what}") from None
+
+    def _get_json(self, path: str, what: str) -> dict[str, Any] | None:
+        """GET a JSON document; None for 404. Jenkins-wide problems raise."""
+        answer = self._get(path, what, time.monotonic() + self.timeout_seconds)
+        return self._json_of(answer, what)
+
+    def _json_of(self, answer: _Answer, what: str) -> dict[str, Any] | None:
         if answer.status == 404:
             return None
         self._raise_for_jenkins_wide(answer, what)
@@ -298,12 +316,61 @@ class JenkinsClient:
             reason = outcome.reason if isinstance(outcome, Unavailable | OutcomeUnknown) else f"HTTP {answer.status}"
             raise JenkinsUnavailable(f"{reason} (while reading {what})")
 
+    def _credentials_work(self, deadline: float) -> bool | None:
+        """Whether Jenkins authenticates our requests as our user (``whoAmI/api/json``): False when it answers 401
+        or 403 or names someone else (anonymous), None when it cannot be read. Asked by one thread at a time, so
+        concurrent 403s share one GET; the verdict, whichever it is, is kept for CREDENTIALS_CHECK_SECONDS."""
+        with self._credentials_lock:
+            now = time.monotonic()
+            if self._credentials is not None and now - self._credentials[0] < CREDENTIALS_CHECK_SECONDS:
+                return self._credentials[1]
+            verdict = self._ask_who_am_i(deadline)
+            self._credentials = (now, verdict)
+            return verdict
+
+    def _ask_who_am_i(self, deadline: float) -> bool | None:
+        try:
+            answer = self._send("GET", "whoAmI/api/json", deadline=deadline)
+        except (_NotSent, _MaybeSent) as exc:
+            self._logger.warning(f"could not ask Jenkins's whoAmI whether our credentials work: {exc}")
+            return None
+        if answer.status in (401, 403):
+            return False  # whoAmI is readable by anyone Jenkins lets in: refused here, refused everywhere
+        try:
+            doc = json.loads(answer.text) if answer.status == 200 else None
+        except ValueError:
+            doc = None
+        if not isinstance(doc, dict):
+            self._logger.warning(f"Jenkins's whoAmI answered HTTP {answer.status} without its JSON document")
+            return None
+        identity = parse_who_am_i(doc)
+        if not identity.is_user(self.user):
+            self._logger.warning(f"Jenkins takes our requests as {identity.name or 'nobody'!r}, not as user {self.user}")
+        return identity.is_user(self.user)
+
+    def _settle_forbidden(self, forbidden: Forbidden, deadline: float) -> JobForbidden | AuthRejected | Unavailable:
+        return resolve_forbidden(forbidden, self._credentials_work(deadline), self.user)
+
     # ------------------------------------------------------------------------------------------------------
     # The operations
 
     def job_info(self, job_name: str) -> JobInfo:
-        """Whether the job exists, is buildable, and declares DISPATCH_ID."""
-        doc = self._get_json(f"{job_path(job_name)}api/json?tree={JOB_INFO_TREE}", f"job {job_name}")
+        """Whether the job exists, is buildable, and declares DISPATCH_ID — or that our user may not read it."""
+        what = f"job {job_name}"
+        deadline = time.monotonic() + self.timeout_seconds
+        answer = self._get(f"{job_path(job_name)}api/json?tree={JOB_INFO_TREE}", what, deadline)
+        if answer.status == 403:
+            outcome = classify_forbidden(answer.headers, answer.text, job_name=job_name, user=self.user)
+            if isinstance(outcome, Forbidden):
+                outcome = self._settle_forbidden(outcome, deadline)
+            match outcome:
+                case JobForbidden():
+                    return JobInfo(exists=True, forbidden=outcome)
+                case Unavailable(reason=reason):
+                    raise JenkinsUnavailable(reason)
+                case AuthRejected(detail=detail):
+                    raise JenkinsAuthRejected(detail)
+        doc = self._json_of(answer, what)
         return JobInfo(exists=False) if doc is None else parse_job_info(doc)
 
     def trigger(self, job_name: str, parameters: dict[str, Any], dispatch_id: str) -> TriggerOutcome:
@@ -321,6 +388,9 @@ class JenkinsClient:
         if isinstance(outcome, CrumbRequired):
             # A fresh crumb was refused too: our session or credentials are not what Jenkins expects.
             return AuthRejected(f"Jenkins keeps refusing the CSRF crumb of user {self.user}: check JENKINS_USER / JENKINS_API_TOKEN")
+        if isinstance(outcome, Forbidden):
+            # Jenkins refuses before it queues anything, so one more request cannot double this trigger.
+            return self._settle_forbidden(outcome, deadline)
         return outcome
 
     def queue_item(self, queue_id: int) -> QueueState:

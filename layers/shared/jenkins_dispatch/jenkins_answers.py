@@ -121,6 +121,29 @@ class AuthRejected:
 
 
 @dataclass(frozen=True)
+class JobForbidden:
+    """403 on this job while whoAmI shows our credentials work: our user lacks ``permission`` on this job only.
+
+    ``permission`` is named as Jenkins names it to people (``Job/Build``), so the fix can be read off it.
+    """
+
+    job_name: str
+    user: str
+    permission: str
+
+
+@dataclass(frozen=True)
+class Forbidden:
+    """403 in which Jenkins's authorization names a permission on the job. Either our user lacks it on this job
+    (a job problem) or Jenkins did not take our credentials at all (a Jenkins-wide problem): the answer alone
+    cannot tell. The client asks ``whoAmI`` and turns this into JobForbidden or AuthRejected (see
+    ``resolve_forbidden``); ``trigger`` never returns it."""
+
+    job_name: str
+    permission: str
+
+
+@dataclass(frozen=True)
 class CrumbRequired:
     """403 ``No valid crumb``. The client handles this itself; ``trigger`` never returns it."""
 
@@ -156,6 +179,8 @@ TriggerOutcome = (
     | Disabled
     | BadRequest
     | AuthRejected
+    | JobForbidden
+    | Forbidden
     | CrumbRequired
     | Refused
     | Unavailable
@@ -214,12 +239,7 @@ def classify_trigger_answer(
     if status == 401:
         return AuthRejected(credentials_rejected_detail(user))
     if status == 403:
-        if "No valid crumb" in body:
-            return CrumbRequired(f"Jenkins wants a CSRF crumb from user {user}")
-        permission = _header(headers, "X-Required-Permission")
-        if permission:
-            return AuthRejected(f"Jenkins user {user} lacks the permission {permission} needed to build {job_name}")
-        return AuthRejected(credentials_rejected_detail(user))
+        return classify_forbidden(headers, body, job_name=job_name, user=user)
     if status == 404:
         return JobNotFound(job_name)
     if status == 409:
@@ -252,6 +272,106 @@ def classify_trigger_answer(
     if 400 <= status < 500:
         return BadRequest(f"Jenkins refused the trigger of {job_name}: HTTP {status} {excerpt}".rstrip())
     return OutcomeUnknown(f"Jenkins answered the trigger of {job_name} with an unexpected HTTP {status}")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# 403: this job, or Jenkins as a whole?
+
+# How Jenkins titles the permission groups of X-Required-Permission ids (``<owner class>.<name>``).
+_PERMISSION_GROUPS = {
+    "hudson.model.Item": "Job",
+    "hudson.model.Run": "Run",
+    "hudson.model.View": "View",
+    "hudson.model.Computer": "Agent",
+    "hudson.scm.SCM": "SCM",
+    "hudson.model.Hudson": "Overall",
+    "jenkins.model.Jenkins": "Overall",
+}
+# AccessDeniedException2.MissingPermission: "{0} is missing the {1} permission", {1} being "Group/Name".
+_MISSING_PERMISSION = re.compile(r"is missing the (\S+/.+?) permission")
+# Jenkins.getItem / AbstractFolder.getItem: Item/Discover without Item/Read.
+_DISCOVER_ONLY = "Please login to access job"
+
+
+def permission_title(permission_id: str) -> str:
+    """``hudson.model.Item.Build`` → ``Job/Build``; an id of an unknown group stays as it is."""
+    owner, _, name = permission_id.rpartition(".")
+    group = _PERMISSION_GROUPS.get(owner)
+    return f"{group}/{name}" if group and name else permission_id
+
+
+def classify_forbidden(headers: Mapping[str, str], body: str, *, job_name: str, user: str) -> Forbidden | AuthRejected | CrumbRequired:
+    """Sort a 403 about ``job_name`` into: a crumb to fetch, a permission Jenkins names on the job (to be checked
+    against whoAmI), or a Jenkins-wide refusal.
+
+    Only a 403 Jenkins's own authorization wrote can be about one job: it names the missing permission (header
+    ``X-Required-Permission`` or body "<user> is missing the Job/Build permission") or says "Please login to
+    access job X" (Discover without Read). Any other 403 — a proxy, a WAF — stays Jenkins-wide: failing jobs on
+    it could fail every row of the queue. So does one where Jenkins saw us as anonymous, or one naming an Overall
+    permission, which every request needs.
+    """
+    if "No valid crumb" in body:
+        return CrumbRequired(f"Jenkins wants a CSRF crumb from user {user}")
+    if (_header(headers, "X-You-Are-Authenticated-As") or "").lower() == "anonymous":
+        return AuthRejected(credentials_rejected_detail(user))
+    text = answer_text(body, 4000)
+    match = _MISSING_PERMISSION.search(text)
+    required = _header(headers, "X-Required-Permission")
+    if match:
+        permission = match.group(1)
+    elif required:
+        permission = permission_title(required.split(",")[0].strip())
+    elif _DISCOVER_ONLY in text:
+        permission = "Job/Read"
+    else:
+        return AuthRejected(credentials_rejected_detail(user))
+    if permission.startswith("Overall/"):
+        return AuthRejected(f"Jenkins user {user} lacks the {permission} permission, which every request needs: grant it")
+    return Forbidden(job_name, permission)
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who Jenkins takes our requests for, from ``whoAmI/api/json``."""
+
+    name: str
+    authenticated: bool
+    anonymous: bool
+
+    def is_user(self, user: str) -> bool:
+        """Whether Jenkins authenticated our credentials as ``user``. An anonymous request is "authenticated" too
+        (Spring's AnonymousAuthenticationToken), so the name and ``anonymous`` decide. User ids ignore case under
+        Jenkins's default id strategy."""
+        return self.authenticated and not self.anonymous and self.name.lower() == user.lower()
+
+
+def parse_who_am_i(doc: Mapping[str, Any]) -> Identity:
+    """Map ``whoAmI/api/json`` (``name``, ``authenticated``, ``anonymous``, ``authorities``) to an Identity.
+
+    Missing or odd fields count against us: only a clear "this user, not anonymous" confirms the credentials.
+    """
+    name = doc.get("name")
+    name = name if isinstance(name, str) else ""
+    anonymous = doc.get("anonymous")
+    return Identity(
+        name=name,
+        authenticated=doc.get("authenticated") is True,
+        anonymous=anonymous if isinstance(anonymous, bool) else name in ("", "anonymous"),
+    )
+
+
+def resolve_forbidden(forbidden: Forbidden, credentials_work: bool | None, user: str) -> JobForbidden | AuthRejected | Unavailable:
+    """What a job-level 403 means once whoAmI has answered: ``credentials_work`` is True when whoAmI shows our
+    user, False when Jenkins does not take our credentials (401/403 on whoAmI, anonymous, someone else), None
+    when whoAmI could not be read at all."""
+    if credentials_work is True:
+        return JobForbidden(forbidden.job_name, user, forbidden.permission)
+    if credentials_work is False:
+        return AuthRejected(credentials_rejected_detail(user))
+    return Unavailable(
+        f"Jenkins refused {forbidden.job_name} (403, {forbidden.permission}) and whoAmI could not be read to tell "
+        f"whether the credentials of user {user} work"
+    )
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -402,11 +522,15 @@ def dispatch_id_of(doc: Mapping[str, Any], parameter: str = DISPATCH_ID_PARAMETE
 
 @dataclass(frozen=True)
 class JobInfo:
+    """What the dispatcher checks before sending. ``forbidden`` is set when Jenkins refused to show the job to our
+    (working) credentials: the job exists, but our user may not read it."""
+
     exists: bool
     buildable: bool = False
     parameterized: bool = False
     declares_dispatch_id: bool = False
     parameter_names: tuple[str, ...] = field(default_factory=tuple)
+    forbidden: JobForbidden | None = None
 
 
 def parse_job_info(doc: Mapping[str, Any]) -> JobInfo:
