@@ -201,13 +201,18 @@ def test_bad_max_jobs_is_a_clear_error(bad):
 
 
 class LambdaContext:
+    """Like Lambda's: the time left counts down from the function's timeout."""
+
     function_name = "jenkins-dispatch-dispatcher"
     memory_limit_in_mb = 256
     invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:jenkins-dispatch-dispatcher"
     aws_request_id = "req-1"
 
+    def __init__(self, seconds: float = 12.0):
+        self.ends_at = time.monotonic() + seconds
+
     def get_remaining_time_in_millis(self):
-        return 50_000
+        return max(0, int((self.ends_at - time.monotonic()) * 1000))
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in EVENTS.glob("dispatcher-*.json")))

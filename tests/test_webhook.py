@@ -100,7 +100,7 @@ def snapshot(db, job_id):
 
 
 def handler_statements() -> int:
-    return runtime.database().statements
+    return runtime.pool().statements
 
 
 # --------------------------------------------------------------------------- each sample event

@@ -97,6 +97,13 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def interval_seconds(text: str) -> float:
+    value = non_negative_float(text)
+    if value < 0.1:
+        raise argparse.ArgumentTypeError(f"expected at least 0.1 seconds, got {text}")
+    return value
+
+
 # --------------------------------------------------------------------------- output
 
 
@@ -392,10 +399,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("dispatch", cmd_dispatch, "run one dispatcher pass and print its summary as JSON")
     p.add_argument("--max-jobs", type=positive_int, metavar="N", help="trigger at most N jobs")
 
-    p = command("serve", cmd_serve, "run the dispatcher every S seconds and the webhook over plain HTTP")
-    p.add_argument("--interval", type=non_negative_float, default=10.0, metavar="S")
-    p.add_argument("--port", type=non_negative_int, default=8080)
-    p.add_argument("--host", default="127.0.0.1")
+    p = command("serve", cmd_serve, "run the dispatcher (woken by new work) and the webhook over plain HTTP")
+    p.add_argument("--interval", type=interval_seconds, default=10.0, metavar="S",
+                   help="a pass at least every S seconds even without news (default 10)")
+    p.add_argument("--port", type=non_negative_int, default=8080, help="webhook and /healthz port (default 8080)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     return parser
 
 

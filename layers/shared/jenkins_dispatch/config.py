@@ -17,6 +17,13 @@ from .errors import ConfigError
 SecretFetcher = Callable[[str], str]
 """Given a secret's ARN, return its SecretString."""
 
+# Room kept between the end of our last request and the end of a claim's lease (clocks, statement
+# latency), and room for the claim itself and the job checks before the first trigger: a lease must
+# hold one whole trigger wave (JENKINS_TIMEOUT_SECONDS) plus both, or no trigger is ever sent.
+LEASE_SAFETY_SECONDS = 0.5
+CLAIM_ROOM_SECONDS = 0.5
+DISPATCHER_MODES = ("continuous", "single")
+
 
 @dataclass(frozen=True)
 class DatabaseSettings:
@@ -66,6 +73,11 @@ class Settings:
     retry_base_seconds: float = 30.0
     retry_max_seconds: float = 900.0
     time_margin_seconds: float = 10.0
+    # Sessions the webhook may hold under `serve` (Lambda: one per container, whatever this says).
+    webhook_db_pool_size: int = 4
+    # Lambda dispatcher: "continuous" keeps dispatching (woken by new work) until the invocation's time
+    # is nearly up; "single" runs one pass and returns.
+    dispatcher_mode: str = "continuous"
 
     def require_jenkins(self) -> JenkinsSettings:
         if self.jenkins is None:
@@ -74,6 +86,15 @@ class Settings:
                 "(or JENKINS_SECRET_ARN)"
             )
         return self.jenkins
+
+    def check_pass_budget(self, budget_seconds: float, where: str) -> None:
+        """Refuse a pass that could never send a trigger: it must fit the margin plus one timeout."""
+        timeout = self.jenkins.timeout_seconds if self.jenkins else 0.0
+        if budget_seconds - self.time_margin_seconds < timeout:
+            raise ConfigError(
+                f"{where} ({budget_seconds:g} s) must be at least TIME_MARGIN_SECONDS ({self.time_margin_seconds:g}) "
+                f"plus JENKINS_TIMEOUT_SECONDS ({timeout:g}): otherwise no trigger can ever be sent"
+            )
 
     def require_webhook_secret(self) -> str:
         if not self.webhook_secret:
@@ -119,6 +140,15 @@ def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     if raw in ("0", "false", "no", "off"):
         return False
     raise ConfigError(f"{name} must be true or false, got {raw!r}")
+
+
+def _choice(env: Mapping[str, str], name: str, default: str, choices: tuple[str, ...]) -> str:
+    raw = env.get(name, "").strip().lower()
+    if raw == "":
+        return default
+    if raw not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+    return raw
 
 
 def _secret_json(fetch: SecretFetcher, name: str, arn: str) -> dict:
@@ -283,10 +313,11 @@ def load_settings(env: Mapping[str, str] | None = None, fetch_secret: SecretFetc
 
     timeout = _float(env, "JENKINS_TIMEOUT_SECONDS", 10.0, 0.1)
     lease = _int(env, "LEASE_SECONDS", 300, 1)
-    if lease <= timeout:
+    if lease < timeout + LEASE_SAFETY_SECONDS + CLAIM_ROOM_SECONDS:
         raise ConfigError(
-            f"LEASE_SECONDS ({lease}) must be longer than JENKINS_TIMEOUT_SECONDS ({timeout:g}): a crashed "
-            "worker's request must have ended before the reconciler looks at its row"
+            f"LEASE_SECONDS ({lease}) must be at least JENKINS_TIMEOUT_SECONDS ({timeout:g}) plus "
+            f"{LEASE_SAFETY_SECONDS + CLAIM_ROOM_SECONDS:g} s: a claimed row's trigger must end within its "
+            "lease, so a shorter lease would never send one"
         )
     max_in_flight = _int(env, "MAX_IN_FLIGHT", None, 1)
 
@@ -307,4 +338,6 @@ def load_settings(env: Mapping[str, str] | None = None, fetch_secret: SecretFetc
         retry_base_seconds=_float(env, "RETRY_BASE_SECONDS", 30.0, 0.0),
         retry_max_seconds=_float(env, "RETRY_MAX_SECONDS", 900.0, 0.0),
         time_margin_seconds=_float(env, "TIME_MARGIN_SECONDS", 10.0, 0.0),
+        webhook_db_pool_size=_int(env, "WEBHOOK_DB_POOL_SIZE", 4, 1),
+        dispatcher_mode=_choice(env, "DISPATCHER_MODE", "continuous", DISPATCHER_MODES),
     )

@@ -1,13 +1,18 @@
-"""Connections to PostgreSQL: TLS that always verifies, session timeouts, clear errors.
+"""Connections to PostgreSQL: TLS that always verifies, session timeouts, clear errors, a bounded pool,
+and waiting for notifications.
 
-The SQL itself lives in ``queue.py``; this module only knows how to open, check and close a session.
+The SQL itself lives in ``sql/queries.sql`` (run by ``queue.py``); this module only knows how to open,
+check, share and close sessions.
 """
 
 from __future__ import annotations
 
+import select
 import socket
 import ssl
+import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
@@ -15,7 +20,7 @@ import pg8000.native
 from pg8000.exceptions import DatabaseError, InterfaceError
 
 from .config import DatabaseSettings
-from .errors import ConfigError, DatabaseUnavailable
+from .errors import ConfigError, DatabaseBusy, DatabaseUnavailable
 
 # The layer build drops AWS's RDS CA bundle here (see layers/shared/Makefile).
 BUNDLED_RDS_CA = Path(__file__).with_name("rds-ca-bundle.pem")
@@ -24,6 +29,11 @@ BUNDLED_RDS_CA = Path(__file__).with_name("rds-ca-bundle.pem")
 IDLE_CHECK_SECONDS = 30.0
 
 Row = dict
+
+# SQLSTATEs after which the session is gone (the server ended it: failover, pg_terminate_backend,
+# shutdown) and those that only mean "not now" (a lock or statement timeout, a deadlock victim).
+_SESSION_ENDED = ("57P01", "57P02", "57P03", "08000", "08003", "08006")
+_BUSY = ("55P03", "57014", "40P01", "40001")
 
 
 def tls_context(settings: DatabaseSettings) -> ssl.SSLContext:
@@ -75,6 +85,8 @@ class Database:
         self._prepared: dict[str, pg8000.native.PreparedStatement] = {}
         self.statements = 0  # round trips issued, for benchmarks and tests
         self.last_row_count = 0
+        self.connects = 0  # sessions opened so far: a change means notifications may have been missed
+        self._listening: tuple[str, ...] = ()
 
     # ------------------------------------------------------------------ session
     def _connect(self) -> pg8000.native.Connection:
@@ -115,8 +127,13 @@ class Database:
                 f"SET idle_in_transaction_session_timeout = {int(s.idle_in_transaction_timeout_ms)}; "
                 "SET lock_timeout = 5000"
             )
+            for channel in self._listening:
+                conn.run(f'LISTEN "{channel}"')
         except (InterfaceError, DatabaseError, OSError) as exc:
+            with suppress(Exception):
+                conn.close()
             raise DatabaseUnavailable(f"PostgreSQL at {s.describe()} refused the session: {_reason(exc)}") from None
+        self.connects += 1
         return conn
 
     def connection(self) -> pg8000.native.Connection:
@@ -173,6 +190,15 @@ class Database:
             raise DatabaseUnavailable(
                 f"lost the connection to PostgreSQL at {self.settings.describe()}: {_reason(exc)}"
             ) from None
+        except DatabaseError as exc:
+            if is_sqlstate(exc, *_SESSION_ENDED):
+                self._drop()
+                raise DatabaseUnavailable(
+                    f"PostgreSQL at {self.settings.describe()} ended the session: {_reason(exc)}"
+                ) from None
+            if is_sqlstate(exc, *_BUSY):
+                raise DatabaseBusy(f"PostgreSQL at {self.settings.describe()} is busy: {_reason(exc)}") from None
+            raise
         self.last_row_count = context.row_count
         if not rows:
             return []
@@ -199,6 +225,104 @@ class Database:
         else:
             self._in_transaction = False
             self.run("COMMIT")
+
+
+    # ------------------------------------------------------------------ notifications
+    def listen(self, channel: str) -> None:
+        """LISTEN on ``channel`` now and on every session this object opens later."""
+        if channel not in self._listening:
+            self._listening = (*self._listening, channel)
+            if self._conn is not None:
+                self.run(f'LISTEN "{channel}"')
+
+    def wait_for_notifications(self, timeout: float) -> list[str]:
+        """Payloads of the notifications received on the LISTENed channels, waiting up to ``timeout``
+        seconds for the first one ([] when none came). Costs no statement while nothing arrives.
+
+        pg8000 parses incoming messages only while it runs a statement, so this waits on the socket
+        and, once something arrived (a notification, or the server closing the session), runs one
+        ``SELECT 1`` to have it parsed (raising DatabaseUnavailable if the session is gone).
+        """
+        conn = self.connection()
+        if not conn.notifications and not _readable(conn, timeout):
+            return []
+        if not conn.notifications:
+            self.run("SELECT 1")
+        payloads = []
+        while self._conn is not None and self._conn.notifications:
+            _pid, channel, payload = self._conn.notifications.popleft()
+            if channel in self._listening:
+                payloads.append(payload)
+        return payloads
+
+
+def _readable(conn: pg8000.native.Connection, timeout: float) -> bool:
+    """Whether the session has unread input, waiting up to ``timeout`` seconds for some."""
+    usock = conn._usock
+    # Bytes may already sit in pg8000's buffered reader (read along with the last answer) or, over TLS,
+    # in the decrypted buffer: the raw socket would not show them. Peek without blocking.
+    if isinstance(usock, ssl.SSLSocket) and usock.pending():
+        return True
+    previous = usock.gettimeout()
+    try:
+        usock.settimeout(0)
+        if conn._sock.peek(1):
+            return True
+    except (BlockingIOError, ssl.SSLWantReadError):
+        pass
+    except OSError:
+        return True  # a broken socket: let the statement that follows report it
+    finally:
+        with suppress(OSError):
+            usock.settimeout(previous)
+    try:
+        ready, _, _ = select.select([usock], [], [], max(timeout, 0.0))
+    except (OSError, ValueError):
+        return True
+    return bool(ready)
+
+
+class SessionPool:
+    """At most ``size`` sessions shared by many threads (the webhook under `serve`).
+
+    A session that breaks is closed by its ``Database`` and reopened by the next borrower, so the number
+    of server-side sessions never exceeds ``size``, whatever the number of requests or failures.
+    """
+
+    def __init__(self, settings: DatabaseSettings, size: int, application_name: str = "jenkins-dispatch",
+                 acquire_timeout: float = 5.0):
+        self.settings = settings
+        self.size = size
+        self.acquire_timeout = acquire_timeout
+        self._free = [Database(settings, application_name) for _ in range(size)]
+        self._all = list(self._free)
+        self._lock = threading.Lock()
+        self._available = threading.Semaphore(size)
+
+    @property
+    def statements(self) -> int:
+        return sum(db.statements for db in self._all)
+
+    @contextmanager
+    def session(self) -> Iterator[Database]:
+        if not self._available.acquire(timeout=self.acquire_timeout):
+            raise DatabaseUnavailable(
+                f"all {self.size} database sessions are busy (PostgreSQL at {self.settings.describe()}); "
+                "try again"
+            )
+        with self._lock:
+            db = self._free.pop()
+        try:
+            yield db
+        finally:
+            with self._lock:
+                self._free.append(db)
+            self._available.release()
+
+    def close(self) -> None:
+        with self._lock:
+            for db in self._all:
+                db.close()
 
 
 def is_sqlstate(exc: BaseException, *codes: str) -> bool:

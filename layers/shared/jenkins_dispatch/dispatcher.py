@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from . import runtime
-from .config import Settings
+from .config import LEASE_SAFETY_SECONDS, Settings
 from .db import Database
 from .decisions import (
     Act,
@@ -38,7 +38,7 @@ from .decisions import (
     follow_build,
     follow_queue_item,
 )
-from .errors import InvalidInput
+from .errors import DispatchError, InvalidInput
 from .jenkins import JenkinsAuthRejected, JenkinsClient, JenkinsError, SearchInconclusive
 from .jenkins_answers import JobInfo, job_path_error
 from .observability import MetricUnit, logger, metrics, subsegment
@@ -48,8 +48,6 @@ from .queue import LEGACY_DISPATCH_PREFIX, ClaimedJob, ExpiredLease, Queue, Sett
 # queue item that just left the queue has no build yet, and must not be mistaken for a lost trigger.
 SEARCH_RECHECK_SECONDS = 0.25
 EXPIRED_PER_TAKE = 25
-# Room kept between the end of our last request and the end of the lease (clocks, statement latency).
-LEASE_SAFETY_SECONDS = 0.5
 
 
 @dataclass
@@ -100,7 +98,12 @@ class Dispatcher:
         self.queue = Queue(db, lease_seconds=settings.lease_seconds)
         self.client = client
         self.remaining_ms = remaining_ms
-        self.stop = stop or threading.Event()
+        # Two ways a pass ends early: the process is shutting down (SIGTERM, shared with the caller), or
+        # Jenkins as a whole failed (this pass only: the caller decides whether to try again).
+        self.shutdown = stop or threading.Event()
+        self._halted = threading.Event()
+        self.gauges: dict[str, Any] | None = None  # read after the pass (metrics, and when to look again)
+        self.jenkins_failure: str | None = None  # why Jenkins as a whole failed this pass, if it did
         self.rng = rng or random.Random()
         self.summary = PassSummary()
         self.job_infos: dict[str, JobInfo] = {}
@@ -111,6 +114,14 @@ class Dispatcher:
     # ------------------------------------------------------------------ time and stopping
     def _seconds_left(self) -> float:
         return math.inf if self.remaining_ms is None else self.remaining_ms() / 1000.0
+
+    @property
+    def talked_to_jenkins(self) -> bool:
+        """Whether this pass asked Jenkins anything (so its success says Jenkins works)."""
+        return self.summary.claimed > 0 or self.summary.reconciled.checked > 0
+
+    def _stopping(self) -> bool:
+        return self.shutdown.is_set() or self._halted.is_set()
 
     def _out_of_time(self, reserve: float) -> bool:
         return self._seconds_left() < reserve
@@ -128,7 +139,7 @@ class Dispatcher:
             if not self.summary.stopped_because:
                 self.dispatch(max_jobs)
         except PassStopped as stopped:
-            self.summary.stopped_because = str(stopped)
+            self.summary.stopped_because = self.jenkins_failure = str(stopped)
             metrics.add_metric(name="JenkinsUnavailable", unit=MetricUnit.Count, value=1)
             logger.error("pass stopped: Jenkins as a whole failed", extra={"reason": str(stopped)})
         self.summary.duration_ms = int((time.monotonic() - started) * 1000)
@@ -146,9 +157,9 @@ class Dispatcher:
             metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
         metrics.add_metric(name="PassDurationMs", unit=MetricUnit.Milliseconds, value=s.duration_ms)
         try:
-            gauges = self.queue.gauges()
-        except Exception:  # metrics must never turn a finished pass into a failure
-            logger.exception("could not read the queue's gauges for metrics")
+            gauges = self.gauges = self.queue.gauges()
+        except DispatchError as exc:  # metrics must never turn a finished pass into a failure
+            logger.warning("could not read the queue's gauges for metrics", extra={"reason": str(exc)})
             return
         metrics.add_metric(name="OldestPendingAgeSeconds", unit=MetricUnit.Seconds,
                            value=gauges["oldest_pending_seconds"] or 0)
@@ -156,14 +167,14 @@ class Dispatcher:
 
     # ------------------------------------------------------------------ reconcile
     def reconcile(self) -> None:
-        while not self.stop.is_set() and not self._out_of_time(self.send_reserve_seconds):
+        while not self._stopping() and not self._out_of_time(self.send_reserve_seconds):
             with subsegment("db.take_expired_leases"):
                 expired = self.queue.take_expired_leases(EXPIRED_PER_TAKE)
             self.summary.reconciled.checked += len(expired)
             self._reconcile_rows(expired)
             if len(expired) < EXPIRED_PER_TAKE:
                 return
-        self.summary.stopped_because = "stop requested" if self.stop.is_set() else "time nearly up"
+        self.summary.stopped_because = "stop requested" if self._stopping() else "time nearly up"
 
     def _reconcile_rows(self, rows: list[ExpiredLease]) -> None:
         """Follow what Jenkins knows of each row; rows with no trace are searched once more, together,
@@ -202,7 +213,8 @@ class Dispatcher:
 
     def _jenkins_wide_reason(self, exc: JenkinsError) -> str:
         if isinstance(exc, JenkinsAuthRejected):
-            return f"Jenkins rejected our credentials: {exc} (check JENKINS_USER and JENKINS_API_TOKEN)"
+            text = str(exc)
+            return text if "JENKINS_API_TOKEN" in text else f"{text} (check JENKINS_USER and JENKINS_API_TOKEN)"
         return f"Jenkins unavailable: {exc}"
 
     def _follow(self, row: ExpiredLease, followup) -> None:
@@ -302,7 +314,7 @@ class Dispatcher:
         capped = self.queue.caps_in_force(self.settings.max_in_flight)
         budget = math.inf if max_jobs is None else max_jobs
         while True:
-            if self.stop.is_set():
+            if self._stopping():
                 self.summary.stopped_because = "stop requested"
                 return
             if budget <= 0:
@@ -368,18 +380,18 @@ class Dispatcher:
             ) as pool:
                 decided.extend(zip(to_send, pool.map(self._send, to_send), strict=True))
         self._apply(decided, actor="dispatcher")
-        if self.stop.is_set() and self.summary.stopped_because:
+        if self._halted.is_set() and self.summary.stopped_because:
             raise PassStopped(self.summary.stopped_because)
 
     def _stop_with(self, reason: str) -> None:
         if not self.summary.stopped_because:
             self.summary.stopped_because = reason
-        self.stop.set()
+        self._halted.set()
 
     def _send(self, job: ClaimedJob, check_stop: bool = True) -> Decision | None:
         """Runs on a pool thread: send one trigger unless the pass is stopping (then None: not sent)."""
         if check_stop and (
-            self.stop.is_set()
+            self._stopping()
             or self._out_of_time(self.send_reserve_seconds)
             # The request must end while the claim's lease lasts (job checks or a slow Jenkins can eat it).
             or time.monotonic() - self._batch_started + self.timeout > self.settings.lease_seconds - LEASE_SAFETY_SECONDS
@@ -478,8 +490,27 @@ def max_jobs_from_event(event: Any) -> int | None:
     return value
 
 
+# A continuous invocation still runs a full pass (the reconciler's turn) at least this often.
+LAMBDA_INTERVAL_SECONDS = 10.0
+
+
 def handle_event(event: Any, context: Any) -> dict[str, Any]:
-    """The Lambda entry point (functions/dispatcher/app.py)."""
+    """The Lambda entry point (functions/dispatcher/app.py).
+
+    DISPATCHER_MODE=continuous (the template's default): keep dispatching, woken by new work, until the
+    invocation's time is nearly up, so the next scheduled invocation takes over without a gap.
+    DISPATCHER_MODE=single, or a manual ``{"max_jobs": N}``: one pass.
+    """
+    from .dispatch_loop import DispatchLoop
+    from .wakeup import NotificationSignal
+
     max_jobs = max_jobs_from_event(event)
+    settings = runtime.settings()
     remaining = getattr(context, "get_remaining_time_in_millis", None)
-    return run_pass(runtime.settings(), max_jobs=max_jobs, remaining_ms=remaining, db=runtime.database())
+    if remaining is not None:
+        settings.check_pass_budget(remaining() / 1000, "the dispatcher function's time left (DispatcherTimeoutSeconds)")
+    db = runtime.database()
+    if settings.dispatcher_mode == "single" or max_jobs is not None or remaining is None:
+        return run_pass(settings, max_jobs=max_jobs, remaining_ms=remaining, db=db)
+    loop = DispatchLoop(settings, db, NotificationSignal(db), interval=LAMBDA_INTERVAL_SECONDS)
+    return loop.run(seconds_left=lambda: remaining() / 1000)

@@ -13,6 +13,10 @@ class DatabaseUnavailable(DispatchError):
     """The database cannot be reached or refused us; the message names the host, never the password."""
 
 
+class DatabaseBusy(DispatchError):
+    """A statement gave up waiting (lock or statement timeout, deadlock): the database works, try again later."""
+
+
 class InvalidInput(DispatchError):
     """A request or command argument is malformed; nothing was changed."""
 

@@ -112,6 +112,7 @@ def _constraint_message(exc: DatabaseError) -> str:
         "jenkins_job_limits_max_in_flight_check": "a cap must be 0 or more",
         "jenkins_job_limits_job_name_check": "job name must not be empty",
         "jenkins_jobs_queue_dedupe_key": "another unfinished job has the same dedupe key",
+        "jenkins_jobs_queue_scheduled_at_check": "scheduled_at must be a real time, not infinity",
     }
     return readable.get(constraint, database_error_message(exc))
 
@@ -372,7 +373,8 @@ class Queue:
         return self._run("stats")[0]
 
     def gauges(self) -> Row:
-        """Jobs processing, and the age of the oldest due pending job (None: none is due)."""
+        """Jobs processing; the age of the oldest due pending job; seconds until the next pending job is
+        due and until the next lease expires (each None when there is none)."""
         return self._run("gauges")[0]
 
     def stats_per_job(self) -> list[Row]:

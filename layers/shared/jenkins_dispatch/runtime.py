@@ -1,19 +1,27 @@
-"""What a warm Lambda (or a `serve` process) keeps between invocations: settings and a database session.
+"""What a warm Lambda (or a `serve` process) keeps between invocations: settings and database sessions.
 
-Settings are read once per process; secrets behind them are cached by Powertools Parameters. The
-database session is opened on first use and reused while it stays healthy.
+Settings are read once per process; secrets behind them are cached by Powertools Parameters.
+Sessions are opened on first use and reused while they stay healthy:
+- ``database()``: the one session of a Lambda container (dispatcher, migrations), used by one thread;
+- ``session()``: a session borrowed from a bounded pool, for the webhook, which `serve` runs on many
+  threads. The pool has ``WEBHOOK_DB_POOL_SIZE`` sessions under `serve` and one in Lambda (a container
+  runs one invocation at a time), so a flood of callbacks or a database blip never multiplies sessions.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from .config import Settings, load_settings
-from .db import Database
+from .db import Database, SessionPool
 
 _lock = threading.Lock()
 _settings: Settings | None = None
-_databases: dict[int, Database] = {}
+_database: Database | None = None
+_pool: SessionPool | None = None
+_pool_size: int | None = None  # set by `serve`; Lambda keeps one session
 
 
 def settings() -> Settings:
@@ -31,29 +39,46 @@ def loaded_settings() -> Settings | None:
 
 
 def database() -> Database:
-    """This thread's session (Lambda runs one invocation at a time; `serve` has a few threads)."""
-    key = threading.get_ident()
+    """The process's own session (Lambda runs one invocation at a time)."""
+    global _database
+    current = settings()
     with _lock:
-        db = _databases.get(key)
-    if db is None:
-        db = Database(settings().database)
-        with _lock:
-            _databases[key] = db
-    return db
+        if _database is None:
+            _database = Database(current.database)
+        return _database
+
+
+def pool() -> SessionPool:
+    global _pool
+    current = settings()
+    with _lock:
+        if _pool is None:
+            _pool = SessionPool(current.database, _pool_size or 1, application_name="jenkins-dispatch-webhook")
+        return _pool
+
+
+@contextmanager
+def session() -> Iterator[Database]:
+    """A session from the bounded pool, returned when the block ends."""
+    with pool().session() as db:
+        yield db
 
 
 def reset() -> None:
     """Forget settings and close sessions (tests, and `serve` on shutdown)."""
-    global _settings
+    global _settings, _database, _pool, _pool_size
     with _lock:
-        for db in _databases.values():
-            db.close()
-        _databases.clear()
-        _settings = None
+        if _database is not None:
+            _database.close()
+        if _pool is not None:
+            _pool.close()
+        _database = _pool = _settings = _pool_size = None
 
 
 def install(given: Settings) -> None:
-    """Use settings read elsewhere (the CLI's `serve`) instead of reading them again."""
-    global _settings
+    """Use settings read elsewhere (`serve`) instead of reading them again, with a webhook session pool
+    of ``WEBHOOK_DB_POOL_SIZE`` (the webhook runs on many threads there)."""
+    global _settings, _pool_size
     with _lock:
         _settings = given
+        _pool_size = given.webhook_db_pool_size

@@ -1,8 +1,12 @@
-"""`jenkins-dispatch serve`: both Lambda functions in one process, outside AWS.
+"""`jenkins-dispatch serve`: both Lambda functions in one always-on process, outside AWS.
 
-A dispatcher pass every interval (the same code path as the scheduled Lambda, with a real time budget)
-and the webhook at ``POST /jenkins/notify`` (the same handler, fed HTTP API events), plus
-``GET /healthz``. SIGTERM / SIGINT: the current batch is finished or released, nothing stays claimed.
+The dispatcher loop (the Lambda's code path, woken by new work within milliseconds, at most
+``interval`` seconds apart) on the main thread, and the webhook at ``POST /jenkins/notify`` (the same
+handler, fed HTTP API events) plus ``GET /healthz`` on HTTP threads sharing a bounded session pool.
+
+It exits only on SIGTERM / SIGINT (0: the current batch is finished or released, nothing stays
+claimed) or on a configuration error (non-zero, one line). Jenkins or database outages end passes,
+not the process: `/healthz` says which failure, and since when, while the loop retries.
 """
 
 from __future__ import annotations
@@ -10,36 +14,28 @@ from __future__ import annotations
 import json
 import signal
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from .config import Settings
 from .db import Database
-from .errors import DispatchError
-from .observability import logger, metrics
+from .dispatch_loop import DispatchLoop, Health
+from .errors import ConfigError
+from .observability import logger
+from .wakeup import NotificationSignal
 
 MAX_BODY = 256 * 1024 + 1  # read one byte past the webhook's limit so it can answer 413
-PASS_BUDGET_SECONDS = 55.0  # like the Lambda's timeout: a pass never runs past this
+# A pass gives the reconciler its turn at least this often, even under a never-ending stream of work;
+# it grows with the Jenkins timeout so that every pass can send at least a few trigger waves.
+PASS_BUDGET_SECONDS = 55.0
 
 
-class ServeState:
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.last_pass_at: float | None = None
-        self.last_pass: dict[str, Any] | None = None
-        self.last_error: str | None = None
-        self.passes = 0
-
-    def record(self, summary: dict[str, Any] | None, error: str | None) -> None:
-        with self.lock:
-            self.last_pass_at = time.time()
-            self.last_pass = summary
-            self.last_error = error
-            self.passes += 1
+def pass_budget_seconds(settings: Settings) -> float:
+    timeout = settings.jenkins.timeout_seconds if settings.jenkins else 0.0
+    return max(PASS_BUDGET_SECONDS, settings.time_margin_seconds + 3 * timeout)
 
 
-def _handler_class(settings: Settings, state: ServeState):
+def _handler_class(settings: Settings, health: Health):
     from . import webhook
 
     class Handler(BaseHTTPRequestHandler):
@@ -60,7 +56,7 @@ def _handler_class(settings: Settings, state: ServeState):
 
         def do_GET(self) -> None:
             if self.path.split("?")[0] == "/healthz":
-                status, doc = health(settings, state)
+                status, doc = health.report()
                 self._answer(status, json.dumps(doc, default=str).encode())
                 return
             self._forward("GET")
@@ -91,28 +87,12 @@ def _handler_class(settings: Settings, state: ServeState):
     return Handler
 
 
-def health(settings: Settings, state: ServeState) -> tuple[int, dict[str, Any]]:
-    doc: dict[str, Any] = {}
-    try:
-        with Database(settings.database, application_name="jenkins-dispatch-healthz") as db:
-            db.run("SELECT 1")
-        doc["database"] = "ok"
-    except DispatchError as exc:
-        doc["database"] = str(exc)
-    with state.lock:
-        doc["passes"] = state.passes
-        doc["last_pass_at"] = state.last_pass_at
-        doc["last_pass"] = state.last_pass
-        doc["last_error"] = state.last_error
-    return (200 if doc["database"] == "ok" else 503), doc
-
-
 class WebhookServer:
     """The webhook (and /healthz) over plain HTTP on a background thread."""
 
-    def __init__(self, settings: Settings, host: str = "127.0.0.1", port: int = 0, state: ServeState | None = None):
-        self.state = state or ServeState()
-        self.httpd = ThreadingHTTPServer((host, port), _handler_class(settings, self.state))
+    def __init__(self, settings: Settings, host: str = "127.0.0.1", port: int = 0, health: Health | None = None):
+        self.health = health or Health()
+        self.httpd = ThreadingHTTPServer((host, port), _handler_class(settings, self.health))
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="webhook-http", daemon=True)
 
@@ -130,25 +110,12 @@ class WebhookServer:
         self.httpd.server_close()
 
 
-def dispatch_forever(settings: Settings, interval: float, stop: threading.Event, state: ServeState,
-                     budget_seconds: float = PASS_BUDGET_SECONDS) -> None:
-    from .dispatcher import run_pass
-
+def dispatch_forever(settings: Settings, interval: float, stop: threading.Event, health: Health) -> None:
+    """The dispatcher loop on its own session (which also LISTENs), until ``stop`` is set."""
     with Database(settings.database, application_name="jenkins-dispatch-serve") as db:
-        while not stop.is_set():
-            deadline = time.monotonic() + budget_seconds
-            try:
-                summary = run_pass(settings, db=db, stop=stop,
-                                   remaining_ms=lambda end=deadline: int((end - time.monotonic()) * 1000))
-                state.record(summary, None)
-            except DispatchError as exc:
-                logger.error("dispatcher pass failed", extra={"reason": str(exc)})
-                state.record(None, str(exc))
-            except Exception as exc:  # keep serving: the next pass may well succeed
-                logger.exception("dispatcher pass crashed")
-                state.record(None, f"{type(exc).__name__}: {exc}")
-            metrics.flush_metrics()
-            stop.wait(interval)
+        loop = DispatchLoop(settings, db, NotificationSignal(db, stop), interval=interval, shutdown=stop,
+                            health=health, pass_budget_seconds=pass_budget_seconds(settings))
+        loop.run()
 
 
 def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8080, interval: float = 10.0) -> None:
@@ -156,12 +123,17 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8080, interva
     settings.require_webhook_secret()
     from . import runtime
 
-    runtime.install(settings)  # the webhook handler reads settings through runtime
+    # The webhook handler reads settings and borrows sessions through runtime.
+    runtime.install(settings)
     stop = threading.Event()
-    state = ServeState()
-    server = WebhookServer(settings, host, port, state).start()
+    health = Health()
+    try:
+        server = WebhookServer(settings, host, port, health).start()
+    except (OSError, OverflowError) as exc:  # port taken or out of range, address not ours
+        raise ConfigError(f"serve cannot listen on {host}:{port}: {getattr(exc, 'strerror', None) or exc}") from None
     print(json.dumps({"message": "serving", "webhook": server.url + "jenkins/notify", "healthz": server.url + "healthz",
-                      "interval_seconds": interval}), flush=True)
+                      "interval_seconds": interval, "webhook_db_pool_size": settings.webhook_db_pool_size}),
+          flush=True)
 
     def request_stop(signum, _frame) -> None:
         logger.info("stop requested: finishing the current batch", extra={"signal": signal.Signals(signum).name})
@@ -170,7 +142,7 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8080, interva
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
     try:
-        dispatch_forever(settings, interval, stop, state)
+        dispatch_forever(settings, interval, stop, health)
     finally:
         server.stop()
         runtime.reset()

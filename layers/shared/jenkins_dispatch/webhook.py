@@ -28,7 +28,7 @@ from pg8000.exceptions import DatabaseError
 
 from . import runtime
 from .db import database_error_message
-from .errors import ConfigError, DatabaseUnavailable, InvalidInput
+from .errors import ConfigError, DatabaseBusy, DatabaseUnavailable, InvalidInput
 from .notifications import (
     Notification,
     RejectedNotification,
@@ -203,17 +203,18 @@ def _notify() -> Response:
     started = time.perf_counter()
     try:
         settings = runtime.settings()
-        answer = process_notification(
-            event,
-            secret=settings.require_webhook_secret(),
-            queue=Queue(runtime.database(), settings.lease_seconds),
-            unstable_is_success=settings.unstable_is_success,
-        )
+        with runtime.session() as db:
+            answer = process_notification(
+                event,
+                secret=settings.require_webhook_secret(),
+                queue=Queue(db, settings.lease_seconds),
+                unstable_is_success=settings.unstable_is_success,
+            )
     except ConfigError as exc:
         # The caller may not be authenticated yet: the detail goes to the logs, not into the answer.
         logger.error("webhook configuration error", extra={"reason": str(exc)})
         answer = WebhookAnswer(503, "unavailable", "the webhook is misconfigured; its logs say how")
-    except DatabaseUnavailable as exc:
+    except (DatabaseUnavailable, DatabaseBusy) as exc:
         answer = WebhookAnswer(503, "unavailable", str(exc).splitlines()[0])
     except DatabaseError as exc:
         answer = WebhookAnswer(503, "unavailable", f"the database refused the update: {database_error_message(exc)}")

@@ -432,11 +432,16 @@ SELECT
         AND backend_type = 'client backend') AS oldest_transaction_seconds;
 
 -- name: gauges
--- What the dispatcher reports after each pass: two partial-index reads.
+-- What the dispatcher reports after each pass, and when it must look again (the next pending row that
+-- becomes due, the next lease that expires): partial-index reads only.
 SELECT
     (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing') AS processing,
     (SELECT extract(epoch FROM now() - min(scheduled_at))::float8 FROM jenkins_jobs_queue
-      WHERE status = 'pending' AND scheduled_at <= now()) AS oldest_pending_seconds;
+      WHERE status = 'pending' AND scheduled_at <= now()) AS oldest_pending_seconds,
+    (SELECT extract(epoch FROM min(scheduled_at) - now())::float8 FROM jenkins_jobs_queue
+      WHERE status = 'pending' AND scheduled_at > now()) AS next_due_seconds,
+    (SELECT extract(epoch FROM min(lease_expires_at) - now())::float8 FROM jenkins_jobs_queue
+      WHERE status = 'processing') AS next_lease_seconds;
 
 -- name: stats_per_job
 -- Each status is read on its own so that each read matches its partial index (never the history).

@@ -1,0 +1,291 @@
+"""Dispatching without pause: pass after pass, woken by new work — `serve`, and the continuous Lambda.
+
+Between passes the loop waits on a WorkSignal (LISTEN/NOTIFY on PostgreSQL) and wakes for whichever
+comes first: new work, a freed cap slot (only when the last pass stopped at a cap), the next pending
+row becoming due, the next lease expiring, or the periodic pass ``interval`` seconds apart (the
+reconciler's fallback should a notification ever be lost).
+
+Failures end a pass, never the loop: Jenkins as a whole failing, or the database going away, is
+recorded in ``Health`` (what `/healthz` answers), logged once per pass, and retried with capped
+exponential backoff and jitter — while the webhook keeps receiving callbacks. Only a configuration
+error (nothing will ever work) or a shutdown request ends it.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from .config import Settings
+from .db import Database
+from .decisions import backoff_seconds
+from .errors import ConfigError, DatabaseBusy, DatabaseUnavailable, DispatchError
+from .observability import logger, metrics
+from .wakeup import SLOT, WorkSignal
+
+# How soon a failed dependency is tried again: doubling from the base up to the cap, with jitter.
+DATABASE_RETRY = (0.5, 5.0)
+JENKINS_RETRY = (1.0, 15.0)
+BUSY_RETRY_SECONDS = 1.0
+# Never sleep less than this between passes (a row due "now" that a cap holds back must not spin us).
+MIN_WAIT_SECONDS = 0.05
+# A lease that expired but is still held (the reconciler is waiting for Jenkins) is looked at again
+# no sooner than this.
+EXPIRED_LEASE_RECHECK_SECONDS = 1.0
+
+
+# --------------------------------------------------------------------------- health
+
+
+@dataclass
+class Condition:
+    """The last known state of one dependency, as `/healthz` reports it."""
+
+    ok: bool | None = None  # None: not known yet
+    reason: str | None = None
+    since: str | None = None  # when it entered this state (UTC, ISO 8601)
+    failures: int = 0  # consecutive failed attempts
+
+    def as_dict(self) -> dict[str, Any]:
+        state = "unknown" if self.ok is None else ("ok" if self.ok else "unavailable")
+        return {"status": state, "reason": self.reason, "since": self.since, "consecutive_failures": self.failures}
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class Health:
+    """What the dispatcher loop has seen, kept in memory: answering `/healthz` costs no database session."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.database = Condition()
+        self.jenkins = Condition()
+        self.passes = 0
+        self.last_pass_at: str | None = None
+        self.last_pass: dict[str, Any] | None = None
+
+    def _set(self, condition: Condition, ok: bool, reason: str | None = None) -> None:
+        with self._lock:
+            if condition.ok is not ok:
+                condition.since = _now_iso()
+            condition.ok = ok
+            condition.reason = reason
+            condition.failures = 0 if ok else condition.failures + 1
+
+    def database_ok(self) -> None:
+        self._set(self.database, True)
+
+    def database_failed(self, reason: str) -> int:
+        self._set(self.database, False, reason)
+        return self.database.failures
+
+    def jenkins_ok(self) -> None:
+        self._set(self.jenkins, True)
+
+    def jenkins_failed(self, reason: str) -> int:
+        self._set(self.jenkins, False, reason)
+        return self.jenkins.failures
+
+    def record_pass(self, summary: dict[str, Any]) -> None:
+        with self._lock:
+            self.passes += 1
+            self.last_pass_at = _now_iso()
+            self.last_pass = summary
+
+    def report(self) -> tuple[int, dict[str, Any]]:
+        """200 while the database answers (the webhook can work); Jenkins's state is reported, not
+        judged: callbacks must keep arriving while Jenkins rejects our triggers."""
+        with self._lock:
+            doc = {
+                "status": "ok" if self.database.ok is not False and self.jenkins.ok is not False else "degraded",
+                "database": self.database.as_dict(),
+                "jenkins": self.jenkins.as_dict(),
+                "passes": self.passes,
+                "last_pass_at": self.last_pass_at,
+                "last_pass": self.last_pass,
+            }
+        if self.database.ok is False:
+            doc["status"] = "unavailable"
+            return 503, doc
+        return 200, doc
+
+
+# --------------------------------------------------------------------------- pure decisions
+
+
+def seconds_until_next_pass(gauges: dict[str, Any] | None, interval: float) -> float:
+    """How long to sleep after a pass when no notification comes: the periodic pass, or sooner when a
+    pending row becomes due or a lease expires."""
+    wait = interval
+    if gauges:
+        due = gauges.get("next_due_seconds")
+        if due is not None:
+            wait = min(wait, due)
+        lease = gauges.get("next_lease_seconds")
+        if lease is not None:
+            wait = min(wait, max(lease, EXPIRED_LEASE_RECHECK_SECONDS))
+    return max(wait, MIN_WAIT_SECONDS)
+
+
+def news_calls_for_a_pass(news: set[str], last_stopped_because: str) -> bool:
+    """A freed slot matters only when the last pass stopped at a cap; anything else is new work."""
+    if not news:
+        return False
+    if news == {SLOT}:
+        return last_stopped_because == "cap reached"
+    return True
+
+
+def add_up(total: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
+    """Sum two pass summaries (numbers add up, nested counts too; text takes the latest)."""
+    for key, value in summary.items():
+        if isinstance(value, dict):
+            total[key] = add_up(dict(total.get(key) or {}), value)
+        elif isinstance(value, bool) or not isinstance(value, int | float):
+            total[key] = value
+        else:
+            total[key] = total.get(key, 0) + value
+    return total
+
+
+# --------------------------------------------------------------------------- the loop
+
+
+@dataclass
+class LoopSummary:
+    passes: int = 0
+    totals: dict[str, Any] = field(default_factory=dict)
+    stopped_because: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"passes": self.passes, **self.totals, "stopped_because": self.stopped_because}
+
+
+class DispatchLoop:
+    """Runs dispatcher passes until shut down (serve) or until the time left is too short (Lambda)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        db: Database,
+        signal: WorkSignal,
+        *,
+        interval: float,
+        shutdown: threading.Event | None = None,
+        health: Health | None = None,
+        pass_budget_seconds: float | None = None,
+        rng: random.Random | None = None,
+    ):
+        self.settings = settings
+        self.db = db
+        self.signal = signal
+        self.interval = interval
+        self.shutdown = shutdown or threading.Event()
+        self.health = health or Health()
+        self.pass_budget_seconds = pass_budget_seconds
+        self.rng = rng or random.Random()
+        timeout = settings.jenkins.timeout_seconds if settings.jenkins else 0.0
+        # Below this much time left a pass could not send a single trigger: stop (Lambda only).
+        self.reserve_seconds = settings.time_margin_seconds + timeout
+
+    def run(self, seconds_left: Callable[[], float] | None = None) -> dict[str, Any]:
+        from .dispatcher import jenkins_client
+
+        left = seconds_left or (lambda: math.inf)
+        summary = LoopSummary()
+        last_stop = ""
+        client = jenkins_client(self.settings)
+        try:
+            while True:
+                if self.shutdown.is_set():
+                    summary.stopped_because = "stop requested"
+                    break
+                if left() < self.reserve_seconds:
+                    summary.stopped_because = "time nearly up"
+                    break
+                pause, last_stop, client = self._one_pass(client, left, summary)
+                if pause is not None:  # a dependency failed: wait it out, whatever the news says
+                    self.shutdown.wait(max(0.0, min(pause, left() - self.reserve_seconds)))
+                    continue
+                self._wait_for_work(left, last_stop)
+        finally:
+            client.close()
+        return summary.as_dict()
+
+    def _one_pass(self, client, left: Callable[[], float], summary: LoopSummary):
+        """One pass. Returns (pause before the next one or None, why it stopped, the client to use next)."""
+        from .dispatcher import Dispatcher, jenkins_client
+
+        started = time.monotonic()
+        budget = self.pass_budget_seconds
+
+        def remaining_ms() -> int:
+            seconds = left()
+            if budget is not None:
+                seconds = min(seconds, budget - (time.monotonic() - started))
+            return int(seconds * 1000) if seconds != math.inf else 2**62
+
+        dispatcher = Dispatcher(self.settings, self.db, client, remaining_ms=remaining_ms, stop=self.shutdown,
+                                rng=self.rng)
+        self.gauges = None
+        try:
+            result = dispatcher.run()
+        except ConfigError:
+            raise
+        except DatabaseBusy as exc:
+            logger.warning("pass ended early: the database is busy; trying again shortly", extra={"reason": str(exc)})
+            self.health.database_ok()
+            return BUSY_RETRY_SECONDS, "database busy", client
+        except DatabaseUnavailable as exc:
+            failures = self.health.database_failed(str(exc))
+            pause = backoff_seconds(failures, *DATABASE_RETRY, self.rng)
+            logger.error("pass ended: the database is unavailable; retrying",
+                         extra={"reason": str(exc), "retry_in_seconds": round(pause, 2)})
+            return pause, "database unavailable", client
+        except DispatchError as exc:
+            logger.error("pass failed", extra={"reason": str(exc)})
+            return backoff_seconds(1, *DATABASE_RETRY, self.rng), str(exc), client
+        except Exception as exc:  # a defect: keep serving callbacks, say what broke, try again later
+            logger.exception("pass crashed", extra={"reason": f"{type(exc).__name__}: {exc}"})
+            return backoff_seconds(3, *DATABASE_RETRY, self.rng), "crashed", client
+        finally:
+            metrics.flush_metrics()
+        self.health.database_ok()
+        self.health.record_pass(result)
+        self.gauges = dispatcher.gauges
+        summary.passes += 1
+        add_up(summary.totals, {k: v for k, v in result.items() if k != "stopped_because"})
+        stopped = result.get("stopped_because", "")
+        if dispatcher.jenkins_failure:
+            failures = self.health.jenkins_failed(dispatcher.jenkins_failure)
+            pause = backoff_seconds(failures, *JENKINS_RETRY, self.rng)
+            logger.error("Jenkins unavailable: the pass released what it had not sent; retrying",
+                         extra={"reason": dispatcher.jenkins_failure, "retry_in_seconds": round(pause, 2)})
+            client.close()  # a fresh HTTP session (and crumb, and identity check) for the next try
+            return pause, stopped, jenkins_client(self.settings)
+        if dispatcher.talked_to_jenkins:
+            self.health.jenkins_ok()
+        return None, stopped, client
+
+    def _wait_for_work(self, left: Callable[[], float], last_stop: str) -> None:
+        wake_at = time.monotonic() + seconds_until_next_pass(self.gauges, self.interval)
+        while not self.shutdown.is_set():
+            timeout = min(wake_at - time.monotonic(), left() - self.reserve_seconds)
+            if timeout <= 0:
+                return
+            try:
+                news = self.signal.wait(timeout)
+            except DatabaseUnavailable as exc:
+                self.health.database_failed(str(exc))
+                logger.error("lost the database session while waiting for work", extra={"reason": str(exc)})
+                return
+            if news_calls_for_a_pass(news, last_stop):
+                return
