@@ -257,7 +257,8 @@ class DispatchLoop:
             logger.exception("pass crashed", extra={"reason": f"{type(exc).__name__}: {exc}"})
             return backoff_seconds(3, *DATABASE_RETRY, self.rng), "crashed", client
         finally:
-            metrics.flush_metrics()
+            if metrics.metric_set:
+                metrics.flush_metrics()
         self.health.database_ok()
         self.health.record_pass(result)
         self.gauges = dispatcher.gauges

@@ -1,0 +1,99 @@
+"""`jenkins-dispatch serve` as a user runs it: a subprocess, its HTTP endpoints, its log."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from .dispatch_helpers import WEBHOOK_SECRET, wait_for
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(url: str, timeout: float = 5):
+    """(status, JSON body), or None when nothing answers."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as answer:
+            return answer.status, json.load(answer)
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error)
+    except OSError:
+        return None
+
+
+def http_post(url: str, doc, timeout: float = 5):
+    request = urllib.request.Request(url, data=json.dumps(doc).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            return answer.status, json.load(answer)
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error)
+
+
+@dataclass
+class ServeProcess:
+    proc: subprocess.Popen
+    base: str  # http://127.0.0.1:PORT
+    log_path: Path
+
+    @property
+    def notify_url(self) -> str:
+        return f"{self.base}/jenkins/notify?token={WEBHOOK_SECRET}"
+
+    def health(self):
+        """(status, document) of GET /healthz, or None when nothing answers."""
+        return http_get(self.base + "/healthz")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self, timeout: float = 20) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                return self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        return self.proc.wait()
+
+
+def serve_env(database_url: str, jenkins_url: str, **overrides: str) -> dict[str, str]:
+    env = dict(os.environ, DATABASE_URL=database_url, JENKINS_URL=jenkins_url, JENKINS_USER="admin",
+               JENKINS_API_TOKEN="admin-token", WEBHOOK_SECRET=WEBHOOK_SECRET, LEASE_SECONDS="30",
+               JENKINS_TIMEOUT_SECONDS="5", BATCH_SIZE="8", MAX_PARALLEL_TRIGGERS="2", TIME_MARGIN_SECONDS="0")
+    env.update(overrides)
+    return env
+
+
+def start_serve(env: dict[str, str], log_path: Path, *args: str, wait_healthy: bool = True) -> ServeProcess:
+    """Start `python -m jenkins_dispatch.cli serve` on a free port; wait until /healthz answers (and,
+    with ``wait_healthy``, until the dispatcher has reached the database)."""
+    port = free_port()
+    log = open(log_path, "w+")  # noqa: SIM115 - the process writes to it for its whole life
+    proc = subprocess.Popen([sys.executable, "-m", "jenkins_dispatch.cli", "serve", "--port", str(port), *args],
+                            env=env, stdout=log, stderr=subprocess.STDOUT)
+    log.close()
+    served = ServeProcess(proc, f"http://127.0.0.1:{port}", log_path)
+    if not wait_for(lambda: served.health() is not None or not served.alive(), timeout=20):
+        served.stop()
+        raise AssertionError(f"serve never answered /healthz:\n{served.log()[-3000:]}")
+    if wait_healthy:
+        assert wait_for(lambda: (served.health() or (0, {}))[1].get("database", {}).get("status") == "ok",
+                        timeout=15), served.log()[-3000:]
+    return served
