@@ -163,10 +163,19 @@ def test_dispatcher_function(resources):
     assert env["MAX_IN_FLIGHT"] == {"Fn::If": ["HasMaxInFlight", {"Ref": "MaxInFlight"}, {"Ref": "AWS::NoValue"}]}
 
 
-def test_dispatcher_timeout_default_below_schedule_period(template):
+def test_continuous_dispatch_by_default_with_invocations_that_overlap(template, resources):
+    """Continuous mode: each invocation dispatches until timeout - margin - Jenkins timeout, which must
+    reach past the next scheduled start (60 s), so there is never a gap without a listening dispatcher."""
     params = template["Parameters"]
     assert params["ScheduleExpression"]["Default"] == "rate(1 minute)"
-    assert int(params["DispatcherTimeoutSeconds"]["Default"]) < 60
+    assert params["ContinuousDispatch"]["Default"] == "true"
+    env = resources["DispatcherFunction"]["Properties"]["Environment"]["Variables"]
+    assert env["DISPATCHER_MODE"] == {"Fn::If": ["IsContinuous", "continuous", "single"]}
+    timeout = int(params["DispatcherTimeoutSeconds"]["Default"])
+    margin = 10  # TIME_MARGIN_SECONDS default (config.py)
+    listening = timeout - margin - int(params["JenkinsTimeoutSeconds"]["Default"])
+    assert listening > 60, "consecutive invocations would leave a gap"
+    assert timeout <= 900
 
 
 def test_webhook_behind_http_api_with_throttling(resources):
