@@ -107,3 +107,42 @@ def test_new_settings_are_validated(name, value):
 def test_new_settings_defaults():
     settings = load_settings(BASE_ENV)
     assert (settings.dispatcher_mode, settings.webhook_db_pool_size) == ("continuous", 4)
+
+
+def test_metrics_from_the_dispatcher_and_webhook_threads_never_collide(capsys):
+    """`serve` adds and flushes metrics from its dispatcher thread and webhook threads at once; unguarded,
+    Powertools' shared metric set raised "dictionary changed size during iteration" (or flushed an empty
+    set) and the exception ended `serve` (304 errors in 5 s before the lock)."""
+    import sys
+    import threading
+    import time
+
+    from jenkins_dispatch.observability import MetricUnit, metrics
+
+    errors: list[str] = []
+    stop = threading.Event()
+
+    def hammer(names):
+        while not stop.is_set():
+            try:
+                for name in names:
+                    metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
+                metrics.flush_if_any()
+            except Exception as exc:  # noqa: BLE001 - counting every kind of failure is the point
+                errors.append(f"{type(exc).__name__}: {exc}")
+
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    threads = [threading.Thread(target=hammer, args=(names,))
+               for names in (("PassDurationMs", "InFlight"), ("Notifications1", "NotificationLatency"))]
+    try:
+        for t in threads:
+            t.start()
+        time.sleep(1.5)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+        sys.setswitchinterval(previous)
+    capsys.readouterr()
+    assert errors == []

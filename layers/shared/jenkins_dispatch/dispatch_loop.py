@@ -257,8 +257,10 @@ class DispatchLoop:
             logger.exception("pass crashed", extra={"reason": f"{type(exc).__name__}: {exc}"})
             return backoff_seconds(3, *DATABASE_RETRY, self.rng), "crashed", client
         finally:
-            if metrics.metric_set:
-                metrics.flush_metrics()
+            try:
+                metrics.flush_if_any()
+            except Exception as exc:  # metrics must never end the loop
+                logger.warning("could not publish the pass's metrics", extra={"reason": f"{type(exc).__name__}: {exc}"})
         self.health.database_ok()
         self.health.record_pass(result)
         self.gauges = dispatcher.gauges

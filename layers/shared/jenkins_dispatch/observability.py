@@ -25,7 +25,49 @@ if "AWS_LAMBDA_FUNCTION_NAME" not in os.environ:
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 
 logger = Logger(service=SERVICE)
-metrics = Metrics(namespace=NAMESPACE, service=SERVICE)
+
+
+class SerializedMetrics:
+    """Powertools' Metrics behind one lock.
+
+    Its metric set is shared by every user in the process, and `serve` adds and flushes from the
+    dispatcher thread and the webhook's threads at once: unguarded, a flush could iterate the set while
+    another thread adds to it ("dictionary changed size during iteration") or flush a set another
+    thread just emptied — and crash the process.
+    """
+
+    def __init__(self, inner: Metrics):
+        self._inner = inner
+        self._lock = threading.RLock()
+
+    def add_metric(self, **kwargs) -> None:
+        with self._lock:
+            self._inner.add_metric(**kwargs)
+
+    def flush_metrics(self, **kwargs) -> None:
+        with self._lock:
+            self._inner.flush_metrics(**kwargs)
+
+    def flush_if_any(self) -> None:
+        """Flush what was added, if anything (an empty flush is an error in Powertools)."""
+        with self._lock:
+            if self._inner.metric_set:
+                self._inner.flush_metrics()
+
+    def clear_metrics(self) -> None:
+        with self._lock:
+            self._inner.clear_metrics()
+
+    @property
+    def metric_set(self) -> dict:
+        with self._lock:
+            return dict(self._inner.metric_set)
+
+    def __getattr__(self, name: str):
+        return getattr(self._inner, name)  # log_metrics (Lambda handlers: one invocation at a time), …
+
+
+metrics = SerializedMetrics(Metrics(namespace=NAMESPACE, service=SERVICE))
 
 _tracer = None
 _tracer_lock = threading.Lock()

@@ -316,8 +316,7 @@ def handle_http_event(event: Any, context: Any = None) -> dict[str, Any]:
         try:
             return app.resolve(routable, context)
         finally:
-            if metrics.metric_set:
-                metrics.flush_metrics()
+            metrics.flush_if_any()
 
 
 def handle(event: Any, context: Any) -> dict[str, Any]:
