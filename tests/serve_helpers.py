@@ -94,6 +94,12 @@ def start_serve(env: dict[str, str], log_path: Path, *args: str, wait_healthy: b
         served.stop()
         raise AssertionError(f"serve never answered /healthz:\n{served.log()[-3000:]}")
     if wait_healthy:
-        assert wait_for(lambda: (served.health() or (0, {}))[1].get("database", {}).get("status") == "ok",
-                        timeout=15), served.log()[-3000:]
+        try:
+            healthy = wait_for(lambda: (served.health() or (0, {}))[1].get("database", {}).get("status") == "ok",
+                               timeout=15)
+        except Exception:
+            healthy = False
+        if not healthy:
+            served.stop()  # never leak a process when the test cannot start
+            raise AssertionError(f"serve never reached the database:\n{served.log()[-3000:]}")
     return served

@@ -308,3 +308,27 @@ def test_overlapping_continuous_dispatchers_trigger_each_job_once_within_caps(ma
     assert all(jenkins.triggers_for(r["dispatch_id"]) == 1 for r in rows)
     assert peaks["svc"] <= 2 and peaks["all"] <= 6
     assert jenkins.peak_in_flight("svc") <= 2
+
+
+def test_health_sees_jenkins_come_back_while_no_job_waits(jenkins, database_url, db):
+    """After an outage, an idle dispatcher asks Jenkins itself (whoAmI) instead of reporting it unavailable
+    until the next job arrives (found by a probe: 20 s and 24 idle passes later it still said unavailable)."""
+    queue = Queue(db)
+    job_id = queue.enqueue("deploy").id
+    jenkins.add_fault(path="", status=503)
+    settings = dispatch_settings(jenkins.base_url)
+    stop = threading.Event()
+    session = Database(settings.database)
+    loop = DispatchLoop(settings, session, NotificationSignal(session, stop), interval=0.3, shutdown=stop)
+    runner = threading.Thread(target=loop.run)
+    runner.start()
+    try:
+        assert wait_for(lambda: loop.health.jenkins.ok is False, timeout=10)
+        assert queue.cancel_pending(job_id)  # nothing left to send
+        jenkins.clear_faults()
+        assert wait_for(lambda: loop.health.jenkins.ok is True, timeout=20)
+        assert loop.health.report()[1]["status"] == "ok"
+    finally:
+        stop.set()
+        runner.join(20)
+        session.close()

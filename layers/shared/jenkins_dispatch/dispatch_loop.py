@@ -26,6 +26,7 @@ from .config import Settings
 from .db import Database
 from .decisions import backoff_seconds
 from .errors import ConfigError, DatabaseBusy, DatabaseUnavailable, DispatchError
+from .jenkins import JenkinsError
 from .observability import logger, metrics
 from .wakeup import SLOT, WorkSignal
 
@@ -275,6 +276,14 @@ class DispatchLoop:
             client.close()  # a fresh HTTP session (and crumb, and identity check) for the next try
             return pause, stopped, jenkins_client(self.settings)
         if dispatcher.talked_to_jenkins:
+            self.health.jenkins_ok()
+        elif self.health.jenkins.ok is False:
+            # Nothing to send: ask Jenkins directly, or /healthz would say "unavailable" until the next job.
+            try:
+                client.check()
+            except JenkinsError as exc:
+                failures = self.health.jenkins_failed(f"Jenkins unavailable: {exc}")
+                return backoff_seconds(failures, *JENKINS_RETRY, self.rng), stopped, client
             self.health.jenkins_ok()
         return None, stopped, client
 

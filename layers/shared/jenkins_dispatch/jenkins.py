@@ -328,6 +328,15 @@ class JenkinsClient:
             self._credentials = (now, verdict)
             return verdict
 
+    def check(self) -> None:
+        """Jenkins answers and takes our credentials (one ``whoAmI`` request); raises JenkinsUnavailable or
+        JenkinsAuthRejected otherwise. How `serve` learns that Jenkins is back while no job is waiting."""
+        verdict = self._ask_who_am_i(time.monotonic() + self.timeout_seconds)
+        if verdict is None:
+            raise JenkinsUnavailable(f"Jenkins at {self._where()} did not answer whoAmI")
+        if verdict is False:
+            raise JenkinsAuthRejected(credentials_rejected_detail(self.user))
+
     def _ask_who_am_i(self, deadline: float) -> bool | None:
         try:
             answer = self._send("GET", "whoAmI/api/json", deadline=deadline)
