@@ -9,7 +9,7 @@ import time
 
 from benchmarks.report import print_table
 
-SUITES = ["bench_queue", "bench_dispatch", "bench_webhook", "bench_coldstart"]
+SUITES = ["bench_queue", "bench_dispatch", "bench_webhook", "bench_coldstart", "bench_latency"]
 
 
 def main(selected: list[str]) -> int:

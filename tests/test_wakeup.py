@@ -332,3 +332,28 @@ def test_health_sees_jenkins_come_back_while_no_job_waits(jenkins, database_url,
         stop.set()
         runner.join(20)
         session.close()
+
+
+def test_a_backlog_longer_than_one_pass_keeps_flowing_without_waiting_for_the_interval(jenkins, db):
+    """A `serve` pass ends on its budget with rows still due: the next pass must start at once. It used to
+    sleep the whole --interval (800 rows: nothing sent for 10.6 s between passes, in the benchmark)."""
+    jenkins.add_fault(path="buildWithParameters$", latency_seconds=0.1)
+    db.run("INSERT INTO jenkins_jobs_queue (job_name) SELECT 'deploy' FROM generate_series(1, 40)")
+    settings = dispatch_settings(jenkins.base_url, BATCH_SIZE="4", MAX_PARALLEL_TRIGGERS="2")
+    stop = threading.Event()
+    session = Database(settings.database)
+    loop = DispatchLoop(settings, session, NotificationSignal(session, stop), interval=30, shutdown=stop,
+                        pass_budget_seconds=0.5)
+    runner = threading.Thread(target=loop.run)
+    started = time.monotonic()
+    runner.start()
+    try:
+        # Ideal: 40 triggers / (2 threads / 0.1 s) = 2 s, in several passes of 0.5 s.
+        assert wait_for(lambda: jenkins.counters()["trigger_requests"] >= 40, timeout=15)
+        took = time.monotonic() - started
+    finally:
+        stop.set()
+        runner.join(20)
+        session.close()
+    assert took < 8, took
+    assert loop.health.passes >= 3

@@ -41,6 +41,10 @@ MIN_WAIT_SECONDS = 0.05
 EXPIRED_LEASE_RECHECK_SECONDS = 1.0
 
 
+# Pass endings after which more may be due at once: the next pass starts without waiting.
+MORE_TO_DO = ("pass budget spent", "max_jobs reached")
+
+
 # --------------------------------------------------------------------------- health
 
 
@@ -225,17 +229,12 @@ class DispatchLoop:
         """One pass. Returns (pause before the next one or None, why it stopped, the client to use next)."""
         from .dispatcher import Dispatcher, jenkins_client
 
-        started = time.monotonic()
         budget = self.pass_budget_seconds
-
-        def remaining_ms() -> int:
-            seconds = left()
-            if budget is not None:
-                seconds = min(seconds, budget - (time.monotonic() - started))
-            return int(seconds * 1000) if seconds != math.inf else 2**62
-
+        claim_until = None if budget is None else time.monotonic() + budget
+        # Lambda: the invocation's real time left; `serve`: none (its pass ends softly at claim_until).
+        remaining_ms = None if left() == math.inf else (lambda: int(left() * 1000))
         dispatcher = Dispatcher(self.settings, self.db, client, remaining_ms=remaining_ms, stop=self.shutdown,
-                                rng=self.rng)
+                                rng=self.rng, claim_until=claim_until)
         self.gauges = None
         try:
             result = dispatcher.run()
@@ -288,6 +287,8 @@ class DispatchLoop:
         return None, stopped, client
 
     def _wait_for_work(self, left: Callable[[], float], last_stop: str) -> None:
+        if last_stop in MORE_TO_DO:
+            return  # the pass stopped on its own budget with work left: no reason to sleep
         wake_at = time.monotonic() + seconds_until_next_pass(self.gauges, self.interval)
         while not self.shutdown.is_set():
             timeout = min(wake_at - time.monotonic(), left() - self.reserve_seconds)

@@ -78,6 +78,9 @@ class PassSummary:
         return asdict(self)
 
 
+PASS_BUDGET_SPENT = "pass budget spent"  # `serve`: more may be due, the next pass follows at once
+
+
 class PassStopped(Exception):
     """Jenkins as a whole failed: end the pass (the reason goes into the summary)."""
 
@@ -92,8 +95,12 @@ class Dispatcher:
         remaining_ms: Callable[[], int] | None = None,
         stop: threading.Event | None = None,
         rng: random.Random | None = None,
+        claim_until: float | None = None,
     ):
         self.settings = settings
+        # `serve` has no hard deadline: its pass stops claiming at this monotonic time (full batches until
+        # then), so the reconciler gets its turn; the next pass starts straight away.
+        self.claim_until = claim_until
         self.db = db
         self.queue = Queue(db, lease_seconds=settings.lease_seconds)
         self.client = client
@@ -143,8 +150,8 @@ class Dispatcher:
             metrics.add_metric(name="JenkinsUnavailable", unit=MetricUnit.Count, value=1)
             logger.error("pass stopped: Jenkins as a whole failed", extra={"reason": str(stopped)})
         self.summary.duration_ms = int((time.monotonic() - started) * 1000)
-        self.summary.db_statements = self.db.statements - statements_before
         self._emit_metrics()
+        self.summary.db_statements = self.db.statements - statements_before  # the gauges read included
         logger.info("pass finished", extra={"summary": self.summary.as_dict()})
         return self.summary.as_dict()
 
@@ -319,6 +326,9 @@ class Dispatcher:
                 return
             if budget <= 0:
                 self.summary.stopped_because = "max_jobs reached"
+                return
+            if self.claim_until is not None and time.monotonic() >= self.claim_until:
+                self.summary.stopped_because = PASS_BUDGET_SPENT
                 return
             size = int(min(self.settings.batch_size, budget, self._rows_that_fit()))
             if size < 1:

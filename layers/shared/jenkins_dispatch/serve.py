@@ -26,13 +26,14 @@ from .wakeup import NotificationSignal
 
 MAX_BODY = 256 * 1024 + 1  # read one byte past the webhook's limit so it can answer 413
 # A pass gives the reconciler its turn at least this often, even under a never-ending stream of work;
-# it grows with the Jenkins timeout so that every pass can send at least a few trigger waves.
+# it grows with the Jenkins timeout so that every pass can send a few trigger waves.
 PASS_BUDGET_SECONDS = 55.0
 
 
 def pass_budget_seconds(settings: Settings) -> float:
+    """How long a `serve` pass claims before it ends (and the next one, reconciling first, begins)."""
     timeout = settings.jenkins.timeout_seconds if settings.jenkins else 0.0
-    return max(PASS_BUDGET_SECONDS, settings.time_margin_seconds + 3 * timeout)
+    return max(PASS_BUDGET_SECONDS, 3 * timeout)
 
 
 def _handler_class(settings: Settings, health: Health):
