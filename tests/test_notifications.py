@@ -7,8 +7,11 @@ import pytest
 
 from jenkins_dispatch.notifications import (
     MAX_BODY_BYTES,
+    MISSING_OR_WRONG_TOKEN,
+    SEVERAL_TOKENS,
     Notification,
     RejectedNotification,
+    authentication_failure,
     is_authorised,
     job_path_from_url,
     parse_notification,
@@ -302,7 +305,10 @@ def basic(userinfo: str) -> str:
         {"headers": {"AUTHORIZATION": f"bearer {SECRET}"}},
         {"headers": {"x-jenkins-dispatch-token": SECRET}},
         {"headers": {"X-Jenkins-Dispatch-Token": SECRET}},
-        {"rawQueryString": "token=wrong", "headers": {"x-jenkins-dispatch-token": SECRET}},
+        # API Gateway sends the query twice, raw and parsed: one token, not two.
+        {"rawQueryString": f"token={SECRET}", "queryStringParameters": {"token": SECRET}},
+        # The same value in several places is still one token.
+        {"rawQueryString": f"token={SECRET}&token={SECRET}", "headers": {"authorization": f"Bearer {SECRET}"}},
     ],
 )
 def test_the_secret_is_accepted_from_each_place(event):
@@ -328,6 +334,30 @@ def test_the_secret_is_accepted_from_each_place(event):
 )
 def test_missing_or_wrong_secrets_are_refused(event):
     assert not is_authorised(event, SECRET)
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"rawQueryString": "token=wrong", "headers": {"x-jenkins-dispatch-token": SECRET}},
+        {"rawQueryString": f"token={SECRET}", "headers": {"x-jenkins-dispatch-token": "wrong"}},
+        {"rawQueryString": f"token=a&token={SECRET}"},
+        {"rawQueryString": "&".join(f"token={i}" for i in range(1000)) + f"&token={SECRET}"},
+        {"rawQueryString": f"token=&token={SECRET}"},
+        {"headers": {"authorization": basic(f"jenkins:{SECRET}"), "x-jenkins-dispatch-token": ""}},
+        {"headers": {"authorization": f"Bearer {SECRET}", "X-Jenkins-Dispatch-Token": "other"}},
+        {"queryStringParameters": {"token": "wrong"}, "headers": {"authorization": f"Bearer {SECRET}"}},
+    ],
+)
+def test_several_different_tokens_are_refused_even_if_one_is_right(event):
+    assert not is_authorised(event, SECRET)
+    assert authentication_failure(event, SECRET) == SEVERAL_TOKENS
+
+
+def test_a_wrong_or_missing_token_says_so():
+    assert authentication_failure({}, SECRET) == MISSING_OR_WRONG_TOKEN
+    assert authentication_failure({"rawQueryString": "token=wrong"}, SECRET) == MISSING_OR_WRONG_TOKEN
+    assert authentication_failure({"rawQueryString": f"token={SECRET}"}, SECRET) is None
 
 
 def test_an_empty_secret_never_matches():

@@ -7,6 +7,8 @@ import json
 import random
 import string
 import threading
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from jenkins_dispatch.db import Database
 from jenkins_dispatch.notifications import is_authorised
 from jenkins_dispatch.observability import logger
 from jenkins_dispatch.queue import Queue
+from jenkins_dispatch.serve import WebhookServer
 from jenkins_dispatch.webhook import handle_http_event, http_api_event, process_notification
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -385,6 +388,59 @@ def test_one_log_line_per_notification_without_secrets(env, capsys):
         assert SECRET not in text and "not-the-secret" not in text
 
 
+# --------------------------------------------------------------------------- over HTTP: one token per request (issue #11)
+
+
+@pytest.fixture
+def http_webhook(env):
+    server = WebhookServer(runtime.settings()).start()
+    yield server
+    server.stop()
+
+
+def http_notify(server, payload, query="", headers=None):
+    request = urllib.request.Request(f"{server.url}jenkins/notify" + (f"?{query}" if query else ""),
+                                     data=json.dumps(payload).encode(), method="POST",
+                                     headers={"Content-Type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status, json.load(answer)
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error)
+
+
+SEVERAL_TOKEN_REQUESTS = {
+    "two query tokens, the second right": ("token=wrong&token=" + SECRET, {}),
+    "a thousand query tokens": ("&".join(f"token=guess{i}" for i in range(999)) + f"&token={SECRET}", {}),
+    "right query token, wrong header": (f"token={SECRET}", {"X-Jenkins-Dispatch-Token": "wrong"}),
+    "wrong query token, right header": ("token=wrong", {"X-Jenkins-Dispatch-Token": SECRET}),
+    "empty query token, right bearer": ("token=", {"Authorization": f"Bearer {SECRET}"}),
+    "right Basic password, wrong header": (
+        "", {"Authorization": "Basic " + base64.b64encode(f"jenkins:{SECRET}".encode()).decode(),
+             "X-Jenkins-Dispatch-Token": "wrong"}),
+    "wrong bearer, right query": (f"token={SECRET}", {"Authorization": "Bearer wrong"}),
+}
+
+
+@pytest.mark.parametrize("query, headers", SEVERAL_TOKEN_REQUESTS.values(), ids=SEVERAL_TOKEN_REQUESTS.keys())
+def test_several_tokens_in_one_request_are_401_and_nothing_is_read(http_webhook, env, db, query, headers):
+    job = processing_job(env)
+    before, statements = snapshot(db, job.id), handler_statements()
+    status, body = http_notify(http_webhook, body_of(load_event("completed", job.dispatch_id)), query, headers)
+    assert (status, body["outcome"]) == (401, "unauthorised"), body
+    assert "exactly one" in body["message"]
+    assert SECRET not in json.dumps(body)
+    assert handler_statements() == statements and snapshot(db, job.id) == before
+
+
+def test_the_same_token_in_two_places_is_one_token(http_webhook, env):
+    job = processing_job(env)
+    payload = body_of(load_event("started", job.dispatch_id))
+    status, body = http_notify(http_webhook, payload, f"token={SECRET}&token={SECRET}",
+                               {"X-Jenkins-Dispatch-Token": SECRET})
+    assert (status, body["outcome"]) == (200, "applied"), body
+
+
 # --------------------------------------------------------------------------- idempotency and ordering
 
 
@@ -487,7 +543,7 @@ def requests(draw, dispatch_id):
     ))
     headers = draw(st.dictionaries(st.text(string.ascii_letters + "-", min_size=1, max_size=20), st.text(max_size=30),
                                    max_size=4))
-    where = draw(st.sampled_from(["none", "wrong", "query", "basic", "bearer", "header"]))
+    where = draw(st.sampled_from(["none", "wrong", "query", "basic", "bearer", "header", "several"]))
     query = draw(st.sampled_from(["", "a=b", "token="]))
     if where == "wrong":
         headers["authorization"] = "Bearer " + draw(st.text(max_size=30).filter(lambda t: t.strip() != SECRET))
@@ -499,6 +555,11 @@ def requests(draw, dispatch_id):
         headers["authorization"] = f"Bearer {SECRET}"
     elif where == "header":
         headers["x-jenkins-dispatch-token"] = SECRET
+    elif where == "several":  # the secret among other candidates, in one place or several
+        guesses = draw(st.lists(st.text(max_size=8), min_size=1, max_size=5))
+        query = "&".join([f"token={SECRET}", *(f"token={g}" for g in guesses)])
+        if draw(st.booleans()):
+            headers["x-jenkins-dispatch-token"] = SECRET
     event = {
         "version": "2.0", "rawPath": "/jenkins/notify", "rawQueryString": query, "headers": headers,
         "requestContext": {"http": {"method": "POST"}, "stage": "$default"},

@@ -2,8 +2,8 @@
 
 The webhook (``webhook.py``) feeds an HTTP API (payload 2.0) event through these steps:
 
-1. ``is_authorised`` — the shared secret, from any of the four places the contract allows, compared
-   in constant time;
+1. ``authentication_failure`` — exactly one token, from any of the four places the contract allows,
+   compared with the shared secret in constant time;
 2. ``request_body`` — the raw bytes (base64-decoded when API Gateway says so), at most 256 KiB;
 3. ``parse_notification`` — the plugin's JSON into a typed ``Notification``;
 4. ``transition_for`` — what that notification asks of the job's row (progress, or a final state).
@@ -43,6 +43,10 @@ FAILED_RESULTS = ("FAILURE", "NOT_BUILT", "ABORTED")
 DISPATCH_ID_PARAMETER = "DISPATCH_ID"
 TOKEN_QUERY_PARAMETER = "token"
 TOKEN_HEADER = "x-jenkins-dispatch-token"
+
+TOKEN_PLACES = "?token=, the HTTP Basic password, 'Authorization: Bearer' or the X-Jenkins-Dispatch-Token header"
+MISSING_OR_WRONG_TOKEN = f"missing or wrong webhook token: give the shared secret as {TOKEN_PLACES}"
+SEVERAL_TOKENS = f"several different webhook tokens in one request: give exactly one, in one of {TOKEN_PLACES}"
 
 EXPECTED_FORMAT = "expected the Jenkins Notification plugin's JSON payload (endpoint Format: JSON)"
 
@@ -126,13 +130,17 @@ def _password_from_basic(credentials: str) -> str | None:
 
 
 def presented_tokens(event: Mapping[str, Any]) -> list[str]:
-    """Every candidate secret in the request: query, Basic password, Bearer, and our header."""
+    """Every candidate secret in the request: query, Basic password, Bearer, and our header.
+
+    The query is read from ``rawQueryString``; ``queryStringParameters`` (API Gateway's parsed copy of the
+    same query, repeated names joined by commas) only when there is no raw query.
+    """
     tokens: list[str] = []
     raw_query = event.get("rawQueryString")
+    query = event.get("queryStringParameters")
     if isinstance(raw_query, str) and raw_query:
         tokens += [v for k, v in parse_qsl(raw_query, keep_blank_values=True) if k == TOKEN_QUERY_PARAMETER]
-    query = event.get("queryStringParameters")
-    if isinstance(query, Mapping) and isinstance(query.get(TOKEN_QUERY_PARAMETER), str):
+    elif isinstance(query, Mapping) and isinstance(query.get(TOKEN_QUERY_PARAMETER), str):
         tokens.append(query[TOKEN_QUERY_PARAMETER])
     headers = event.get("headers")
     if isinstance(headers, Mapping):
@@ -165,8 +173,23 @@ def token_matches(candidates: Iterable[str], secret: str) -> bool:
     return matched and bool(secret)
 
 
+def authentication_failure(event: Mapping[str, Any], secret: str) -> str | None:
+    """None when the request carries exactly one token and it is the secret; else why not (one line).
+
+    One token per request, wherever it is: a request with several different candidates (``?token=a&token=b``,
+    or a query token and a header that disagree) is refused without comparing any, so one request cannot
+    try many guesses. The same value given in several places is one token.
+    """
+    candidates = set(presented_tokens(event))
+    if len(candidates) > 1:
+        return SEVERAL_TOKENS
+    if not token_matches(candidates, secret):
+        return MISSING_OR_WRONG_TOKEN
+    return None
+
+
 def is_authorised(event: Mapping[str, Any], secret: str) -> bool:
-    return token_matches(presented_tokens(event), secret)
+    return authentication_failure(event, secret) is None
 
 
 def redact_query(raw_query: Any) -> str:

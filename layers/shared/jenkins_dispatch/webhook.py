@@ -33,7 +33,7 @@ from .notifications import (
     Notification,
     RejectedNotification,
     Transition,
-    is_authorised,
+    authentication_failure,
     parse_notification,
     redact_query,
     request_body,
@@ -45,11 +45,6 @@ from .queue import FINAL_STATUSES, Queue
 
 NOTIFY_PATH = "/jenkins/notify"
 OTHER_METHODS = ["GET", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
-
-UNAUTHORISED_MESSAGE = (
-    "missing or wrong webhook token: give the shared secret as ?token=, the HTTP Basic password, "
-    "'Authorization: Bearer' or the X-Jenkins-Dispatch-Token header"
-)
 
 # outcome → (metric counted, log level)
 OUTCOMES = {
@@ -92,8 +87,9 @@ def process_notification(
     event: Mapping[str, Any], *, secret: str, queue: Queue, unstable_is_success: bool = True
 ) -> WebhookAnswer:
     """Authenticate, parse, map and apply one notification. Raises only for an unusable database."""
-    if not is_authorised(event, secret):
-        return WebhookAnswer(401, "unauthorised", UNAUTHORISED_MESSAGE)
+    refused = authentication_failure(event, secret)
+    if refused is not None:
+        return WebhookAnswer(401, "unauthorised", refused)
     try:
         notification = parse_notification(request_body(event))
         transition = transition_for(notification, unstable_is_success=unstable_is_success)
