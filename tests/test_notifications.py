@@ -140,6 +140,31 @@ def test_job_path_falls_back_to_the_build_url():
     assert parse_notification(encoded(payload)).job_path == "team/deploy"
 
 
+@pytest.mark.parametrize("url", ["http://[/job/deploy/", "http://ex\u2100ample/job/a/", "//[x/job/a/"])
+def test_job_path_from_a_malformed_url_is_none_not_an_exception(url):
+    assert job_path_from_url(url) is None
+
+
+MALFORMED_URLS = ["http://[/job/deploy/", "https://[zz]/job/deploy/", "http://ex\u2100ample.com/job/deploy/",
+                  "https://ci\uff03x/job/deploy/42/", "//[ci/job/deploy/"]
+
+
+@pytest.mark.parametrize("field", ["url", "build.url", "build.full_url"])
+@pytest.mark.parametrize("url", MALFORMED_URLS)
+def test_a_malformed_url_in_any_url_field_is_400(field, url):
+    payload = plugin_payload("STARTED")
+    if field == "url":
+        payload["url"] = url
+    else:
+        payload["build"][field.split(".")[1]] = url
+    with pytest.raises(RejectedNotification) as caught:
+        parse_notification(encoded(payload))
+    message = str(caught.value)
+    assert caught.value.http_status == 400
+    assert message.startswith(f"{field} is not a valid URL") and "\n" not in message
+    assert url not in message  # never quoted: a full_url may carry userinfo
+
+
 # --------------------------------------------------------------------------- malformed bodies → 400 / 413
 
 MALFORMED = {

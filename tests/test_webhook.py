@@ -8,6 +8,7 @@ import random
 import string
 import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -388,7 +389,7 @@ def test_one_log_line_per_notification_without_secrets(env, capsys):
         assert SECRET not in text and "not-the-secret" not in text
 
 
-# --------------------------------------------------------------------------- over HTTP: one token per request (issue #11)
+# --------------------------------------------------------------------------- over HTTP: URLs and tokens (issue #11)
 
 
 @pytest.fixture
@@ -407,6 +408,31 @@ def http_notify(server, payload, query="", headers=None):
             return answer.status, json.load(answer)
     except urllib.error.HTTPError as error:
         return error.code, json.load(error)
+
+
+MALFORMED_URLS = {
+    "unbalanced bracket": "http://[/job/deploy/",
+    "not an IP literal": "http://[zz]/job/team/job/deploy/",
+    "host changes under NFKC": "http://ex\u2100ample.com/job/team/job/deploy/",
+    "fullwidth number sign in the host": "https://ci\uff03x.example.com/job/team/job/deploy/42/",
+    "network-path reference": "//[ci/job/team/job/deploy/",
+}
+
+
+@pytest.mark.parametrize("field", ["url", "build.url", "build.full_url"])
+@pytest.mark.parametrize("bad_url", MALFORMED_URLS.values(), ids=MALFORMED_URLS.keys())
+def test_a_malformed_url_is_400_with_one_line_never_500(http_webhook, db, env, field, bad_url):
+    job = processing_job(env)
+    before = snapshot(db, job.id)
+    payload = body_of(load_event("started", job.dispatch_id))
+    if field == "url":
+        payload["url"] = bad_url
+    else:
+        payload["build"][field.split(".")[1]] = bad_url
+    status, body = http_notify(http_webhook, payload, f"token={SECRET}")
+    assert (status, body["outcome"]) == (400, "malformed"), body
+    assert field in body["message"] and "not a valid URL" in body["message"] and "\n" not in body["message"]
+    assert snapshot(db, job.id) == before
 
 
 SEVERAL_TOKEN_REQUESTS = {
@@ -514,6 +540,20 @@ json_values = st.recursive(
 )
 
 
+# URLs urlsplit refuses (an unbalanced or non-IP '[' host, a host NFKC normalisation changes), and good ones.
+malformed_urls = st.builds(
+    lambda scheme, host, path: f"{scheme}{host}{path}",
+    st.sampled_from(["http://", "https://", "//"]),
+    st.sampled_from(["[", "[zz]", "[::1", "ex\u2100ample", "ci\uff03x", "a\ufe5fb", "a\uff1fb"]),
+    st.sampled_from(["/job/deploy/", "/job/team/job/deploy/42/", ""]),
+)
+urls = st.one_of(
+    st.text(max_size=30), st.none(), st.integers(), malformed_urls,
+    st.sampled_from(["job/team/job/deploy/42/", "https://ci.example.com/job/team/job/deploy/42/",
+                     "job/other/job/deploy/42/", "http://[::1]/job/team/job/deploy/42/"]),
+)
+
+
 @st.composite
 def notification_bodies(draw, dispatch_id):
     build = {
@@ -521,14 +561,16 @@ def notification_bodies(draw, dispatch_id):
         "number": draw(st.one_of(st.integers(-5, 2**33), st.none(), st.text(max_size=3), st.booleans())),
         "queue_id": draw(st.one_of(st.integers(-1, 2**64), st.none())),
         "status": draw(st.sampled_from(["SUCCESS", "UNSTABLE", "FAILURE", "ABORTED", "NOT_BUILT", "FAILED", None, 1])),
-        "url": draw(st.one_of(st.text(max_size=30), st.none(), st.integers())),
+        "url": draw(urls),
+        "full_url": draw(urls),
         "parameters": draw(st.one_of(
             st.fixed_dictionaries({"DISPATCH_ID": st.one_of(st.just(dispatch_id), st.text(max_size=12), st.integers())}),
             json_values,
         )),
     }
     build = {k: v for k, v in build.items() if v is not None or draw(st.booleans())}
-    payload = {"name": draw(st.text(max_size=10)), "url": draw(st.one_of(st.just("job/team/job/deploy/"), json_values)),
+    payload = {"name": draw(st.text(max_size=10)),
+               "url": draw(st.one_of(st.just("job/team/job/deploy/"), st.just("job/team/job/child/"), urls, json_values)),
                "build": build if draw(st.integers(0, 9)) else draw(json_values)}
     return json.dumps(payload)
 
@@ -580,6 +622,44 @@ def test_arbitrary_requests_never_500_and_never_change_a_row_unless_valid(env, d
     if not is_authorised(event, SECRET):
         assert response["statusCode"] == 401
         assert handler_statements() == statements
+    if body["outcome"] != "applied":
+        assert snapshot(db, job.id) == before
+
+
+def _is_malformed_url(value) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        urllib.parse.urlsplit(value)
+    except ValueError:
+        return True
+    return False
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_authenticated_notifications_with_any_urls_never_500(env, db, data):
+    """Issue #11: urlsplit refusing a URL field (a '[' host, a host NFKC changes) was a 500."""
+    job = processing_job(env)
+    phase = data.draw(st.sampled_from(["QUEUED", "STARTED", "COMPLETED", "FINALIZED"]))
+    build = {"number": 42, "queue_id": QUEUE_ID, "phase": phase, "parameters": {"DISPATCH_ID": job.dispatch_id}}
+    if phase in ("COMPLETED", "FINALIZED"):
+        build["status"] = data.draw(st.sampled_from(["SUCCESS", "FAILURE"]))
+    fields = {"url": data.draw(st.one_of(malformed_urls, urls, st.just("job/team/job/deploy/")))}
+    for key in ("url", "full_url"):
+        fields[f"build.{key}"] = data.draw(st.one_of(malformed_urls, urls))
+    payload = {"name": data.draw(st.sampled_from(["deploy", "child", ""])), "build": build}
+    if fields["url"] is not None:
+        payload["url"] = fields["url"]
+    for key in ("url", "full_url"):
+        if fields[f"build.{key}"] is not None:
+            build[key] = fields[f"build.{key}"]
+    before = snapshot(db, job.id)
+    response = lambda_handler(with_body(load_event("completed"), payload), None)
+    assert response["statusCode"] in (200, 400), response
+    body = json.loads(response["body"])
+    if any(_is_malformed_url(v) for v in fields.values()):
+        assert response["statusCode"] == 400 and body["message"].startswith(("url ", "build.url ", "build.full_url ")), body
     if body["outcome"] != "applied":
         assert snapshot(db, job.id) == before
 

@@ -287,6 +287,21 @@ def _optional_text(container: Mapping[str, Any], key: str, where: str, limit: in
     return value
 
 
+def _optional_url(container: Mapping[str, Any], key: str, where: str) -> str | None:
+    """A URL field: text that ``urlsplit`` can read. Never quoted back (a full_url may carry userinfo)."""
+    value = _optional_text(container, key, where)
+    if value is not None:
+        try:
+            urlsplit(value)
+        except ValueError:
+            raise RejectedNotification(
+                f"{where}{key} is not a valid URL: its host cannot be read (an unbalanced or non-IP '[...]', or "
+                "characters that change under Unicode NFKC normalisation); expected a Jenkins URL such as "
+                "job/team/job/app/"
+            ) from None
+    return value
+
+
 def _check_storable(value: str, what: str) -> None:
     """PostgreSQL text holds neither NUL characters nor lone surrogates (JSON's \\ud800 escapes)."""
     if "\x00" in value:
@@ -312,7 +327,10 @@ def job_path_from_url(url: str | None) -> str | None:
     """``job/team/job/app/`` (or a full or build URL) → ``team/app``; names URL-decoded once, as Jenkins does."""
     if not url:
         return None
-    path = urlsplit(url).path if "://" in url else url
+    try:
+        path = urlsplit(url).path
+    except ValueError:  # a host urlsplit refuses: parse_notification answers 400 before asking
+        return None
     segments = [s for s in path.split("/") if s]
     names = []
     i = 0
@@ -373,9 +391,9 @@ def parse_notification(raw: bytes) -> Notification:
         _check_storable(dispatch_id, f"build.parameters.{DISPATCH_ID_PARAMETER}")
 
     status = _optional_text(build, "status", "build.")
-    job_url = _optional_text(payload, "url", "")
-    relative_build_url = _optional_text(build, "url", "build.")
-    full_build_url = _optional_text(build, "full_url", "build.")
+    job_url = _optional_url(payload, "url", "")
+    relative_build_url = _optional_url(build, "url", "build.")
+    full_build_url = _optional_url(build, "full_url", "build.")
     return Notification(
         phase=phase,
         job_name=_optional_text(payload, "name", ""),
