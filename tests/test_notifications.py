@@ -14,6 +14,7 @@ from jenkins_dispatch.notifications import (
     authentication_failure,
     is_authorised,
     job_path_from_url,
+    names_job,
     parse_notification,
     presented_tokens,
     redact_query,
@@ -140,6 +141,12 @@ def test_job_path_falls_back_to_the_build_url():
     assert parse_notification(encoded(payload)).job_path == "team/deploy"
 
 
+def test_job_path_falls_back_to_the_full_build_url():
+    payload = plugin_payload("STARTED", url=None, full_url="https://ci.example.com/jenkins/job/team/job/app/9/")
+    del payload["url"]
+    assert parse_notification(encoded(payload)).job_path == "team/app"
+
+
 @pytest.mark.parametrize("url", ["http://[/job/deploy/", "http://ex\u2100ample/job/a/", "//[x/job/a/"])
 def test_job_path_from_a_malformed_url_is_none_not_an_exception(url):
     assert job_path_from_url(url) is None
@@ -163,6 +170,43 @@ def test_a_malformed_url_in_any_url_field_is_400(field, url):
     assert caught.value.http_status == 400
     assert message.startswith(f"{field} is not a valid URL") and "\n" not in message
     assert url not in message  # never quoted: a full_url may carry userinfo
+
+
+def _named(name="deploy", job_url="job/team/job/deploy/", **build):
+    payload = plugin_payload("STARTED", **build)
+    payload["name"] = name
+    if job_url is None:
+        del payload["url"]
+    else:
+        payload["url"] = job_url
+    return parse_notification(encoded(payload))
+
+
+@pytest.mark.parametrize(
+    "notification, job_name, expected",
+    [
+        (_named(), "team/deploy", True),
+        (_named(), "Team/DEPLOY", True),  # Jenkins item names are case-insensitive (ASCII folding only)
+        (_named(), "deploy", False),
+        (_named(), "team/deploy/x", False),
+        (_named(), "other/deploy", False),
+        (_named("child", "job/team/job/child/"), "team/deploy", False),
+        (_named("feature%2Ffoo", "job/repo/job/feature%252Ffoo/"), "repo/feature%2Ffoo", True),
+        (_named("feature%2Ffoo", "job/repo/job/feature%252Ffoo/"), "repo/feature/foo", False),
+        (_named("Test Job", "job/Test%20Job/"), "Test Job", True),
+        (_named("déploiement", "job/d%C3%A9ploiement/"), "déploiement", True),
+        (_named("déploiement", "job/d%C3%A9ploiement/"), "DÉPLOIEMENT", False),  # not ASCII: compared as is
+        # no job url: build.url, then full_url, then the leaf name against the row's last segment
+        (_named(job_url=None), "team/deploy", True),
+        (_named(job_url=None), "other/deploy", False),
+        (_named("deploy", None, url=None, full_url=None), "team/deploy", True),
+        (_named("deploy", None, url=None, full_url=None), "other/deploy", True),
+        (_named("deploy", None, url=None, full_url=None), "team/deploy-child", False),
+        (_named("child", None, url=None, full_url=None), "team/deploy", False),
+    ],
+)
+def test_names_job(notification, job_name, expected):
+    assert names_job(notification, job_name) is expected
 
 
 # --------------------------------------------------------------------------- malformed bodies → 400 / 413

@@ -389,6 +389,119 @@ def test_one_log_line_per_notification_without_secrets(env, capsys):
         assert SECRET not in text and "not-the-secret" not in text
 
 
+# --------------------------------------------------------------------------- only the dispatched job (issue #11)
+
+
+def downstream_payload(dispatch_id, phase, *, name="child", url="job/team/job/child/", number=7, status=None,
+                       build_url=None, full_url=None):
+    """A Notification-plugin payload of a build that inherited the parent's DISPATCH_ID ("current build
+    parameters" of a parameterized trigger, or a Pipeline's build step passing params on)."""
+    job_url = url or "job/team/job/child/"
+    build = {"full_url": full_url if full_url is not None else f"https://ci.example.com/{job_url}{number}/",
+             "number": number, "queue_id": 900, "phase": phase,
+             "url": build_url if build_url is not None else f"{job_url}{number}/",
+             "parameters": {"ENV": "prod", "DISPATCH_ID": dispatch_id}}
+    if status is not None:
+        build["status"] = status
+    payload = {"name": name, "url": url, "build": {k: v for k, v in build.items() if v != ""}}
+    return {k: v for k, v in payload.items() if v is not None}
+
+
+CHILDREN = {
+    "another job in the same folder": dict(name="child", url="job/team/job/child/"),
+    "a job with the same leaf name in another folder": dict(name="deploy", url="job/other/job/deploy/"),
+    "a job named like the parent's folder": dict(name="team", url="job/team/"),
+    "only build.url names it": dict(name="child", url=None, build_url="job/team/job/child/7/"),
+    "only full_url names it": dict(name="child", url=None, build_url="",
+                                   full_url="https://ci.example.com/job/team/job/child/7/"),
+    "only the leaf name (hand-written payload)": dict(name="child", url=None, build_url="", full_url=""),
+}
+
+
+@pytest.mark.parametrize("child", CHILDREN.values(), ids=CHILDREN.keys())
+def test_a_downstream_build_that_inherited_the_dispatch_id_is_ignored(env, db, child, capsys):
+    job = processing_job(env)
+    assert invoke(load_event("started", job.dispatch_id))[1]["outcome"] == "applied"
+    before = snapshot(db, job.id)
+    log_stream = io.StringIO()
+    previous = logger.registered_handler.setStream(log_stream)
+    try:
+        for phase, status in (("QUEUED", None), ("STARTED", None), ("COMPLETED", "FAILURE"), ("FINALIZED", "FAILURE")):
+            event = with_body(load_event("completed"), downstream_payload(job.dispatch_id, phase, status=status, **child))
+            code, body = invoke(event)
+            assert (code, body["outcome"], body["message"]) == (200, "ignored", "ignored: not the dispatched job"), body
+            assert snapshot(db, job.id) == before, phase
+    finally:
+        logger.registered_handler.setStream(previous)
+    logs = [json.loads(line) for line in log_stream.getvalue().splitlines()]
+    assert [entry["outcome"] for entry in logs] == ["ignored"] * 4
+    assert "NotificationsIgnored" in capsys.readouterr().out
+    # The parent's own completion still settles the row, with the parent's build.
+    assert invoke(load_event("completed", job.dispatch_id))[1]["outcome"] == "applied"
+    row = env.get(job.id)
+    assert (row["status"], row["build_number"], row["build_url"]) == (
+        "completed", 42, "https://ci.example.com/job/team/job/deploy/42/")
+
+
+def test_a_downstream_build_is_ignored_after_the_parent_settled_and_on_the_lookup_path(env, db):
+    other = processing_job(env, queue_id=1)
+    job = processing_job(env, queue_id=2)
+    # A dispatch id whose number is another row's: the fenced statement misses, the lookup decides.
+    forged = f"jd-{other.id}-{job.dispatch_id.rsplit('-', 1)[1]}"
+    db.run("UPDATE jenkins_jobs_queue SET dispatch_id = :d WHERE id = :id", d=forged, id=job.id)
+    failed_child = with_body(load_event("completed"), downstream_payload(forged, "COMPLETED", status="FAILURE"))
+    assert invoke(failed_child)[1]["outcome"] == "ignored"
+    assert env.get(job.id)["status"] == "processing"
+    assert invoke(load_event("completed", forged))[1]["outcome"] == "applied"
+    settled = snapshot(db, job.id)
+    code, body = invoke(failed_child)
+    assert (code, body["outcome"], body["job_id"]) == (200, "ignored", job.id)
+    assert snapshot(db, job.id) == settled and env.get(other.id)["status"] == "processing"
+
+
+MATCHING = {
+    "folders from the job url": ("team/app/deploy", dict(name="deploy", url="job/team/job/app/job/deploy/")),
+    "Jenkins under a context path": ("team/deploy", dict(name="deploy", url="https://ci.example.com/jenkins/job/team/job/deploy/")),
+    "a percent-encoded name": ("Test Job", dict(name="Test Job", url="job/Test%20Job/")),
+    "a multibranch branch job": ("repo/feature%2Ffoo", dict(name="feature%2Ffoo", url="job/repo/job/feature%252Ffoo/")),
+    "another case (Jenkins item names are case-insensitive)": ("Team/Deploy", dict(name="deploy", url="job/team/job/deploy/")),
+    "only the leaf name": ("team/deploy", dict(name="deploy", url=None, build_url="", full_url="")),
+}
+
+
+@pytest.mark.parametrize("job_name, identity", MATCHING.values(), ids=MATCHING.keys())
+def test_the_dispatched_job_is_recognised_however_jenkins_writes_its_path(env, job_name, identity):
+    job = processing_job(env, job_name=job_name)
+    event = with_body(load_event("completed"), downstream_payload(job.dispatch_id, "COMPLETED", status="SUCCESS",
+                                                                  **identity))
+    before = handler_statements()
+    code, body = invoke(event)
+    assert (code, body["outcome"]) == (200, "applied"), body
+    assert handler_statements() - before == 1
+    assert env.get(job.id)["status"] == "completed"
+
+
+def test_a_notification_that_names_no_job_is_400(env, db):
+    job = processing_job(env)
+    before = snapshot(db, job.id)
+    payload = downstream_payload(job.dispatch_id, "COMPLETED", status="FAILURE", name=None, url=None,
+                                 build_url="", full_url="")
+    code, body = invoke(with_body(load_event("completed"), payload))
+    assert (code, body["outcome"]) == (400, "malformed") and "names no job" in body["message"]
+    assert snapshot(db, job.id) == before
+
+
+def test_ignoring_costs_one_lookup_and_the_happy_path_stays_one_statement(env):
+    job = processing_job(env)
+    before = handler_statements()
+    child = with_body(load_event("completed"), downstream_payload(job.dispatch_id, "STARTED"))
+    assert invoke(child)[1]["outcome"] == "ignored"
+    assert handler_statements() - before == 2  # the fenced statement, then the row's lookup
+    before = handler_statements()
+    assert invoke(load_event("started", job.dispatch_id))[1]["outcome"] == "applied"
+    assert handler_statements() - before == 1
+
+
 # --------------------------------------------------------------------------- over HTTP: URLs and tokens (issue #11)
 
 

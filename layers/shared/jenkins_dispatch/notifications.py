@@ -6,7 +6,9 @@ The webhook (``webhook.py``) feeds an HTTP API (payload 2.0) event through these
    compared with the shared secret in constant time;
 2. ``request_body`` — the raw bytes (base64-decoded when API Gateway says so), at most 256 KiB;
 3. ``parse_notification`` — the plugin's JSON into a typed ``Notification``;
-4. ``transition_for`` — what that notification asks of the job's row (progress, or a final state).
+4. ``transition_for`` — what that notification asks of the job's row (progress, or a final state);
+5. ``names_job`` — whether the notification is about the row's own job: a downstream build started with
+   "current build parameters" carries its parent's DISPATCH_ID, and must leave the parent's row alone.
 
 Every rejection is a ``RejectedNotification`` with the HTTP status to answer and one line saying what
 is wrong and what is expected. Messages never quote a token and quote the payload only in short,
@@ -20,6 +22,7 @@ import binascii
 import hmac
 import json
 import re
+import string
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,13 +73,18 @@ class Notification:
 
     phase: str
     job_name: str | None  # the leaf name Jenkins sends (ambiguous across folders)
-    job_path: str | None  # folders joined by '/', read from the job (or build) url
+    job_path: str | None  # folders joined by '/', read from the job url, else build.url, else build.full_url
     build_number: int | None
     queue_id: int | None
     build_url: str | None  # full_url when Jenkins knows its root URL, else the relative url
     status: str | None  # absent before COMPLETED
     dispatch_id: str | None
     parameters: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def job(self) -> str | None:
+        """The job this notification names, as well as it names it: the full path, else the leaf name."""
+        return self.job_path or self.job_name
 
 
 @dataclass(frozen=True)
@@ -396,8 +404,9 @@ def parse_notification(raw: bytes) -> Notification:
     full_build_url = _optional_url(build, "full_url", "build.")
     return Notification(
         phase=phase,
-        job_name=_optional_text(payload, "name", ""),
-        job_path=job_path_from_url(job_url) or job_path_from_url(relative_build_url),
+        job_name=_optional_text(payload, "name", "") or None,
+        job_path=job_path_from_url(job_url) or job_path_from_url(relative_build_url)
+        or job_path_from_url(full_build_url),
         build_number=_optional_int(build, "number", "build.", 0, MAX_BUILD_NUMBER),
         queue_id=_optional_int(build, "queue_id", "build.", 1, MAX_QUEUE_ID),
         build_url=full_build_url or relative_build_url or None,
@@ -434,6 +443,31 @@ def transition_for(notification: Notification, *, unstable_is_success: bool = Tr
     if n.status == "SUCCESS" or (n.status == "UNSTABLE" and unstable_is_success):
         return Transition(final_status="completed", result=n.status, **common)
     return Transition(final_status="failed", result=n.status, error=f"{build} finished {n.status}", **common)
+
+
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
+def _fold(name: str) -> str:
+    # Jenkins finds items whatever the case of their names. PostgreSQL's lower(... COLLATE "C"), which the
+    # fenced statements use for the same test, folds ASCII letters only: so does this.
+    return name.translate(_ASCII_LOWER)
+
+
+def names_job(notification: Notification, job_name: str) -> bool:
+    """Is this notification about ``job_name`` (a row's job path, e.g. ``team/app/deploy``)?
+
+    The path read from the job url (or build.url, or build.full_url) must be the row's, folders included;
+    a payload without any url is compared by its leaf ``name`` with the row's last segment. Names are
+    compared as Jenkins names items: decoded once from the URL (a multibranch ``feature%2Ffoo`` stays
+    encoded, as in the row), ASCII case ignored. The same test runs in the record_progress and settle
+    statements, so the webhook's happy path stays one statement.
+    """
+    if notification.job_path is not None:
+        return _fold(notification.job_path) == _fold(job_name)
+    if notification.job_name is not None:
+        return _fold(notification.job_name) == _fold(job_name.rsplit("/", 1)[-1])
+    return False
 
 
 def row_id_hint(dispatch_id: str) -> int | None:
