@@ -78,7 +78,24 @@ Config file (JSON), every key optional::
         "result": "SUCCESS",
         "quiet_period_seconds": null,          # per-job override
         "refuse": false,                       # a queue plugin vetoes triggers: 302 to the job page
-        "notify": true                         # the Notification plugin is configured on this job
+        "notify": true,                        # the Notification plugin is configured on this job
+        "downstream": [                        # jobs each build of this one queues (Parameterized Trigger's
+          {"job": "team/app/smoke",            #   "Trigger parameterized build on other projects", or a
+           "when": "completed",                #   Pipeline's build(job: ..., parameters: ..., wait: false)):
+           "pass_parameters": true,            # "started": right after its STARTED notification; "completed"
+           "parameters": {"ENV": "qa"}}        #   (the default): when it ends, whatever its result, before its
+        ]                                      #   COMPLETED notification. pass_parameters (default true) is
+                                               #   "Current build parameters": every parameter of the build,
+                                               #   DISPATCH_ID included, of which the child keeps those it
+                                               #   declares; "parameters" adds or replaces values (EMULATOR_*
+                                               #   names there steer the child's build). EMULATOR_* overrides of
+                                               #   the parent are not passed on. The child is queued like any
+                                               #   item (same quiet period, merged with an identical one), its
+                                               #   builds send their own notifications (the child's name and
+                                               #   url, the inherited DISPATCH_ID), and it does not count as a
+                                               #   trigger in the counters (items_created counts it). A missing
+                                               #   child job is skipped. Settable at run time through
+                                               #   POST /_emulator/jobs {"path": ..., "downstream": [...]}.
       }],
       "notification": {                        # the Notification plugin (or just the URL as a string)
         "url": "http://127.0.0.1:8080/jenkins/notify?token=SECRET",   # or http://user:SECRET@host/...

@@ -104,6 +104,7 @@ class Job:
     quiet_period_seconds: float | None = None
     refuse: bool = False  # a QueueDecisionHandler vetoes every trigger: 302 to the job page
     notify: bool = True  # whether the Notification plugin is configured on this job
+    downstream: list[dict[str, Any]] = field(default_factory=list)  # see downstream_specs
     next_number: int = 1
     builds: dict[int, Build] = field(default_factory=dict)
 
@@ -161,6 +162,37 @@ class QueueItem:
 
     def parameter_key(self) -> tuple[tuple[str, Any], ...]:
         return tuple((definition.name, value) for definition, value in self.parameters)
+
+
+OVERRIDES = ("EMULATOR_RESULT", "EMULATOR_DURATION", "EMULATOR_NO_NOTIFY")  # per-build steering, not parameters
+DOWNSTREAM_WHEN = ("started", "completed")
+
+
+def downstream_specs(raw: Any) -> list[dict[str, Any]]:
+    """A job's ``downstream`` list, checked: jobs this job queues when its build starts or completes.
+
+    Each entry: ``{"job": "folder/child", "when": "started" | "completed" (default), "pass_parameters": true
+    (default: "current build parameters", DISPATCH_ID included), "parameters": {"NAME": "value"}}`` — the
+    Parameterized Trigger plugin's "Trigger parameterized build on other projects", or a Pipeline's
+    ``build job: …, parameters: params…, wait: false``. Raises ValueError naming what is wrong.
+    """
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise ValueError(f"downstream must be a list of {{'job': ..., 'when': ...}} objects, got {type(raw).__name__}")
+    specs = []
+    for entry in raw:
+        if not isinstance(entry, dict) or not isinstance(entry.get("job"), str) or not entry["job"]:
+            raise ValueError(f"each downstream entry needs a 'job' path, got {entry!r}")
+        unknown = set(entry) - {"job", "when", "pass_parameters", "parameters"}
+        if unknown:
+            raise ValueError(f"downstream entry for {entry['job']!r} has unknown keys {sorted(unknown)}")
+        if entry.get("when", "completed") not in DOWNSTREAM_WHEN:
+            raise ValueError(f"downstream 'when' must be one of {', '.join(DOWNSTREAM_WHEN)}, got {entry.get('when')!r}")
+        if not isinstance(entry.get("parameters", {}), dict):
+            raise ValueError(f"downstream 'parameters' must be an object of name → value, got {entry.get('parameters')!r}")
+        specs.append(dict(entry))
+    return specs
 
 
 PERMISSION_DENIALS = ("deny_build", "deny_read", "deny_discover")
@@ -311,6 +343,7 @@ class Jenkins:
             quiet_period_seconds=spec.get("quiet_period_seconds"),
             refuse=bool(spec.get("refuse", False)),
             notify=bool(spec.get("notify", True)),
+            downstream=downstream_specs(spec.get("downstream")),
         )
         with self.lock:
             if "/" in job.path:
@@ -322,9 +355,9 @@ class Jenkins:
         with self.lock:
             job = self.jobs[path]
             for name, value in changes.items():
-                if name not in ("disabled", "concurrent", "duration_seconds", "result", "quiet_period_seconds", "refuse", "notify"):
+                if name not in ("disabled", "concurrent", "duration_seconds", "result", "quiet_period_seconds", "refuse", "notify", "downstream"):
                     raise ValueError(f"cannot set {name!r} on a job")
-                setattr(job, name, value)
+                setattr(job, name, downstream_specs(value) if name == "downstream" else value)
             self._wake.notify_all()
             return job
 
@@ -424,11 +457,17 @@ class Jenkins:
     # ------------------------------------------------------------------------------------------------------
     # triggering
 
-    def schedule(self, job: Job, values: dict[str, str], user: str, delay_seconds: float | None, overrides: dict[str, str]) -> tuple[QueueItem, bool]:
-        """``Queue.schedule2``: returns (item, created). Identical parameters merge while still queued."""
+    def schedule(self, job: Job, values: dict[str, str], user: str, delay_seconds: float | None, overrides: dict[str, str],
+                 *, downstream: bool = False) -> tuple[QueueItem, bool]:
+        """``Queue.schedule2``: returns (item, created). Identical parameters merge while still queued.
+
+        ``downstream``: queued by another build, not by a trigger request, so the trigger counters (requests,
+        merges, per DISPATCH_ID and per parameter) leave it out; ``items_created`` counts it.
+        """
         with self.lock:
             parameters = [(definition, definition.value_from(values.get(definition.name))) for definition in job.parameters]
-            self.counters["trigger_requests"] += 1
+            if not downstream:
+                self.counters["trigger_requests"] += 1
             key = tuple((d.name, v) for d, v in parameters)
             quiet = delay_seconds if delay_seconds is not None else (job.quiet_period_seconds if job.quiet_period_seconds is not None else self.settings.quiet_period_seconds)
             due = time.time() + float(quiet)
@@ -437,7 +476,8 @@ class Jenkins:
                     item.causes += 1
                     if item.state == "waiting" and due < item.due:
                         item.due = due
-                    self.counters["merged_requests"] += 1
+                    if not downstream:
+                        self.counters["merged_requests"] += 1
                     self._wake.notify_all()
                     return item, False
             item = QueueItem(self.next_queue_id, job, parameters, user, due, now_ms(), overrides)
@@ -445,7 +485,7 @@ class Jenkins:
             item.why = f"In the quiet period. Expires in {time_span(due - time.time())}"
             self.items[item.id] = item
             self.counters["items_created"] += 1
-            for definition, value in parameters:
+            for definition, value in parameters if not downstream else ():
                 text = _parameter_text(value)
                 self.counters["triggers_by_parameter"][definition.name][text] += 1
                 if definition.name == "DISPATCH_ID":
@@ -550,13 +590,34 @@ class Jenkins:
         queued_since = (item.buildable_since_ms or now_ms()) if item.buildable_since_ms else now_ms()
         self._notify(build, "QUEUED", queued_since)
         self._notify(build, "STARTED", build.timestamp_ms)
+        self._queue_downstream(build, "started")
 
     def _finish(self, build: Build, now: float) -> None:
         build.result = "ABORTED" if build.aborted else build.planned_result
         build.duration_ms = max(1, int((now - build.started) * 1000))
         build.building = False
+        self._queue_downstream(build, "completed")  # a publisher: it runs before the COMPLETED notification
         self._notify(build, "COMPLETED", build.timestamp_ms + build.duration_ms)
         self._notify(build, "FINALIZED", now_ms())
+
+    def _queue_downstream(self, build: Build, when: str) -> None:
+        """Queue the jobs ``build.job.downstream`` names for this point, as the parent build would.
+
+        "Current build parameters" hands the child every parameter of this build (the child keeps those it
+        declares, as Jenkins does), so a dispatched parent's DISPATCH_ID reaches the child and comes back
+        in the child's notifications. EMULATOR_* overrides steer one build and are not parameters: they are
+        not passed on, unless a spec's ``parameters`` sets them for the child. A missing child job is
+        skipped, as Jenkins only logs it in the parent's console.
+        """
+        for spec in build.job.downstream:
+            child = self.jobs.get(spec["job"])
+            if spec.get("when", "completed") != when or child is None:
+                continue
+            values = {d.name: _parameter_text(v) for d, v in build.parameters} if spec.get("pass_parameters", True) else {}
+            extra = {str(k): _parameter_text(v) for k, v in (spec.get("parameters") or {}).items()}
+            values.update({k: v for k, v in extra.items() if k not in OVERRIDES})
+            overrides = {k: v for k, v in extra.items() if k in OVERRIDES}
+            self.schedule(child, values, build.user, None, overrides, downstream=True)
 
     # ------------------------------------------------------------------------------------------------------
     # JSON shapes (Stapler exports; property order alphabetical, superclass first, ``_class`` first)

@@ -488,6 +488,67 @@ def test_notifications_dropped_or_duplicated_by_seeded_chance(jenkins, receiver)
     assert len(receiver.requests) == 8 and jenkins.counters()["notifications"]["dropped"] == 4
 
 
+DOWNSTREAM_JOBS = [
+    {"path": "pipe/parent", "parameters": [{"name": "DISPATCH_ID"}, {"name": "VERSION"}], "duration_seconds": 0.4,
+     "downstream": [{"job": "pipe/on-start", "when": "started", "pass_parameters": True},
+                    {"job": "other/on-end", "when": "completed", "pass_parameters": True},
+                    {"job": "pipe/plain", "when": "completed", "pass_parameters": False,
+                     "parameters": {"VERSION": "fixed"}}]},
+    {"path": "pipe/on-start", "parameters": [{"name": "DISPATCH_ID"}, {"name": "VERSION"}], "duration_seconds": 0.05,
+     "result": "FAILURE"},
+    {"path": "other/on-end", "parameters": [{"name": "DISPATCH_ID"}], "duration_seconds": 0.05},
+    {"path": "pipe/plain", "parameters": [{"name": "DISPATCH_ID"}, {"name": "VERSION"}], "duration_seconds": 0.05},
+]
+
+
+def test_downstream_jobs_get_the_parents_parameters_and_notify_like_any_build(make_jenkins, receiver) -> None:
+    jenkins = make_jenkins(jobs=DOWNSTREAM_JOBS, notification={"url": receiver.url + "/hook"})
+    post(jenkins, "job/pipe/job/parent/buildWithParameters",
+         {"DISPATCH_ID": "d-1", "VERSION": "7", "EMULATOR_RESULT": "UNSTABLE"})
+    assert jenkins.wait_until(lambda: len(receiver.requests) == 16 and jenkins.wait_idle(0), timeout=10)
+    [parent], [on_start], [on_end], [plain] = (jenkins.builds(p) for p in
+                                               ("pipe/parent", "pipe/on-start", "other/on-end", "pipe/plain"))
+    assert parent.result == "UNSTABLE"  # EMULATOR_* steer one build: they are no parameters, so never passed on
+    assert on_start.result == "FAILURE" and on_end.result == "SUCCESS"
+    values = {b.job.path: {d.name: v for d, v in b.parameters} for b in (on_start, on_end, plain)}
+    assert values == {"pipe/on-start": {"DISPATCH_ID": "d-1", "VERSION": "7"},
+                      "other/on-end": {"DISPATCH_ID": "d-1"},  # what the child does not declare is dropped
+                      "pipe/plain": {"DISPATCH_ID": "", "VERSION": "fixed"}}
+    # "started": queued when the parent starts, so it ran (and failed) while the parent was building.
+    assert on_start.started + on_start.duration_ms / 1000 < parent.started + parent.duration_ms / 1000
+    # "completed": queued when the parent ends, before the parent's COMPLETED notification (a publisher).
+    assert on_end.started >= parent.started + parent.duration_ms / 1000 - 0.01
+    by_job: dict[str, list[dict]] = {}
+    for request in receiver.requests:
+        by_job.setdefault(request["json"]["url"], []).append(request["json"])
+    assert sorted(by_job) == ["job/other/job/on-end/", "job/pipe/job/on-start/", "job/pipe/job/parent/",
+                              "job/pipe/job/plain/"]
+    for url, payloads in by_job.items():
+        assert [p["build"]["phase"] for p in payloads] == ["QUEUED", "STARTED", "COMPLETED", "FINALIZED"], url
+        assert {p["name"] for p in payloads} == {url.rstrip("/").rsplit("/", 1)[1]}
+        assert all(p["build"]["url"].startswith(url) for p in payloads)
+    child = by_job["job/pipe/job/on-start/"]
+    assert child[2]["build"]["status"] == "FAILURE"
+    assert child[0]["build"]["parameters"] == {"DISPATCH_ID": "d-1", "VERSION": "7"}
+    assert by_job["job/other/job/on-end/"][0]["build"]["parameters"] == {"DISPATCH_ID": "d-1"}
+
+
+def test_downstream_can_be_set_through_the_control_api_and_is_checked(make_jenkins) -> None:
+    jenkins = make_jenkins(jobs=DOWNSTREAM_JOBS[1:])
+    control = jenkins.base_url + "_emulator/"
+    spec = [{"job": "pipe/on-start", "when": "started", "pass_parameters": True}]
+    answer = requests.post(control + "jobs", json={"path": "deploy", "downstream": spec}, timeout=5)
+    assert answer.status_code == 200, answer.text
+    assert requests.get(control + "state", timeout=5).json()["jobs"]["deploy"]["downstream"] == spec
+    post(jenkins, "job/deploy/buildWithParameters", {"DISPATCH_ID": "d-2"})
+    assert jenkins.wait_until(lambda: len(jenkins.builds("pipe/on-start")) == 1 and jenkins.wait_idle(0))
+    assert {d.name: v for d, v in jenkins.builds("pipe/on-start")[0].parameters}["DISPATCH_ID"] == "d-2"
+    for bad in ([{"job": "pipe/on-start", "when": "later"}], [{"when": "started"}], {"job": "x"},
+                [{"job": "pipe/on-start", "parameters": ["A"]}]):
+        answer = requests.post(control + "jobs", json={"path": "deploy", "downstream": bad}, timeout=5)
+        assert answer.status_code == 400 and "downstream" in answer.json()["error"], (bad, answer.text)
+
+
 # --- python-jenkins as a client ------------------------------------------------------------------------------
 
 

@@ -7,10 +7,14 @@ import pytest
 
 from jenkins_dispatch.notifications import (
     MAX_BODY_BYTES,
+    MISSING_OR_WRONG_TOKEN,
+    SEVERAL_TOKENS,
     Notification,
     RejectedNotification,
+    authentication_failure,
     is_authorised,
     job_path_from_url,
+    names_job,
     parse_notification,
     presented_tokens,
     redact_query,
@@ -135,6 +139,74 @@ def test_job_path_falls_back_to_the_build_url():
     payload = plugin_payload("STARTED")
     del payload["url"]
     assert parse_notification(encoded(payload)).job_path == "team/deploy"
+
+
+def test_job_path_falls_back_to_the_full_build_url():
+    payload = plugin_payload("STARTED", url=None, full_url="https://ci.example.com/jenkins/job/team/job/app/9/")
+    del payload["url"]
+    assert parse_notification(encoded(payload)).job_path == "team/app"
+
+
+@pytest.mark.parametrize("url", ["http://[/job/deploy/", "http://ex\u2100ample/job/a/", "//[x/job/a/"])
+def test_job_path_from_a_malformed_url_is_none_not_an_exception(url):
+    assert job_path_from_url(url) is None
+
+
+MALFORMED_URLS = ["http://[/job/deploy/", "https://[zz]/job/deploy/", "http://ex\u2100ample.com/job/deploy/",
+                  "https://ci\uff03x/job/deploy/42/", "//[ci/job/deploy/"]
+
+
+@pytest.mark.parametrize("field", ["url", "build.url", "build.full_url"])
+@pytest.mark.parametrize("url", MALFORMED_URLS)
+def test_a_malformed_url_in_any_url_field_is_400(field, url):
+    payload = plugin_payload("STARTED")
+    if field == "url":
+        payload["url"] = url
+    else:
+        payload["build"][field.split(".")[1]] = url
+    with pytest.raises(RejectedNotification) as caught:
+        parse_notification(encoded(payload))
+    message = str(caught.value)
+    assert caught.value.http_status == 400
+    assert message.startswith(f"{field} is not a valid URL") and "\n" not in message
+    assert url not in message  # never quoted: a full_url may carry userinfo
+
+
+def _named(name="deploy", job_url="job/team/job/deploy/", **build):
+    payload = plugin_payload("STARTED", **build)
+    payload["name"] = name
+    if job_url is None:
+        del payload["url"]
+    else:
+        payload["url"] = job_url
+    return parse_notification(encoded(payload))
+
+
+@pytest.mark.parametrize(
+    "notification, job_name, expected",
+    [
+        (_named(), "team/deploy", True),
+        (_named(), "Team/DEPLOY", True),  # Jenkins item names are case-insensitive (ASCII folding only)
+        (_named(), "deploy", False),
+        (_named(), "team/deploy/x", False),
+        (_named(), "other/deploy", False),
+        (_named("child", "job/team/job/child/"), "team/deploy", False),
+        (_named("feature%2Ffoo", "job/repo/job/feature%252Ffoo/"), "repo/feature%2Ffoo", True),
+        (_named("feature%2Ffoo", "job/repo/job/feature%252Ffoo/"), "repo/feature/foo", False),
+        (_named("Test Job", "job/Test%20Job/"), "Test Job", True),
+        (_named("déploiement", "job/d%C3%A9ploiement/"), "déploiement", True),
+        (_named("déploiement", "job/d%C3%A9ploiement/"), "DÉPLOIEMENT", False),  # not ASCII: compared as is
+        # no job url: build.url, then full_url, then the leaf name against the row's last segment
+        (_named(job_url=None), "team/deploy", True),
+        (_named(job_url=None), "other/deploy", False),
+        (_named("deploy", None, url=None, full_url=None), "team/deploy", True),
+        (_named("deploy", None, url=None, full_url=None), "other/deploy", True),
+        (_named("deploy", None, url=None, full_url=None), "team/deploy-child", False),
+        (_named("child", None, url=None, full_url=None), "team/deploy", False),
+    ],
+)
+def test_names_job(notification, job_name, expected):
+    assert names_job(notification, job_name) is expected
 
 
 # --------------------------------------------------------------------------- malformed bodies → 400 / 413
@@ -302,7 +374,10 @@ def basic(userinfo: str) -> str:
         {"headers": {"AUTHORIZATION": f"bearer {SECRET}"}},
         {"headers": {"x-jenkins-dispatch-token": SECRET}},
         {"headers": {"X-Jenkins-Dispatch-Token": SECRET}},
-        {"rawQueryString": "token=wrong", "headers": {"x-jenkins-dispatch-token": SECRET}},
+        # API Gateway sends the query twice, raw and parsed: one token, not two.
+        {"rawQueryString": f"token={SECRET}", "queryStringParameters": {"token": SECRET}},
+        # The same value in several places is still one token.
+        {"rawQueryString": f"token={SECRET}&token={SECRET}", "headers": {"authorization": f"Bearer {SECRET}"}},
     ],
 )
 def test_the_secret_is_accepted_from_each_place(event):
@@ -328,6 +403,30 @@ def test_the_secret_is_accepted_from_each_place(event):
 )
 def test_missing_or_wrong_secrets_are_refused(event):
     assert not is_authorised(event, SECRET)
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"rawQueryString": "token=wrong", "headers": {"x-jenkins-dispatch-token": SECRET}},
+        {"rawQueryString": f"token={SECRET}", "headers": {"x-jenkins-dispatch-token": "wrong"}},
+        {"rawQueryString": f"token=a&token={SECRET}"},
+        {"rawQueryString": "&".join(f"token={i}" for i in range(1000)) + f"&token={SECRET}"},
+        {"rawQueryString": f"token=&token={SECRET}"},
+        {"headers": {"authorization": basic(f"jenkins:{SECRET}"), "x-jenkins-dispatch-token": ""}},
+        {"headers": {"authorization": f"Bearer {SECRET}", "X-Jenkins-Dispatch-Token": "other"}},
+        {"queryStringParameters": {"token": "wrong"}, "headers": {"authorization": f"Bearer {SECRET}"}},
+    ],
+)
+def test_several_different_tokens_are_refused_even_if_one_is_right(event):
+    assert not is_authorised(event, SECRET)
+    assert authentication_failure(event, SECRET) == SEVERAL_TOKENS
+
+
+def test_a_wrong_or_missing_token_says_so():
+    assert authentication_failure({}, SECRET) == MISSING_OR_WRONG_TOKEN
+    assert authentication_failure({"rawQueryString": "token=wrong"}, SECRET) == MISSING_OR_WRONG_TOKEN
+    assert authentication_failure({"rawQueryString": f"token={SECRET}"}, SECRET) is None
 
 
 def test_an_empty_secret_never_matches():

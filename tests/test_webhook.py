@@ -7,6 +7,9 @@ import json
 import random
 import string
 import threading
+import urllib.error
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,7 @@ from jenkins_dispatch.db import Database
 from jenkins_dispatch.notifications import is_authorised
 from jenkins_dispatch.observability import logger
 from jenkins_dispatch.queue import Queue
+from jenkins_dispatch.serve import WebhookServer
 from jenkins_dispatch.webhook import handle_http_event, http_api_event, process_notification
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -385,6 +389,197 @@ def test_one_log_line_per_notification_without_secrets(env, capsys):
         assert SECRET not in text and "not-the-secret" not in text
 
 
+# --------------------------------------------------------------------------- only the dispatched job (issue #11)
+
+
+def downstream_payload(dispatch_id, phase, *, name="child", url="job/team/job/child/", number=7, status=None,
+                       build_url=None, full_url=None):
+    """A Notification-plugin payload of a build that inherited the parent's DISPATCH_ID ("current build
+    parameters" of a parameterized trigger, or a Pipeline's build step passing params on)."""
+    job_url = url or "job/team/job/child/"
+    build = {"full_url": full_url if full_url is not None else f"https://ci.example.com/{job_url}{number}/",
+             "number": number, "queue_id": 900, "phase": phase,
+             "url": build_url if build_url is not None else f"{job_url}{number}/",
+             "parameters": {"ENV": "prod", "DISPATCH_ID": dispatch_id}}
+    if status is not None:
+        build["status"] = status
+    payload = {"name": name, "url": url, "build": {k: v for k, v in build.items() if v != ""}}
+    return {k: v for k, v in payload.items() if v is not None}
+
+
+CHILDREN = {
+    "another job in the same folder": dict(name="child", url="job/team/job/child/"),
+    "a job with the same leaf name in another folder": dict(name="deploy", url="job/other/job/deploy/"),
+    "a job named like the parent's folder": dict(name="team", url="job/team/"),
+    "only build.url names it": dict(name="child", url=None, build_url="job/team/job/child/7/"),
+    "only full_url names it": dict(name="child", url=None, build_url="",
+                                   full_url="https://ci.example.com/job/team/job/child/7/"),
+    "only the leaf name (hand-written payload)": dict(name="child", url=None, build_url="", full_url=""),
+}
+
+
+@pytest.mark.parametrize("child", CHILDREN.values(), ids=CHILDREN.keys())
+def test_a_downstream_build_that_inherited_the_dispatch_id_is_ignored(env, db, child, capsys):
+    job = processing_job(env)
+    assert invoke(load_event("started", job.dispatch_id))[1]["outcome"] == "applied"
+    before = snapshot(db, job.id)
+    log_stream = io.StringIO()
+    previous = logger.registered_handler.setStream(log_stream)
+    try:
+        for phase, status in (("QUEUED", None), ("STARTED", None), ("COMPLETED", "FAILURE"), ("FINALIZED", "FAILURE")):
+            event = with_body(load_event("completed"), downstream_payload(job.dispatch_id, phase, status=status, **child))
+            code, body = invoke(event)
+            assert (code, body["outcome"], body["message"]) == (200, "ignored", "ignored: not the dispatched job"), body
+            assert snapshot(db, job.id) == before, phase
+    finally:
+        logger.registered_handler.setStream(previous)
+    logs = [json.loads(line) for line in log_stream.getvalue().splitlines()]
+    assert [entry["outcome"] for entry in logs] == ["ignored"] * 4
+    assert "NotificationsIgnored" in capsys.readouterr().out
+    # The parent's own completion still settles the row, with the parent's build.
+    assert invoke(load_event("completed", job.dispatch_id))[1]["outcome"] == "applied"
+    row = env.get(job.id)
+    assert (row["status"], row["build_number"], row["build_url"]) == (
+        "completed", 42, "https://ci.example.com/job/team/job/deploy/42/")
+
+
+def test_a_downstream_build_is_ignored_after_the_parent_settled_and_on_the_lookup_path(env, db):
+    other = processing_job(env, queue_id=1)
+    job = processing_job(env, queue_id=2)
+    # A dispatch id whose number is another row's: the fenced statement misses, the lookup decides.
+    forged = f"jd-{other.id}-{job.dispatch_id.rsplit('-', 1)[1]}"
+    db.run("UPDATE jenkins_jobs_queue SET dispatch_id = :d WHERE id = :id", d=forged, id=job.id)
+    failed_child = with_body(load_event("completed"), downstream_payload(forged, "COMPLETED", status="FAILURE"))
+    assert invoke(failed_child)[1]["outcome"] == "ignored"
+    assert env.get(job.id)["status"] == "processing"
+    assert invoke(load_event("completed", forged))[1]["outcome"] == "applied"
+    settled = snapshot(db, job.id)
+    code, body = invoke(failed_child)
+    assert (code, body["outcome"], body["job_id"]) == (200, "ignored", job.id)
+    assert snapshot(db, job.id) == settled and env.get(other.id)["status"] == "processing"
+
+
+MATCHING = {
+    "folders from the job url": ("team/app/deploy", dict(name="deploy", url="job/team/job/app/job/deploy/")),
+    "Jenkins under a context path": ("team/deploy", dict(name="deploy", url="https://ci.example.com/jenkins/job/team/job/deploy/")),
+    "a percent-encoded name": ("Test Job", dict(name="Test Job", url="job/Test%20Job/")),
+    "a multibranch branch job": ("repo/feature%2Ffoo", dict(name="feature%2Ffoo", url="job/repo/job/feature%252Ffoo/")),
+    "another case (Jenkins item names are case-insensitive)": ("Team/Deploy", dict(name="deploy", url="job/team/job/deploy/")),
+    "only the leaf name": ("team/deploy", dict(name="deploy", url=None, build_url="", full_url="")),
+}
+
+
+@pytest.mark.parametrize("job_name, identity", MATCHING.values(), ids=MATCHING.keys())
+def test_the_dispatched_job_is_recognised_however_jenkins_writes_its_path(env, job_name, identity):
+    job = processing_job(env, job_name=job_name)
+    event = with_body(load_event("completed"), downstream_payload(job.dispatch_id, "COMPLETED", status="SUCCESS",
+                                                                  **identity))
+    before = handler_statements()
+    code, body = invoke(event)
+    assert (code, body["outcome"]) == (200, "applied"), body
+    assert handler_statements() - before == 1
+    assert env.get(job.id)["status"] == "completed"
+
+
+def test_a_notification_that_names_no_job_is_400(env, db):
+    job = processing_job(env)
+    before = snapshot(db, job.id)
+    payload = downstream_payload(job.dispatch_id, "COMPLETED", status="FAILURE", name=None, url=None,
+                                 build_url="", full_url="")
+    code, body = invoke(with_body(load_event("completed"), payload))
+    assert (code, body["outcome"]) == (400, "malformed") and "names no job" in body["message"]
+    assert snapshot(db, job.id) == before
+
+
+def test_ignoring_costs_one_lookup_and_the_happy_path_stays_one_statement(env):
+    job = processing_job(env)
+    before = handler_statements()
+    child = with_body(load_event("completed"), downstream_payload(job.dispatch_id, "STARTED"))
+    assert invoke(child)[1]["outcome"] == "ignored"
+    assert handler_statements() - before == 2  # the fenced statement, then the row's lookup
+    before = handler_statements()
+    assert invoke(load_event("started", job.dispatch_id))[1]["outcome"] == "applied"
+    assert handler_statements() - before == 1
+
+
+# --------------------------------------------------------------------------- over HTTP: URLs and tokens (issue #11)
+
+
+@pytest.fixture
+def http_webhook(env):
+    server = WebhookServer(runtime.settings()).start()
+    yield server
+    server.stop()
+
+
+def http_notify(server, payload, query="", headers=None):
+    request = urllib.request.Request(f"{server.url}jenkins/notify" + (f"?{query}" if query else ""),
+                                     data=json.dumps(payload).encode(), method="POST",
+                                     headers={"Content-Type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status, json.load(answer)
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error)
+
+
+MALFORMED_URLS = {
+    "unbalanced bracket": "http://[/job/deploy/",
+    "not an IP literal": "http://[zz]/job/team/job/deploy/",
+    "host changes under NFKC": "http://ex\u2100ample.com/job/team/job/deploy/",
+    "fullwidth number sign in the host": "https://ci\uff03x.example.com/job/team/job/deploy/42/",
+    "network-path reference": "//[ci/job/team/job/deploy/",
+}
+
+
+@pytest.mark.parametrize("field", ["url", "build.url", "build.full_url"])
+@pytest.mark.parametrize("bad_url", MALFORMED_URLS.values(), ids=MALFORMED_URLS.keys())
+def test_a_malformed_url_is_400_with_one_line_never_500(http_webhook, db, env, field, bad_url):
+    job = processing_job(env)
+    before = snapshot(db, job.id)
+    payload = body_of(load_event("started", job.dispatch_id))
+    if field == "url":
+        payload["url"] = bad_url
+    else:
+        payload["build"][field.split(".")[1]] = bad_url
+    status, body = http_notify(http_webhook, payload, f"token={SECRET}")
+    assert (status, body["outcome"]) == (400, "malformed"), body
+    assert field in body["message"] and "not a valid URL" in body["message"] and "\n" not in body["message"]
+    assert snapshot(db, job.id) == before
+
+
+SEVERAL_TOKEN_REQUESTS = {
+    "two query tokens, the second right": ("token=wrong&token=" + SECRET, {}),
+    "a thousand query tokens": ("&".join(f"token=guess{i}" for i in range(999)) + f"&token={SECRET}", {}),
+    "right query token, wrong header": (f"token={SECRET}", {"X-Jenkins-Dispatch-Token": "wrong"}),
+    "wrong query token, right header": ("token=wrong", {"X-Jenkins-Dispatch-Token": SECRET}),
+    "empty query token, right bearer": ("token=", {"Authorization": f"Bearer {SECRET}"}),
+    "right Basic password, wrong header": (
+        "", {"Authorization": "Basic " + base64.b64encode(f"jenkins:{SECRET}".encode()).decode(),
+             "X-Jenkins-Dispatch-Token": "wrong"}),
+    "wrong bearer, right query": (f"token={SECRET}", {"Authorization": "Bearer wrong"}),
+}
+
+
+@pytest.mark.parametrize("query, headers", SEVERAL_TOKEN_REQUESTS.values(), ids=SEVERAL_TOKEN_REQUESTS.keys())
+def test_several_tokens_in_one_request_are_401_and_nothing_is_read(http_webhook, env, db, query, headers):
+    job = processing_job(env)
+    before, statements = snapshot(db, job.id), handler_statements()
+    status, body = http_notify(http_webhook, body_of(load_event("completed", job.dispatch_id)), query, headers)
+    assert (status, body["outcome"]) == (401, "unauthorised"), body
+    assert "exactly one" in body["message"]
+    assert SECRET not in json.dumps(body)
+    assert handler_statements() == statements and snapshot(db, job.id) == before
+
+
+def test_the_same_token_in_two_places_is_one_token(http_webhook, env):
+    job = processing_job(env)
+    payload = body_of(load_event("started", job.dispatch_id))
+    status, body = http_notify(http_webhook, payload, f"token={SECRET}&token={SECRET}",
+                               {"X-Jenkins-Dispatch-Token": SECRET})
+    assert (status, body["outcome"]) == (200, "applied"), body
+
+
 # --------------------------------------------------------------------------- idempotency and ordering
 
 
@@ -458,6 +653,20 @@ json_values = st.recursive(
 )
 
 
+# URLs urlsplit refuses (an unbalanced or non-IP '[' host, a host NFKC normalisation changes), and good ones.
+malformed_urls = st.builds(
+    lambda scheme, host, path: f"{scheme}{host}{path}",
+    st.sampled_from(["http://", "https://", "//"]),
+    st.sampled_from(["[", "[zz]", "[::1", "ex\u2100ample", "ci\uff03x", "a\ufe5fb", "a\uff1fb"]),
+    st.sampled_from(["/job/deploy/", "/job/team/job/deploy/42/", ""]),
+)
+urls = st.one_of(
+    st.text(max_size=30), st.none(), st.integers(), malformed_urls,
+    st.sampled_from(["job/team/job/deploy/42/", "https://ci.example.com/job/team/job/deploy/42/",
+                     "job/other/job/deploy/42/", "http://[::1]/job/team/job/deploy/42/"]),
+)
+
+
 @st.composite
 def notification_bodies(draw, dispatch_id):
     build = {
@@ -465,14 +674,16 @@ def notification_bodies(draw, dispatch_id):
         "number": draw(st.one_of(st.integers(-5, 2**33), st.none(), st.text(max_size=3), st.booleans())),
         "queue_id": draw(st.one_of(st.integers(-1, 2**64), st.none())),
         "status": draw(st.sampled_from(["SUCCESS", "UNSTABLE", "FAILURE", "ABORTED", "NOT_BUILT", "FAILED", None, 1])),
-        "url": draw(st.one_of(st.text(max_size=30), st.none(), st.integers())),
+        "url": draw(urls),
+        "full_url": draw(urls),
         "parameters": draw(st.one_of(
             st.fixed_dictionaries({"DISPATCH_ID": st.one_of(st.just(dispatch_id), st.text(max_size=12), st.integers())}),
             json_values,
         )),
     }
     build = {k: v for k, v in build.items() if v is not None or draw(st.booleans())}
-    payload = {"name": draw(st.text(max_size=10)), "url": draw(st.one_of(st.just("job/team/job/deploy/"), json_values)),
+    payload = {"name": draw(st.text(max_size=10)),
+               "url": draw(st.one_of(st.just("job/team/job/deploy/"), st.just("job/team/job/child/"), urls, json_values)),
                "build": build if draw(st.integers(0, 9)) else draw(json_values)}
     return json.dumps(payload)
 
@@ -487,7 +698,7 @@ def requests(draw, dispatch_id):
     ))
     headers = draw(st.dictionaries(st.text(string.ascii_letters + "-", min_size=1, max_size=20), st.text(max_size=30),
                                    max_size=4))
-    where = draw(st.sampled_from(["none", "wrong", "query", "basic", "bearer", "header"]))
+    where = draw(st.sampled_from(["none", "wrong", "query", "basic", "bearer", "header", "several"]))
     query = draw(st.sampled_from(["", "a=b", "token="]))
     if where == "wrong":
         headers["authorization"] = "Bearer " + draw(st.text(max_size=30).filter(lambda t: t.strip() != SECRET))
@@ -499,6 +710,11 @@ def requests(draw, dispatch_id):
         headers["authorization"] = f"Bearer {SECRET}"
     elif where == "header":
         headers["x-jenkins-dispatch-token"] = SECRET
+    elif where == "several":  # the secret among other candidates, in one place or several
+        guesses = draw(st.lists(st.text(max_size=8), min_size=1, max_size=5))
+        query = "&".join([f"token={SECRET}", *(f"token={g}" for g in guesses)])
+        if draw(st.booleans()):
+            headers["x-jenkins-dispatch-token"] = SECRET
     event = {
         "version": "2.0", "rawPath": "/jenkins/notify", "rawQueryString": query, "headers": headers,
         "requestContext": {"http": {"method": "POST"}, "stage": "$default"},
@@ -519,6 +735,44 @@ def test_arbitrary_requests_never_500_and_never_change_a_row_unless_valid(env, d
     if not is_authorised(event, SECRET):
         assert response["statusCode"] == 401
         assert handler_statements() == statements
+    if body["outcome"] != "applied":
+        assert snapshot(db, job.id) == before
+
+
+def _is_malformed_url(value) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        urllib.parse.urlsplit(value)
+    except ValueError:
+        return True
+    return False
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_authenticated_notifications_with_any_urls_never_500(env, db, data):
+    """Issue #11: urlsplit refusing a URL field (a '[' host, a host NFKC changes) was a 500."""
+    job = processing_job(env)
+    phase = data.draw(st.sampled_from(["QUEUED", "STARTED", "COMPLETED", "FINALIZED"]))
+    build = {"number": 42, "queue_id": QUEUE_ID, "phase": phase, "parameters": {"DISPATCH_ID": job.dispatch_id}}
+    if phase in ("COMPLETED", "FINALIZED"):
+        build["status"] = data.draw(st.sampled_from(["SUCCESS", "FAILURE"]))
+    fields = {"url": data.draw(st.one_of(malformed_urls, urls, st.just("job/team/job/deploy/")))}
+    for key in ("url", "full_url"):
+        fields[f"build.{key}"] = data.draw(st.one_of(malformed_urls, urls))
+    payload = {"name": data.draw(st.sampled_from(["deploy", "child", ""])), "build": build}
+    if fields["url"] is not None:
+        payload["url"] = fields["url"]
+    for key in ("url", "full_url"):
+        if fields[f"build.{key}"] is not None:
+            build[key] = fields[f"build.{key}"]
+    before = snapshot(db, job.id)
+    response = lambda_handler(with_body(load_event("completed"), payload), None)
+    assert response["statusCode"] in (200, 400), response
+    body = json.loads(response["body"])
+    if any(_is_malformed_url(v) for v in fields.values()):
+        assert response["statusCode"] == 400 and body["message"].startswith(("url ", "build.url ", "build.full_url ")), body
     if body["outcome"] != "applied":
         assert snapshot(db, job.id) == before
 

@@ -2,11 +2,13 @@
 
 The webhook (``webhook.py``) feeds an HTTP API (payload 2.0) event through these steps:
 
-1. ``is_authorised`` — the shared secret, from any of the four places the contract allows, compared
-   in constant time;
+1. ``authentication_failure`` — exactly one token, from any of the four places the contract allows,
+   compared with the shared secret in constant time;
 2. ``request_body`` — the raw bytes (base64-decoded when API Gateway says so), at most 256 KiB;
 3. ``parse_notification`` — the plugin's JSON into a typed ``Notification``;
-4. ``transition_for`` — what that notification asks of the job's row (progress, or a final state).
+4. ``transition_for`` — what that notification asks of the job's row (progress, or a final state);
+5. ``names_job`` — whether the notification is about the row's own job: a downstream build started with
+   "current build parameters" carries its parent's DISPATCH_ID, and must leave the parent's row alone.
 
 Every rejection is a ``RejectedNotification`` with the HTTP status to answer and one line saying what
 is wrong and what is expected. Messages never quote a token and quote the payload only in short,
@@ -20,6 +22,7 @@ import binascii
 import hmac
 import json
 import re
+import string
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +47,10 @@ DISPATCH_ID_PARAMETER = "DISPATCH_ID"
 TOKEN_QUERY_PARAMETER = "token"
 TOKEN_HEADER = "x-jenkins-dispatch-token"
 
+TOKEN_PLACES = "?token=, the HTTP Basic password, 'Authorization: Bearer' or the X-Jenkins-Dispatch-Token header"
+MISSING_OR_WRONG_TOKEN = f"missing or wrong webhook token: give the shared secret as {TOKEN_PLACES}"
+SEVERAL_TOKENS = f"several different webhook tokens in one request: give exactly one, in one of {TOKEN_PLACES}"
+
 EXPECTED_FORMAT = "expected the Jenkins Notification plugin's JSON payload (endpoint Format: JSON)"
 
 # The claim statement makes dispatch ids 'jd-<row id>-<random>' (migrated rows: 'legacy-<row id>').
@@ -66,13 +73,18 @@ class Notification:
 
     phase: str
     job_name: str | None  # the leaf name Jenkins sends (ambiguous across folders)
-    job_path: str | None  # folders joined by '/', read from the job (or build) url
+    job_path: str | None  # folders joined by '/', read from the job url, else build.url, else build.full_url
     build_number: int | None
     queue_id: int | None
     build_url: str | None  # full_url when Jenkins knows its root URL, else the relative url
     status: str | None  # absent before COMPLETED
     dispatch_id: str | None
     parameters: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def job(self) -> str | None:
+        """The job this notification names, as well as it names it: the full path, else the leaf name."""
+        return self.job_path or self.job_name
 
 
 @dataclass(frozen=True)
@@ -126,13 +138,17 @@ def _password_from_basic(credentials: str) -> str | None:
 
 
 def presented_tokens(event: Mapping[str, Any]) -> list[str]:
-    """Every candidate secret in the request: query, Basic password, Bearer, and our header."""
+    """Every candidate secret in the request: query, Basic password, Bearer, and our header.
+
+    The query is read from ``rawQueryString``; ``queryStringParameters`` (API Gateway's parsed copy of the
+    same query, repeated names joined by commas) only when there is no raw query.
+    """
     tokens: list[str] = []
     raw_query = event.get("rawQueryString")
+    query = event.get("queryStringParameters")
     if isinstance(raw_query, str) and raw_query:
         tokens += [v for k, v in parse_qsl(raw_query, keep_blank_values=True) if k == TOKEN_QUERY_PARAMETER]
-    query = event.get("queryStringParameters")
-    if isinstance(query, Mapping) and isinstance(query.get(TOKEN_QUERY_PARAMETER), str):
+    elif isinstance(query, Mapping) and isinstance(query.get(TOKEN_QUERY_PARAMETER), str):
         tokens.append(query[TOKEN_QUERY_PARAMETER])
     headers = event.get("headers")
     if isinstance(headers, Mapping):
@@ -165,8 +181,23 @@ def token_matches(candidates: Iterable[str], secret: str) -> bool:
     return matched and bool(secret)
 
 
+def authentication_failure(event: Mapping[str, Any], secret: str) -> str | None:
+    """None when the request carries exactly one token and it is the secret; else why not (one line).
+
+    One token per request, wherever it is: a request with several different candidates (``?token=a&token=b``,
+    or a query token and a header that disagree) is refused without comparing any, so one request cannot
+    try many guesses. The same value given in several places is one token.
+    """
+    candidates = set(presented_tokens(event))
+    if len(candidates) > 1:
+        return SEVERAL_TOKENS
+    if not token_matches(candidates, secret):
+        return MISSING_OR_WRONG_TOKEN
+    return None
+
+
 def is_authorised(event: Mapping[str, Any], secret: str) -> bool:
-    return token_matches(presented_tokens(event), secret)
+    return authentication_failure(event, secret) is None
 
 
 def redact_query(raw_query: Any) -> str:
@@ -264,6 +295,21 @@ def _optional_text(container: Mapping[str, Any], key: str, where: str, limit: in
     return value
 
 
+def _optional_url(container: Mapping[str, Any], key: str, where: str) -> str | None:
+    """A URL field: text that ``urlsplit`` can read. Never quoted back (a full_url may carry userinfo)."""
+    value = _optional_text(container, key, where)
+    if value is not None:
+        try:
+            urlsplit(value)
+        except ValueError:
+            raise RejectedNotification(
+                f"{where}{key} is not a valid URL: its host cannot be read (an unbalanced or non-IP '[...]', or "
+                "characters that change under Unicode NFKC normalisation); expected a Jenkins URL such as "
+                "job/team/job/app/"
+            ) from None
+    return value
+
+
 def _check_storable(value: str, what: str) -> None:
     """PostgreSQL text holds neither NUL characters nor lone surrogates (JSON's \\ud800 escapes)."""
     if "\x00" in value:
@@ -289,7 +335,10 @@ def job_path_from_url(url: str | None) -> str | None:
     """``job/team/job/app/`` (or a full or build URL) → ``team/app``; names URL-decoded once, as Jenkins does."""
     if not url:
         return None
-    path = urlsplit(url).path if "://" in url else url
+    try:
+        path = urlsplit(url).path
+    except ValueError:  # a host urlsplit refuses: parse_notification answers 400 before asking
+        return None
     segments = [s for s in path.split("/") if s]
     names = []
     i = 0
@@ -350,13 +399,14 @@ def parse_notification(raw: bytes) -> Notification:
         _check_storable(dispatch_id, f"build.parameters.{DISPATCH_ID_PARAMETER}")
 
     status = _optional_text(build, "status", "build.")
-    job_url = _optional_text(payload, "url", "")
-    relative_build_url = _optional_text(build, "url", "build.")
-    full_build_url = _optional_text(build, "full_url", "build.")
+    job_url = _optional_url(payload, "url", "")
+    relative_build_url = _optional_url(build, "url", "build.")
+    full_build_url = _optional_url(build, "full_url", "build.")
     return Notification(
         phase=phase,
-        job_name=_optional_text(payload, "name", ""),
-        job_path=job_path_from_url(job_url) or job_path_from_url(relative_build_url),
+        job_name=_optional_text(payload, "name", "") or None,
+        job_path=job_path_from_url(job_url) or job_path_from_url(relative_build_url)
+        or job_path_from_url(full_build_url),
         build_number=_optional_int(build, "number", "build.", 0, MAX_BUILD_NUMBER),
         queue_id=_optional_int(build, "queue_id", "build.", 1, MAX_QUEUE_ID),
         build_url=full_build_url or relative_build_url or None,
@@ -393,6 +443,31 @@ def transition_for(notification: Notification, *, unstable_is_success: bool = Tr
     if n.status == "SUCCESS" or (n.status == "UNSTABLE" and unstable_is_success):
         return Transition(final_status="completed", result=n.status, **common)
     return Transition(final_status="failed", result=n.status, error=f"{build} finished {n.status}", **common)
+
+
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
+def _fold(name: str) -> str:
+    # Jenkins finds items whatever the case of their names. PostgreSQL's lower(... COLLATE "C"), which the
+    # fenced statements use for the same test, folds ASCII letters only: so does this.
+    return name.translate(_ASCII_LOWER)
+
+
+def names_job(notification: Notification, job_name: str) -> bool:
+    """Is this notification about ``job_name`` (a row's job path, e.g. ``team/app/deploy``)?
+
+    The path read from the job url (or build.url, or build.full_url) must be the row's, folders included;
+    a payload without any url is compared by its leaf ``name`` with the row's last segment. Names are
+    compared as Jenkins names items: decoded once from the URL (a multibranch ``feature%2Ffoo`` stays
+    encoded, as in the row), ASCII case ignored. The same test runs in the record_progress and settle
+    statements, so the webhook's happy path stays one statement.
+    """
+    if notification.job_path is not None:
+        return _fold(notification.job_path) == _fold(job_name)
+    if notification.job_name is not None:
+        return _fold(notification.job_name) == _fold(job_name.rsplit("/", 1)[-1])
+    return False
 
 
 def row_id_hint(dispatch_id: str) -> int | None:

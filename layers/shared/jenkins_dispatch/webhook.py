@@ -1,10 +1,11 @@
 """The webhook: one Jenkins Notification-plugin callback in, one fenced transition of one row out.
 
 Order of work, each step able to end the request:
-  authenticate (no database before this) → read and check the body → map the phase to a transition →
-  apply it, fenced on dispatch id and status, in ONE statement when the dispatch id names its row →
-  only if that changed nothing, look the row up to tell a duplicate (200) from a stale (409) or an
-  unknown (404) dispatch id.
+  authenticate (exactly one token; no database before this) → read and check the body → map the phase
+  to a transition → apply it, fenced on dispatch id, status and the job the notification names, in ONE
+  statement when the dispatch id names its row → only if that changed nothing, look the row up to tell
+  another job's build (a downstream build that inherited the DISPATCH_ID: 200 ignored) from a duplicate
+  (200), a stale (409) or an unknown (404) dispatch id.
 
 The Notification plugin ignores our status code and never retries on one, so answers are for people
 and logs; correctness comes from the fences, and a lost callback is covered by the reconciler.
@@ -33,7 +34,8 @@ from .notifications import (
     Notification,
     RejectedNotification,
     Transition,
-    is_authorised,
+    authentication_failure,
+    names_job,
     parse_notification,
     redact_query,
     request_body,
@@ -46,16 +48,12 @@ from .queue import FINAL_STATUSES, Queue
 NOTIFY_PATH = "/jenkins/notify"
 OTHER_METHODS = ["GET", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
-UNAUTHORISED_MESSAGE = (
-    "missing or wrong webhook token: give the shared secret as ?token=, the HTTP Basic password, "
-    "'Authorization: Bearer' or the X-Jenkins-Dispatch-Token header"
-)
-
 # outcome → (metric counted, log level)
 OUTCOMES = {
     "applied": ("NotificationsAccepted", "info"),
     "duplicate": ("NotificationsDuplicate", "info"),
     "already_final": ("NotificationsDuplicate", "info"),
+    "ignored": ("NotificationsIgnored", "info"),
     "stale": ("NotificationsStale", "warning"),
     "unknown": ("NotificationsUnknown", "warning"),
     "unauthorised": ("NotificationsRejectedAuth", "warning"),
@@ -76,6 +74,7 @@ class WebhookAnswer:
     dispatch_id: str | None = None
     phase: str | None = None
     build_number: int | None = None
+    job: str | None = None  # the job the notification names (logged, not answered)
 
     def body(self) -> dict[str, Any]:
         body: dict[str, Any] = {"outcome": self.outcome, "message": self.message}
@@ -92,8 +91,9 @@ def process_notification(
     event: Mapping[str, Any], *, secret: str, queue: Queue, unstable_is_success: bool = True
 ) -> WebhookAnswer:
     """Authenticate, parse, map and apply one notification. Raises only for an unusable database."""
-    if not is_authorised(event, secret):
-        return WebhookAnswer(401, "unauthorised", UNAUTHORISED_MESSAGE)
+    refused = authentication_failure(event, secret)
+    if refused is not None:
+        return WebhookAnswer(401, "unauthorised", refused)
     try:
         notification = parse_notification(request_body(event))
         transition = transition_for(notification, unstable_is_success=unstable_is_success)
@@ -104,12 +104,20 @@ def process_notification(
     return _apply_by_queue_id(queue, notification, transition)
 
 
-def _apply(queue: Queue, job_id: int, dispatch_id: str, t: Transition) -> bool:
-    """One fenced statement; True only if the row changed."""
+IGNORED_MESSAGE = "ignored: not the dispatched job"
+NAMES_NO_JOB_MESSAGE = (
+    "the notification names no job: send the job's url (or build.url) and name, as the Notification plugin "
+    "does, so a downstream build that inherited DISPATCH_ID can be told from the dispatched one"
+)
+
+
+def _apply(queue: Queue, job_id: int, dispatch_id: str, t: Transition, n: Notification) -> bool:
+    """One fenced statement (the row's job must be the one ``n`` names); True only if the row changed."""
+    job = dict(job_path=n.job_path, job_leaf=None if n.job_path else n.job_name)
     if t.settles:
         settled = queue.settle(
             job_id, dispatch_id, t.final_status, result=t.result, error=t.error,
-            build_number=t.build_number, build_url=t.build_url, actor="webhook",
+            build_number=t.build_number, build_url=t.build_url, actor="webhook", **job,
         )
         if settled:
             metrics.add_metric(name="JobsCompleted" if t.final_status == "completed" else "JobsFailed",
@@ -117,15 +125,17 @@ def _apply(queue: Queue, job_id: int, dispatch_id: str, t: Transition) -> bool:
         return settled
     return queue.record_progress(
         job_id, dispatch_id, build_number=t.build_number, build_url=t.build_url, queue_id=t.queue_id,
-        started=t.started, event=t.event, actor="webhook", detail=t.describe(),
+        started=t.started, event=t.event, actor="webhook", detail=t.describe(), **job,
     )
 
 
 def _apply_by_dispatch_id(queue: Queue, n: Notification, t: Transition) -> WebhookAnswer:
     dispatch_id = n.dispatch_id
-    answer = dict(dispatch_id=dispatch_id, phase=n.phase, build_number=n.build_number)
+    answer = dict(dispatch_id=dispatch_id, phase=n.phase, build_number=n.build_number, job=n.job)
+    if n.job is None:
+        return WebhookAnswer(400, "malformed", NAMES_NO_JOB_MESSAGE, **answer)
     hinted_id = row_id_hint(dispatch_id)
-    if hinted_id is not None and _apply(queue, hinted_id, dispatch_id, t):
+    if hinted_id is not None and _apply(queue, hinted_id, dispatch_id, t, n):
         return WebhookAnswer(200, "applied", f"job {hinted_id}: {t.describe()} recorded", job_id=hinted_id, **answer)
 
     row = queue.find_by_dispatch_id(dispatch_id)
@@ -138,13 +148,17 @@ def _apply_by_dispatch_id(queue: Queue, n: Notification, t: Transition) -> Webho
                 **answer,
             )
         return WebhookAnswer(404, "unknown", "no job was ever dispatched with this DISPATCH_ID", **answer)
-    if row["status"] == "processing" and row["id"] != hinted_id and _apply(queue, row["id"], dispatch_id, t):
+    if not names_job(n, row["job_name"]):
+        # Another job's build carrying this DISPATCH_ID: a downstream job started with the dispatched
+        # build's parameters. 200, so that nobody retries it; the row is not its to change.
+        return WebhookAnswer(200, "ignored", IGNORED_MESSAGE, job_id=row["id"], **answer)
+    if row["status"] == "processing" and row["id"] != hinted_id and _apply(queue, row["id"], dispatch_id, t, n):
         return WebhookAnswer(200, "applied", f"job {row['id']}: {t.describe()} recorded", job_id=row["id"], **answer)
     return _unchanged(row, t, answer)
 
 
 def _apply_by_queue_id(queue: Queue, n: Notification, t: Transition) -> WebhookAnswer:
-    answer = dict(phase=n.phase, build_number=n.build_number)
+    answer = dict(phase=n.phase, build_number=n.build_number, job=n.job)
     if n.job_path is None or n.queue_id is None:
         return WebhookAnswer(
             400, "malformed",
@@ -160,7 +174,7 @@ def _apply_by_queue_id(queue: Queue, n: Notification, t: Transition) -> WebhookA
             **answer,
         )
     answer["dispatch_id"] = row["dispatch_id"]
-    if row["status"] == "processing" and _apply(queue, row["id"], row["dispatch_id"], t):
+    if row["status"] == "processing" and _apply(queue, row["id"], row["dispatch_id"], t, n):
         return WebhookAnswer(200, "applied", f"job {row['id']}: {t.describe()} recorded", job_id=row["id"], **answer)
     return _unchanged(row, t, answer)
 
@@ -258,6 +272,7 @@ def _record(answer: WebhookAnswer, event: Mapping[str, Any], seconds: float) -> 
         "dispatch_id": answer.dispatch_id,
         "phase": answer.phase,
         "build_number": answer.build_number,
+        "job": answer.job[:200] if answer.job else None,
         "latency_ms": latency_ms,
         "method": http.get("method"),
         "path": event.get("rawPath"),

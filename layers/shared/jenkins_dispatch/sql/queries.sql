@@ -164,7 +164,10 @@ SELECT id FROM changed;
 
 -- name: record_progress
 -- A build was seen queued or started (webhook or reconciler). Changes (and logs) only what is new,
--- so duplicates and out-of-order phases leave no trace.
+-- so duplicates and out-of-order phases leave no trace. The webhook also passes the job the notification
+-- names (:job_path, folders included, or only its leaf :job_leaf; NULL: not checked): a downstream build
+-- that inherited the DISPATCH_ID names another job and changes nothing. Item names compare as Jenkins
+-- finds items, whatever their case (ASCII only, the same in notifications.names_job).
 WITH changed AS (
     UPDATE jenkins_jobs_queue
     SET build_number = coalesce(CAST(:build_number AS integer), build_number),
@@ -179,6 +182,9 @@ WITH changed AS (
             AND (build_url IS NULL OR CAST(:build_url AS text) LIKE 'http%'))
         OR (CAST(:queue_id AS bigint) IS NOT NULL AND jenkins_queue_id IS NULL)
         OR (started_at IS NULL AND CAST(:started AS boolean)))
+      AND (CAST(:job_path AS text) IS NULL OR lower(job_name COLLATE "C") = lower(CAST(:job_path AS text) COLLATE "C"))
+      AND (CAST(:job_leaf AS text) IS NULL
+           OR lower(substring(job_name FROM '[^/]*$') COLLATE "C") = lower(CAST(:job_leaf AS text) COLLATE "C"))
     RETURNING id, dispatch_id, build_number
 ), logged AS (
     INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
@@ -189,6 +195,7 @@ SELECT id FROM changed;
 
 -- name: settle
 -- The row reaches a final state: completed / failed / cancelled, with Jenkins's result if known.
+-- :job_path / :job_leaf as in record_progress (the webhook's check that the build is the dispatched job's).
 WITH changed AS (
     UPDATE jenkins_jobs_queue
     SET status = :status,
@@ -201,6 +208,9 @@ WITH changed AS (
         finished_at = now(),
         updated_at = now()
     WHERE id = :id AND dispatch_id = :dispatch_id AND status = 'processing'
+      AND (CAST(:job_path AS text) IS NULL OR lower(job_name COLLATE "C") = lower(CAST(:job_path AS text) COLLATE "C"))
+      AND (CAST(:job_leaf AS text) IS NULL
+           OR lower(substring(job_name FROM '[^/]*$') COLLATE "C") = lower(CAST(:job_leaf AS text) COLLATE "C"))
     RETURNING id, dispatch_id, status
 ), logged AS (
     INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
