@@ -66,6 +66,7 @@ class ExpiredLease:
     build_url: str | None
     claimed_at: datetime | None = None
     lease_expires_at: datetime | None = None  # the lease this take handed out: the reconciler's token
+    resends: int = 0  # times the reconciler sent this dispatch again (Jenkins showed no trace of it)
 
 
 @dataclass(frozen=True)
@@ -287,19 +288,25 @@ class Queue:
                 id=r["id"], job_name=r["job_name"], parameters=_json(r["parameters"]), attempts=r["attempts"],
                 max_attempts=r["max_attempts"], dispatch_id=r["dispatch_id"],
                 jenkins_queue_id=r["jenkins_queue_id"], build_number=r["build_number"], build_url=r["build_url"],
-                claimed_at=r["claimed_at"], lease_expires_at=r["lease_expires_at"],
+                claimed_at=r["claimed_at"], lease_expires_at=r["lease_expires_at"], resends=r["resends"],
             )
             for r in rows
         ]
 
-    def spend_attempt(self, row: ExpiredLease, *, actor: str = "reconciler") -> int | None:
-        """One more attempt for a re-send with the same dispatch_id. None when none are left, or when the
-        lease this reconciler was handed is no longer the row's (another one took it over)."""
+    def record_resend(self, row: ExpiredLease, *, max_resends: int, quiet_seconds: float,
+                      actor: str = "reconciler") -> int | None:
+        """Count one more re-send (no attempt spent: Jenkins never showed the earlier one). None when the
+        re-sends are used up, or when the lease this reconciler was handed is no longer the row's."""
         rows = self._run(
-            "spend_attempt", id=row.id, dispatch_id=row.dispatch_id, lease=row.lease_expires_at,
-            lease_seconds=self.lease_seconds, actor=actor,
+            "record_resend", id=row.id, dispatch_id=row.dispatch_id, lease=row.lease_expires_at,
+            lease_seconds=self.lease_seconds, max_resends=max_resends, quiet_seconds=float(quiet_seconds),
+            actor=actor,
         )
-        return rows[0]["attempts"] if rows else None
+        return rows[0]["resends"] if rows else None
+
+    def record_duplicate(self, job_id: int, dispatch_id: str, event: str, detail: str) -> None:
+        """History only: a second queue item or build of one dispatch (cancelled, or left running)."""
+        self._run("record_duplicate", id=job_id, dispatch_id=dispatch_id, event=event, detail=detail)
 
     # ------------------------------------------------------------------ operator
     def get(self, job_id: int) -> Row:

@@ -1,0 +1,4 @@
+-- Re-sends are counted apart from attempts: a dispatch that never reached Jenkins (a dispatcher that died
+-- between claim and trigger, a request Jenkins never saw) does not use up the job's attempts, but it is
+-- sent again only a bounded number of times.
+ALTER TABLE jenkins_jobs_queue ADD COLUMN IF NOT EXISTS resends integer NOT NULL DEFAULT 0;
