@@ -48,12 +48,14 @@ def test_triggers_jenkins_acts_on_one_to_three_leases_late_are_built_once(make_j
     ids = [queue.enqueue("deploy", {"ENV": f"late-{n}"}).id for n in range(3)]
     settings = dispatch_settings(jenkins.base_url, MAX_PARALLEL_TRIGGERS="3")
     with dispatching(settings):
-        assert wait_for(lambda: all(queue.get(i)["status"] == "processing" and queue.get(i)["resends"] == 1
-                                    for i in ids), timeout=15)
-        assert wait_for(lambda: jenkins.wait_idle(0.1) and len(jenkins.builds("deploy")) >= 3, timeout=30)
-        assert wait_for(lambda: all(queue.get(i)["build_number"] is not None for i in ids), timeout=20)
+        # Every late original has landed 10 s after its send; the re-sends leave the queue 9 s after theirs.
+        assert wait_for(lambda: len(jenkins.builds("deploy")) >= 3 and all(
+            queue.get(i)["build_number"] is not None for i in ids), timeout=30)
+        import time
+
+        time.sleep(2)  # a build that would run twice shows up here
     rows = [queue.get(i) for i in ids]
-    assert all(r["attempts"] == 1 for r in rows)
+    assert all((r["attempts"], r["resends"]) == (1, 1) for r in rows)
     counters = jenkins.counters()
     assert len(jenkins.builds("deploy")) == 3, counters  # one build per job, none twice
     assert counters["merged_requests"] == 3  # each late original merged into its waiting re-send
