@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from . import runtime
+from .cancelling import settle_stopped, stop_dispatch
 from .config import LEASE_SAFETY_SECONDS, Settings
 from .db import Database
 from .decisions import Act, Decision, backoff_seconds, check_job, decide_trigger
@@ -298,6 +299,8 @@ class Dispatcher:
                 if job.id in recorded:
                     self.summary.triggered += 1
                     self._log("triggered", job, jenkins_queue_id=queue_id, outcome="accepted")
+                    if recorded[job.id]:
+                        self._carry_out_cancel(job, queue_id, actor)
         if failures:
             settled = self.queue.settle_many(failures, actor=actor)
             self.summary.failed += len(settled)
@@ -305,6 +308,19 @@ class Dispatcher:
                 if failure.job_id in settled:
                     logger.warning("failed", extra={"job_id": failure.job_id, "dispatch_id": failure.dispatch_id,
                                                     "reason": failure.error})
+
+    def _carry_out_cancel(self, job: ClaimedJob, queue_id: int, actor: str) -> None:
+        """An operator cancelled this row while its trigger was in flight: now that Jenkins has it, cancel
+        it there, then settle (if Jenkins cannot be asked now, the reconciler does it after the lease)."""
+        try:
+            stopped = stop_dispatch(self.client, job.job_name, job.dispatch_id, queue_id, None)
+        except DispatchError as exc:
+            logger.warning("could not carry out a requested cancel yet; the reconciler will",
+                           extra={"job_id": job.id, "dispatch_id": job.dispatch_id, "reason": str(exc)})
+            return
+        status = settle_stopped(self.queue, job.id, job.dispatch_id, stopped, "cancelled by operator while its "
+                                "trigger was in flight", actor=actor, unstable_is_success=self.settings.unstable_is_success)
+        self._log("requested cancel carried out", job, status=status, jenkins=stopped.note)
 
 
 # --------------------------------------------------------------------------- entry points

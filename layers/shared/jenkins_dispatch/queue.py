@@ -67,6 +67,7 @@ class ExpiredLease:
     claimed_at: datetime | None = None
     lease_expires_at: datetime | None = None  # the lease this take handed out: the reconciler's token
     resends: int = 0  # times the reconciler sent this dispatch again (Jenkins showed no trace of it)
+    cancel_requested: bool = False  # an operator cancelled it while its trigger was in flight
 
 
 @dataclass(frozen=True)
@@ -211,10 +212,11 @@ class Queue:
         )
         return bool(rows)
 
-    def mark_triggered_many(self, accepted: list[tuple[ClaimedJob, int]], *, actor: str = "dispatcher") -> set[int]:
-        """Record several (job, queue_id) at once; returns the ids that were still ours to record."""
+    def mark_triggered_many(self, accepted: list[tuple[ClaimedJob, int]], *, actor: str = "dispatcher") -> dict[int, bool]:
+        """Record several (job, queue_id) at once; returns the ids that were still ours to record, each with
+        whether an operator asked to cancel it while its trigger was in flight."""
         if not accepted:
-            return set()
+            return {}
         # One JSON document rather than several arrays: the driver encodes arrays slowly.
         rows = self._run(
             "mark_triggered_many",
@@ -226,7 +228,7 @@ class Queue:
             lease_seconds=self.lease_seconds,
             actor=actor,
         )
-        return {r["id"] for r in rows}
+        return {r["id"]: r["cancel_requested"] for r in rows}
 
     def record_progress(
         self, job_id: int, dispatch_id: str, *, build_number: int | None = None, build_url: str | None = None,
@@ -289,6 +291,7 @@ class Queue:
                 max_attempts=r["max_attempts"], dispatch_id=r["dispatch_id"],
                 jenkins_queue_id=r["jenkins_queue_id"], build_number=r["build_number"], build_url=r["build_url"],
                 claimed_at=r["claimed_at"], lease_expires_at=r["lease_expires_at"], resends=r["resends"],
+                cancel_requested=r["cancel_requested"],
             )
             for r in rows
         ]
@@ -303,6 +306,10 @@ class Queue:
             actor=actor,
         )
         return rows[0]["resends"] if rows else None
+
+    def request_cancel(self, job_id: int, dispatch_id: str, reason: str, *, actor: str = "operator") -> bool:
+        """Record a cancel for a processing row whose trigger is in flight (False: it is no longer so)."""
+        return bool(self._run("request_cancel", id=job_id, dispatch_id=dispatch_id, reason=reason, actor=actor))
 
     def record_duplicate(self, job_id: int, dispatch_id: str, event: str, detail: str) -> None:
         """History only: a second queue item or build of one dispatch (cancelled, or left running)."""

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from .cancelling import settle_stopped, stop_dispatch
 from .config import Settings
 from .decisions import Next, build_error, final_status, follow_build, follow_queue_item
 from .jenkins import CancelResult, JenkinsClient, SearchInconclusive
@@ -85,6 +86,9 @@ class Reconciler:
             for row in rows:
                 if error := job_path_error(row.job_name):
                     self._fail(row, error)
+                    continue
+                if row.cancel_requested:
+                    self._carry_out_cancel(row)
                     continue
                 if row.resends:
                     self._cancel_duplicates(row)
@@ -206,6 +210,23 @@ class Reconciler:
                          max_attempts=row.max_attempts, dispatch_id=row.dispatch_id)
         self.log("re-sending with the same DISPATCH_ID", job, resend=resends, quiet_seconds=quiet)
         self.resend(job, quiet)
+
+    def _carry_out_cancel(self, row: ExpiredLease) -> None:
+        """An operator cancelled the row while its trigger was in flight. Its lease has run out, so that
+        request has ended: whatever Jenkins has of it is cancelled or stopped; nothing at all → cancelled."""
+        since_ms = int(row.claimed_at.timestamp() * 1000) if row.claimed_at else None
+        stopped = stop_dispatch(self.client, row.job_name, row.dispatch_id, row.jenkins_queue_id, row.build_number,
+                                since_ms=since_ms)
+        if not stopped.found:
+            stopped = replace(stopped, note="nothing of it reached Jenkins")
+        status = settle_stopped(self.queue, row.id, row.dispatch_id, stopped,
+                                "cancelled by operator while its trigger was in flight", actor="reconciler",
+                                unstable_is_success=self.settings.unstable_is_success)
+        if status is not None:
+            self.counts.settled += 1
+            self.summary.failed += status == "failed"
+            self.summary.completed += status == "completed"
+            self.log("requested cancel carried out", row, status=status, jenkins=stopped.note)
 
     def _cancel_duplicates(self, row: ExpiredLease) -> None:
         """A re-sent row may meet its late original in Jenkins's queue as a second item (when the

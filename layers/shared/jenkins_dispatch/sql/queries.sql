@@ -155,12 +155,12 @@ WITH accepted AS (
     -- The status test is written so that no partial index matches it: the rows are then fetched by
     -- primary key, whatever the (often stale) statistics say about how many rows are processing.
     WHERE q.id = a.id AND q.dispatch_id = a.dispatch_id AND q.status || '' = 'processing'
-    RETURNING q.id, q.dispatch_id, a.detail
+    RETURNING q.id, q.dispatch_id, a.detail, q.cancel_requested_at IS NOT NULL AS cancel_requested
 ), logged AS (
     INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
     SELECT id, 'triggered', 'processing', 'processing', dispatch_id, :actor, detail FROM changed
 )
-SELECT id FROM changed;
+SELECT id, cancel_requested FROM changed;
 
 -- name: record_progress
 -- A build was seen queued or started (webhook or reconciler). Changes (and logs) only what is new,
@@ -293,6 +293,7 @@ FROM picked
 WHERE q.id = picked.id
 RETURNING q.id, q.job_name, q.parameters, q.attempts, q.max_attempts, q.dispatch_id, q.jenkins_queue_id,
           q.build_number, q.build_url, q.lease_expires_at, q.resends,
+          q.cancel_requested_at IS NOT NULL AS cancel_requested,
           -- when this dispatch began: no build of it can be older, which bounds the search in Jenkins
           (SELECT e.at FROM jenkins_job_events e
             WHERE e.job_id = q.id AND e.dispatch_id = q.dispatch_id AND e.event = 'claimed'
@@ -322,6 +323,20 @@ WITH changed AS (
 )
 SELECT id, resends FROM changed;
 
+-- name: request_cancel
+-- The operator cancels a row whose trigger is in flight: nothing to cancel in Jenkins yet. Recorded, so
+-- whoever next learns where it is in Jenkins cancels it there before settling the row.
+WITH changed AS (
+    UPDATE jenkins_jobs_queue
+    SET cancel_requested_at = coalesce(cancel_requested_at, now()), updated_at = now()
+    WHERE id = :id AND dispatch_id = :dispatch_id AND status = 'processing'
+    RETURNING id, dispatch_id
+), logged AS (
+    INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
+    SELECT id, 'cancel_requested', 'processing', 'processing', dispatch_id, :actor, :reason FROM changed
+)
+SELECT id FROM changed;
+
 -- name: record_duplicate
 -- The reconciler found (and cancelled, when it could) a second queue item or build of the same dispatch.
 INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
@@ -348,7 +363,7 @@ WITH old AS (
     FOR UPDATE
 ), changed AS (
     UPDATE jenkins_jobs_queue q
-    SET status = 'pending', attempts = 0, resends = 0, scheduled_at = now(), finished_at = NULL, lease_expires_at = NULL,
+    SET status = 'pending', attempts = 0, resends = 0, cancel_requested_at = NULL, scheduled_at = now(), finished_at = NULL, lease_expires_at = NULL,
         jenkins_queue_id = NULL, build_number = NULL, build_url = NULL, jenkins_result = NULL,
         started_at = NULL, last_error = NULL, updated_at = now()
     FROM old
@@ -361,7 +376,8 @@ WITH old AS (
 SELECT id FROM changed;
 
 -- name: get_job
-SELECT id, job_name, parameters, status, priority, scheduled_at, attempts, max_attempts, resends, dispatch_id,
+SELECT id, job_name, parameters, status, priority, scheduled_at, attempts, max_attempts, resends, cancel_requested_at,
+       dispatch_id,
        jenkins_queue_id, build_number, build_url, jenkins_result, last_error, dedupe_key, lease_expires_at,
        started_at, created_at, updated_at, finished_at
 FROM jenkins_jobs_queue WHERE id = :id;
