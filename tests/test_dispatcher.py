@@ -144,11 +144,12 @@ def test_trigger_lost_before_jenkins_acted_is_resent_with_the_same_dispatch_id(j
     summary = run_pass(dispatch_settings(jenkins.base_url))
     assert summary["reconciled"]["requeued"] == 1
     again = queue.get(job_id)
-    assert again["dispatch_id"] == row["dispatch_id"] and again["attempts"] == 2
+    # Same DISPATCH_ID; no attempt spent (Jenkins never saw the first), one re-send counted.
+    assert again["dispatch_id"] == row["dispatch_id"] and (again["attempts"], again["resends"]) == (1, 1)
     assert again["jenkins_queue_id"] is not None
     assert jenkins.triggers_for(row["dispatch_id"]) == 1
     events = [e["event"] for e in queue.events(job_id)]
-    assert events == ["enqueued", "claimed", "requeued", "triggered"]
+    assert events == ["enqueued", "claimed", "resent", "triggered"]
 
 
 def test_reconciler_settles_a_job_whose_notifications_never_came(jenkins, queue, db):
@@ -177,14 +178,29 @@ def test_still_running_builds_only_renew_the_lease(jenkins, queue, db):
     assert row["status"] == "processing" and row["build_number"] == 1 and row["started_at"] is not None
 
 
-def test_attempts_exhausted_when_jenkins_never_shows_the_build(jenkins, queue, db):
+def test_a_send_jenkins_never_saw_spends_no_attempt_even_with_max_attempts_1(jenkins, queue, db):
+    """Issue 11 #10: a dispatcher dies between claim and trigger (here: the request never reaches Jenkins);
+    the reconciler finds nothing. It used to fail the row "gave up after 1 attempts"."""
     job_id = queue.enqueue("deploy", max_attempts=1).id
     jenkins.add_fault(path="buildWithParameters$", latency_seconds=1.5, status=500, times=1)
     run_pass(dispatch_settings(jenkins.base_url))
     expire_leases(db)
     run_pass(dispatch_settings(jenkins.base_url))
     row = queue.get(job_id)
-    assert row["status"] == "failed" and "gave up after 1 attempts" in row["last_error"]
+    assert row["status"] == "processing" and (row["attempts"], row["resends"]) == (1, 1)
+    assert jenkins.triggers_for(row["dispatch_id"]) == 1
+
+
+def test_re_sends_jenkins_never_shows_are_bounded(jenkins, queue, db):
+    job_id = queue.enqueue("deploy").id
+    jenkins.add_fault(path="buildWithParameters$", latency_seconds=1.5, status=500)  # every request is lost
+    settings = dispatch_settings(jenkins.base_url, MAX_RESENDS="2")
+    run_pass(settings)
+    for _ in range(3):
+        expire_leases(db)
+        run_pass(settings)
+    row = queue.get(job_id)
+    assert row["status"] == "failed" and "sent 3 times" in row["last_error"] and row["attempts"] == 1
     assert jenkins.counters()["items_created"] == 0
 
 

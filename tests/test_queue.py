@@ -146,22 +146,25 @@ def test_expired_leases_go_to_exactly_one_reconciler(db):
     assert queue.take_expired_leases() == []  # its lease was renewed by the take
 
 
-def test_spend_attempt_stops_at_max_attempts_and_needs_the_lease_it_was_handed(db):
+def test_record_resend_is_bounded_and_needs_the_lease_it_was_handed(db):
     queue = Queue(db, lease_seconds=60)
-    queue.enqueue("a", max_attempts=3)
+    queue.enqueue("a", max_attempts=1)
     queue.claim_batch(1)
     db.run("UPDATE jenkins_jobs_queue SET lease_expires_at = now() - interval '1 second'")
     [mine] = queue.take_expired_leases()
     db.run("UPDATE jenkins_jobs_queue SET lease_expires_at = now() - interval '1 second'")
     [theirs] = queue.take_expired_leases()  # my lease ran out: another reconciler took the row
-    assert queue.spend_attempt(mine) is None
-    assert queue.spend_attempt(theirs) == 2
+    assert queue.record_resend(mine, max_resends=2, quiet_seconds=9) is None
+    assert queue.record_resend(theirs, max_resends=2, quiet_seconds=9) == 1
     [again] = (db.run("UPDATE jenkins_jobs_queue SET lease_expires_at = now() - interval '1 second'"),
                queue.take_expired_leases())[1]
-    assert queue.spend_attempt(again) == 3
+    assert again.resends == 1 and queue.record_resend(again, max_resends=2, quiet_seconds=9) == 2
     db.run("UPDATE jenkins_jobs_queue SET lease_expires_at = now() - interval '1 second'")
     [last] = queue.take_expired_leases()
-    assert queue.spend_attempt(last) is None  # none left
+    assert queue.record_resend(last, max_resends=2, quiet_seconds=9) is None  # none left
+    row = queue.get(last.id)
+    assert (row["attempts"], row["resends"]) == (1, 2)  # attempts untouched
+    assert "held 9 s in Jenkins's queue" in queue.events(last.id)[-1]["detail"]
 
 
 def test_cancel_and_operator_retry(queue):
@@ -257,7 +260,7 @@ def test_batch_transitions_are_fenced_per_row(queue):
     stale = jobs[3]
     queue.release(stale.id, stale.dispatch_id)
     recorded = queue.mark_triggered_many([(j, 100 + j.id) for j in jobs])
-    assert recorded == {j.id for j in jobs[:3]}
+    assert set(recorded) == {j.id for j in jobs[:3]} and not any(recorded.values())
     assert [queue.get(j.id)["jenkins_queue_id"] for j in jobs] == [101, 102, 103, None]
     settled = queue.settle_many([
         Settlement(jobs[0].id, jobs[0].dispatch_id, "completed", "SUCCESS"),

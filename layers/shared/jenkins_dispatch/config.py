@@ -22,6 +22,7 @@ SecretFetcher = Callable[[str], str]
 # hold one whole trigger wave (JENKINS_TIMEOUT_SECONDS) plus both, or no trigger is ever sent.
 LEASE_SAFETY_SECONDS = 0.5
 CLAIM_ROOM_SECONDS = 0.5
+RESEND_QUIET_LEASES = 3
 DISPATCHER_MODES = ("continuous", "single")
 
 
@@ -78,6 +79,11 @@ class Settings:
     # Lambda dispatcher: "continuous" keeps dispatching (woken by new work) until the invocation's time
     # is nearly up; "single" runs one pass and returns.
     dispatcher_mode: str = "continuous"
+    # A dispatch Jenkins showed no trace of is sent again at most this many times (no attempt spent)...
+    max_resends: int = 3
+    # ...held this long in Jenkins's queue (a quiet period), so that an original Jenkins acts on late
+    # merges with it instead of building twice. Default: RESEND_QUIET_LEASES leases.
+    resend_quiet_seconds: float = 900.0
 
     def require_jenkins(self) -> JenkinsSettings:
         if self.jenkins is None:
@@ -340,4 +346,6 @@ def load_settings(env: Mapping[str, str] | None = None, fetch_secret: SecretFetc
         time_margin_seconds=_float(env, "TIME_MARGIN_SECONDS", 10.0, 0.0),
         webhook_db_pool_size=_int(env, "WEBHOOK_DB_POOL_SIZE", 4, 1),
         dispatcher_mode=_choice(env, "DISPATCHER_MODE", "continuous", DISPATCHER_MODES),
+        max_resends=_int(env, "MAX_RESENDS", 3, 0),
+        resend_quiet_seconds=_float(env, "RESEND_QUIET_SECONDS", RESEND_QUIET_LEASES * lease, 0.0),
     )

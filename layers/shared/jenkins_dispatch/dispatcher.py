@@ -1,4 +1,4 @@
-"""One dispatcher pass: reconcile expired leases, then claim and trigger batch after batch.
+"""One dispatcher pass: reconcile expired leases (``reconciler.py``), then claim and trigger batch after batch.
 
 The order of a pass, and why:
 1. Reconcile first, so rows a crashed worker left behind are settled, adopted or re-sent before new work.
@@ -20,43 +20,20 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from . import runtime
+from .cancelling import settle_stopped, stop_dispatch
 from .config import LEASE_SAFETY_SECONDS, Settings
 from .db import Database
-from .decisions import (
-    Act,
-    Decision,
-    Next,
-    backoff_seconds,
-    build_error,
-    check_job,
-    decide_trigger,
-    final_status,
-    follow_build,
-    follow_queue_item,
-)
+from .decisions import Act, Decision, backoff_seconds, check_job, decide_trigger
 from .errors import DispatchError, InvalidInput
-from .jenkins import JenkinsAuthRejected, JenkinsClient, JenkinsError, SearchInconclusive
+from .jenkins import JenkinsAuthRejected, JenkinsClient, JenkinsError
 from .jenkins_answers import JobInfo, job_path_error
 from .observability import MetricUnit, logger, metrics, subsegment
-from .queue import LEGACY_DISPATCH_PREFIX, ClaimedJob, ExpiredLease, Queue, Settlement
-
-# A pass that found "not found" for a DISPATCH_ID looks once more after this pause: for a moment a
-# queue item that just left the queue has no build yet, and must not be mistaken for a lost trigger.
-SEARCH_RECHECK_SECONDS = 0.25
-EXPIRED_PER_TAKE = 25
-
-
-@dataclass
-class Reconciled:
-    checked: int = 0
-    adopted: int = 0
-    requeued: int = 0
-    settled: int = 0
-    waiting: int = 0
+from .queue import ClaimedJob, Queue, Settlement
+from .reconciler import Reconciled, Reconciler
 
 
 @dataclass
@@ -174,147 +151,26 @@ class Dispatcher:
 
     # ------------------------------------------------------------------ reconcile
     def reconcile(self) -> None:
-        while not self._stopping() and not self._out_of_time(self.send_reserve_seconds):
-            with subsegment("db.take_expired_leases"):
-                expired = self.queue.take_expired_leases(EXPIRED_PER_TAKE)
-            self.summary.reconciled.checked += len(expired)
-            self._reconcile_rows(expired)
-            if len(expired) < EXPIRED_PER_TAKE:
-                return
-        self.summary.stopped_because = "stop requested" if self._stopping() else "time nearly up"
+        """Expired leases first (reconciler.py): rows a crashed worker left, lost answers, lost callbacks."""
+        reconciler = Reconciler(self.settings, self.queue, self.client, self.summary, self._resend, self._log)
+        try:
+            finished = reconciler.run(lambda: not self._stopping() and not self._out_of_time(self.send_reserve_seconds))
+        except JenkinsError as exc:
+            raise PassStopped(self._jenkins_wide_reason(exc)) from None
+        if not finished:
+            self.summary.stopped_because = "stop requested" if self._stopping() else "time nearly up"
 
-    def _reconcile_rows(self, rows: list[ExpiredLease]) -> None:
-        """Follow what Jenkins knows of each row; rows with no trace are searched once more, together,
-        after a short pause, before anything is sent again."""
-        not_found: list[ExpiredLease] = []
-        with subsegment("jenkins.reconcile"):
-            try:
-                for row in rows:
-                    if error := job_path_error(row.job_name):
-                        self._fail(row, error)
-                        continue
-                    if row.build_number is not None:
-                        followup = follow_build(self.client.build(row.job_name, row.build_number))
-                    elif row.jenkins_queue_id is not None:
-                        followup = follow_queue_item(self.client.queue_item(row.jenkins_queue_id))
-                    else:
-                        followup = None
-                    if followup is None or followup.next is Next.SEARCH:
-                        if not self._adopt(row):
-                            not_found.append(row)
-                    else:
-                        self._follow(row, followup)
-                if not_found:
-                    time.sleep(SEARCH_RECHECK_SECONDS)
-                for row in not_found:
-                    if not self._adopt(row):
-                        self._send_again(row)
-            except JenkinsError as exc:
-                raise PassStopped(self._jenkins_wide_reason(exc)) from None
-
-    def _fail(self, row: ExpiredLease, error: str) -> None:
-        if self.queue.settle(row.id, row.dispatch_id, "failed", error=error, actor="reconciler"):
-            self.summary.reconciled.settled += 1
-            self.summary.failed += 1
-            self._log("failed (reconciler)", row, reason=error)
+    def _resend(self, job: ClaimedJob, quiet_seconds: float) -> None:
+        """The reconciler's re-send: the same trigger and bookkeeping as a claimed row, held in Jenkins's
+        queue for ``quiet_seconds``."""
+        decision = self._send(job, check_stop=False, delay_seconds=quiet_seconds)
+        self._apply([(job, decision)], actor="reconciler")
 
     def _jenkins_wide_reason(self, exc: JenkinsError) -> str:
         if isinstance(exc, JenkinsAuthRejected):
             text = str(exc)
             return text if "JENKINS_API_TOKEN" in text else f"{text} (check JENKINS_USER and JENKINS_API_TOKEN)"
         return f"Jenkins unavailable: {exc}"
-
-    def _follow(self, row: ExpiredLease, followup) -> None:
-        r = self.summary.reconciled
-        if followup.next is Next.WAIT:
-            r.waiting += 1
-            if followup.build_number is not None and row.build_number is None:
-                self.queue.record_progress(row.id, row.dispatch_id, build_number=followup.build_number,
-                                           build_url=followup.build_url, started=True, actor="reconciler")
-            return
-        if followup.next is Next.PROGRESS:
-            self.queue.record_progress(row.id, row.dispatch_id, build_number=followup.build_number,
-                                       build_url=followup.build_url, started=True, actor="reconciler")
-            self._log("build started (seen by reconciler)", row, build_number=followup.build_number)
-            # It may well have finished already: look now rather than after another lease.
-            self._follow(replace(row, build_number=followup.build_number, build_url=followup.build_url),
-                         follow_build(self.client.build(row.job_name, followup.build_number)))
-            return
-        if followup.next is Next.SETTLE:
-            self._settle_from_result(row, followup.result, followup.build_number, followup.build_url)
-            return
-        if followup.next is Next.FAIL:
-            self._fail(row, followup.reason)
-            return
-        if not self._adopt(row):
-            time.sleep(SEARCH_RECHECK_SECONDS)
-            if not self._adopt(row):
-                self._send_again(row)
-
-    def _settle_from_result(self, row, result: str, number: int | None, url: str | None) -> None:
-        status = final_status(result, self.settings.unstable_is_success)
-        if self.queue.settle(row.id, row.dispatch_id, status, result=result,
-                             error=build_error(result, number, self.settings.unstable_is_success),
-                             build_number=number, build_url=url, actor="reconciler"):
-            self.summary.reconciled.settled += 1
-            if status == "failed":
-                self.summary.failed += 1
-            else:
-                self.summary.completed += 1
-            self._log("settled (reconciler)", row, result=result, build_number=number, status=status)
-
-    def _adopt(self, row: ExpiredLease) -> bool:
-        """Look for the row's DISPATCH_ID in Jenkins; adopt (or settle) what is found."""
-        since_ms = int(row.claimed_at.timestamp() * 1000) if row.claimed_at else None
-        try:
-            found = self.client.find_by_dispatch_id(row.job_name, row.dispatch_id, since_ms=since_ms)
-        except SearchInconclusive as exc:
-            # Absent or not, we cannot tell: sending again could run it twice. Look again next lease.
-            metrics.add_metric(name="SearchInconclusive", unit=MetricUnit.Count, value=1)
-            logger.warning("cannot tell whether Jenkins has this dispatch; will look again",
-                           extra={"job_id": row.id, "dispatch_id": row.dispatch_id, "reason": str(exc)})
-            self.summary.reconciled.waiting += 1
-            return True
-        if found is None:
-            return False
-        self.summary.reconciled.adopted += 1
-        if found.build_number is not None and found.result is not None and not found.building:
-            self._log("adopted a finished build", row, build_number=found.build_number)
-            self._settle_from_result(row, found.result, found.build_number, found.build_url)
-            return True
-        self.queue.mark_triggered(row, found.queue_id, event="adopted", actor="reconciler",
-                                  build_number=found.build_number, build_url=found.build_url,
-                                  detail=f"found in Jenkins: queue item {found.queue_id}"
-                                  + (f", build #{found.build_number}" if found.build_number else ""))
-        self._log("adopted", row, jenkins_queue_id=found.queue_id, build_number=found.build_number)
-        return True
-
-    def _send_again(self, row: ExpiredLease) -> None:
-        """Jenkins has no trace of the dispatch: send it again with the SAME DISPATCH_ID (one more
-        attempt), so that a late original and this request merge in Jenkins's queue."""
-        r = self.summary.reconciled
-        if row.attempts >= row.max_attempts:
-            error = (f"gave up after {row.attempts} attempts: Jenkins shows no queue item or build with "
-                     f"DISPATCH_ID {row.dispatch_id}")
-            if row.dispatch_id.startswith(LEGACY_DISPATCH_PREFIX):
-                error = ("was processing under the dispatcher that ran before jenkins-dispatch, which sent no "
-                         "DISPATCH_ID: its build cannot be identified, so it is not triggered again "
-                         "(check Jenkins; `jenkins-dispatch retry` it if it never ran)")
-            if self.queue.settle(row.id, row.dispatch_id, "failed", error=error, actor="reconciler"):
-                r.settled += 1
-                self.summary.failed += 1
-                self._log("failed: attempts exhausted", row)
-            return
-        attempts = self.queue.spend_attempt(row)
-        if attempts is None:
-            self._log("lease taken over by another reconciler; leaving the row to it", row)
-            return
-        r.requeued += 1
-        resend = ClaimedJob(id=row.id, job_name=row.job_name, parameters=row.parameters, attempts=attempts,
-                            max_attempts=row.max_attempts, dispatch_id=row.dispatch_id)
-        self._log("re-sending with the same DISPATCH_ID", resend)
-        decision = self._send(resend, check_stop=False)
-        self._apply([(resend, decision)], actor="reconciler")
 
     # ------------------------------------------------------------------ claim and trigger
     def dispatch(self, max_jobs: int | None) -> None:
@@ -398,7 +254,7 @@ class Dispatcher:
             self.summary.stopped_because = reason
         self._halted.set()
 
-    def _send(self, job: ClaimedJob, check_stop: bool = True) -> Decision | None:
+    def _send(self, job: ClaimedJob, check_stop: bool = True, delay_seconds: float | None = None) -> Decision | None:
         """Runs on a pool thread: send one trigger unless the pass is stopping (then None: not sent)."""
         if check_stop and (
             self._stopping()
@@ -407,7 +263,7 @@ class Dispatcher:
             or time.monotonic() - self._batch_started + self.timeout > self.settings.lease_seconds - LEASE_SAFETY_SECONDS
         ):
             return None
-        outcome = self.client.trigger(job.job_name, job.parameters, job.dispatch_id)
+        outcome = self.client.trigger(job.job_name, job.parameters, job.dispatch_id, delay_seconds=delay_seconds)
         decision = decide_trigger(job.job_name, outcome)
         if decision.act is Act.STOP_PASS:
             self._stop_with(decision.reason)
@@ -453,6 +309,8 @@ class Dispatcher:
                 if job.id in recorded:
                     self.summary.triggered += 1
                     self._log("triggered", job, jenkins_queue_id=queue_id, outcome="accepted")
+                    if recorded[job.id]:
+                        self._carry_out_cancel(job, queue_id, actor)
         if failures:
             settled = self.queue.settle_many(failures, actor=actor)
             self.summary.failed += len(settled)
@@ -460,6 +318,19 @@ class Dispatcher:
                 if failure.job_id in settled:
                     logger.warning("failed", extra={"job_id": failure.job_id, "dispatch_id": failure.dispatch_id,
                                                     "reason": failure.error})
+
+    def _carry_out_cancel(self, job: ClaimedJob, queue_id: int, actor: str) -> None:
+        """An operator cancelled this row while its trigger was in flight: now that Jenkins has it, cancel
+        it there, then settle (if Jenkins cannot be asked now, the reconciler does it after the lease)."""
+        try:
+            stopped = stop_dispatch(self.client, job.job_name, job.dispatch_id, queue_id, None)
+        except DispatchError as exc:
+            logger.warning("could not carry out a requested cancel yet; the reconciler will",
+                           extra={"job_id": job.id, "dispatch_id": job.dispatch_id, "reason": str(exc)})
+            return
+        status = settle_stopped(self.queue, job.id, job.dispatch_id, stopped, "cancelled by operator while its "
+                                "trigger was in flight", actor=actor, unstable_is_success=self.settings.unstable_is_success)
+        self._log("requested cancel carried out", job, status=status, jenkins=stopped.note)
 
 
 # --------------------------------------------------------------------------- entry points

@@ -382,13 +382,19 @@ class JenkinsClient:
         doc = self._json_of(answer, what)
         return JobInfo(exists=False) if doc is None else parse_job_info(doc)
 
-    def trigger(self, job_name: str, parameters: dict[str, Any], dispatch_id: str) -> TriggerOutcome:
-        """POST the job's parameters plus DISPATCH_ID to ``buildWithParameters``; never retried blindly."""
+    def trigger(self, job_name: str, parameters: dict[str, Any], dispatch_id: str,
+                delay_seconds: float | None = None) -> TriggerOutcome:
+        """POST the job's parameters plus DISPATCH_ID to ``buildWithParameters``; never retried blindly.
+
+        ``delay_seconds`` holds the item in Jenkins's queue that long (its quiet period, ``delay=Nsec``):
+        an identical request arriving meanwhile merges into it instead of building twice.
+        """
         form = {str(name): form_value(value) for name, value in parameters.items()}
         form[DISPATCH_ID_PARAMETER] = dispatch_id
+        query = {"delay": f"{max(0, int(delay_seconds))}sec"} if delay_seconds is not None else None
         deadline = time.monotonic() + self.timeout_seconds
         try:
-            answer = self._post(f"{job_path(job_name)}buildWithParameters", deadline=deadline, data=form)
+            answer = self._post(f"{job_path(job_name)}buildWithParameters", deadline=deadline, data=form, params=query)
         except _NotSent as exc:
             return Unavailable(str(exc))
         except _MaybeSent as exc:
@@ -448,6 +454,15 @@ class JenkinsClient:
                 return None
         raise SearchInconclusive(
             f"more than {SEARCH_MAX_BUILDS} builds of {job_name} started since DISPATCH_ID {dispatch_id} was sent"
+        )
+
+    def queued_items_with(self, job_name: str, dispatch_id: str) -> list[int]:
+        """Ids of the queue items of ``job_name`` that carry this DISPATCH_ID (a re-send and a late original
+        that did not merge show up as two)."""
+        queue_doc = self._get_json(f"queue/api/json?tree={QUEUE_SEARCH_TREE}", "the queue") or {}
+        return sorted(
+            int(item["id"]) for item in queue_doc.get("items") or ()
+            if dispatch_id_of(item) == dispatch_id and job_url_matches(str((item.get("task") or {}).get("url") or ""), job_name)
         )
 
     def cancel_queue_item(self, queue_id: int) -> CancelResult:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .config import Settings
-from .errors import Conflict, DispatchError
+from .errors import Conflict
 from .queue import FINAL_STATUSES, Queue
 
 
@@ -28,7 +28,10 @@ def job_details(queue: Queue, job_id: int, settings: Settings) -> dict:
 
 def cancel_job(queue: Queue, job_id: int, settings: Settings, reason: str = "cancelled by operator") -> dict:
     """Pending: cancelled at once. Processing: the Jenkins queue item is cancelled or the build stopped
-    first, then the row is settled 'cancelled' (fenced, so a build finishing meanwhile wins)."""
+    first, then the row is settled (fenced, so a build finishing meanwhile wins). A build that had already
+    finished settles the row with its real result. A row whose trigger is still in flight (Jenkins shows
+    nothing yet) keeps processing with the cancel recorded: the dispatcher or the reconciler cancels it in
+    Jenkins as soon as it lands there, then settles it."""
     row = queue.get(job_id)
     if row["status"] in FINAL_STATUSES:
         raise Conflict(f"job {job_id} is already {row['status']}")
@@ -39,39 +42,26 @@ def cancel_job(queue: Queue, job_id: int, settings: Settings, reason: str = "can
         if row["status"] != "processing":
             raise Conflict(f"job {job_id} is now {row['status']}; nothing cancelled")
 
-    jenkins_note = stop_in_jenkins(settings, row)
-    if not queue.settle(job_id, row["dispatch_id"], "cancelled", error=f"{reason}; {jenkins_note}", actor="operator"):
-        now = queue.get(job_id)
-        raise Conflict(f"job {job_id} became {now['status']} while cancelling ({jenkins_note})")
-    return {"id": job_id, "status": "cancelled", "jenkins": jenkins_note,
-            "message": f"job {job_id} cancelled: {jenkins_note}"}
-
-
-def stop_in_jenkins(settings: Settings, row: dict) -> str:
-    """Cancel the row's Jenkins queue item, or stop its build; says what was done."""
+    from .cancelling import settle_stopped, stop_dispatch
     from .dispatcher import jenkins_client
-    from .jenkins import CancelResult
 
     with jenkins_client(settings) as client:
-        number = row.get("build_number")
-        queue_id = row.get("jenkins_queue_id")
-        if number is None and queue_id is not None:
-            result = client.cancel_queue_item(queue_id)
-            if result is CancelResult.CANCELLED:
-                return f"cancelled Jenkins queue item {queue_id}"
-            if result is CancelResult.NOT_PERMITTED:
-                raise DispatchError(f"Jenkins refused to cancel queue item {queue_id}: the user lacks the Cancel permission")
-            queue_id = None  # it already started, or Jenkins forgot it: look for the build
-        if number is None:
-            found = client.find_by_dispatch_id(row["job_name"], row["dispatch_id"])
-            if found is None:
-                return "nothing found in Jenkins to stop"
-            if found.build_number is None:
-                if client.cancel_queue_item(found.queue_id) is CancelResult.CANCELLED:
-                    return f"cancelled Jenkins queue item {found.queue_id}"
-                raise DispatchError(f"could not cancel Jenkins queue item {found.queue_id}; try again")
-            if not found.building:
-                return f"Jenkins build #{found.build_number} had already finished ({found.result})"
-            number = found.build_number
-        client.stop_build(row["job_name"], number)
-        return f"asked Jenkins to stop build #{number}"
+        stopped = stop_dispatch(client, row["job_name"], row["dispatch_id"], row.get("jenkins_queue_id"),
+                                row.get("build_number"))
+    if not stopped.found:
+        # Its trigger may still be on its way to Jenkins: settling now would orphan the build it creates.
+        if queue.request_cancel(job_id, row["dispatch_id"], reason):
+            note = ("cancel requested: its trigger is still on its way to Jenkins; it will be cancelled there as "
+                    "soon as it lands (or settled cancelled if it never does)")
+            return {"id": job_id, "status": "processing", "jenkins": "nothing found in Jenkins yet", "message":
+                    f"job {job_id}: {note}"}
+        now = queue.get(job_id)
+        raise Conflict(f"job {job_id} became {now['status']} while cancelling")
+    status = settle_stopped(queue, job_id, row["dispatch_id"], stopped, reason, actor="operator",
+                            unstable_is_success=settings.unstable_is_success)
+    if status is None:
+        now = queue.get(job_id)
+        raise Conflict(f"job {job_id} became {now['status']} while cancelling ({stopped.note})")
+    message = (f"job {job_id} cancelled: {stopped.note}" if status == "cancelled"
+               else f"job {job_id} had already finished: settled {status} ({stopped.note})")
+    return {"id": job_id, "status": status, "jenkins": stopped.note, "message": message}

@@ -66,6 +66,8 @@ class ExpiredLease:
     build_url: str | None
     claimed_at: datetime | None = None
     lease_expires_at: datetime | None = None  # the lease this take handed out: the reconciler's token
+    resends: int = 0  # times the reconciler sent this dispatch again (Jenkins showed no trace of it)
+    cancel_requested: bool = False  # an operator cancelled it while its trigger was in flight
 
 
 @dataclass(frozen=True)
@@ -210,10 +212,11 @@ class Queue:
         )
         return bool(rows)
 
-    def mark_triggered_many(self, accepted: list[tuple[ClaimedJob, int]], *, actor: str = "dispatcher") -> set[int]:
-        """Record several (job, queue_id) at once; returns the ids that were still ours to record."""
+    def mark_triggered_many(self, accepted: list[tuple[ClaimedJob, int]], *, actor: str = "dispatcher") -> dict[int, bool]:
+        """Record several (job, queue_id) at once; returns the ids that were still ours to record, each with
+        whether an operator asked to cancel it while its trigger was in flight."""
         if not accepted:
-            return set()
+            return {}
         # One JSON document rather than several arrays: the driver encodes arrays slowly.
         rows = self._run(
             "mark_triggered_many",
@@ -225,7 +228,7 @@ class Queue:
             lease_seconds=self.lease_seconds,
             actor=actor,
         )
-        return {r["id"] for r in rows}
+        return {r["id"]: r["cancel_requested"] for r in rows}
 
     def record_progress(
         self, job_id: int, dispatch_id: str, *, build_number: int | None = None, build_url: str | None = None,
@@ -290,19 +293,30 @@ class Queue:
                 id=r["id"], job_name=r["job_name"], parameters=_json(r["parameters"]), attempts=r["attempts"],
                 max_attempts=r["max_attempts"], dispatch_id=r["dispatch_id"],
                 jenkins_queue_id=r["jenkins_queue_id"], build_number=r["build_number"], build_url=r["build_url"],
-                claimed_at=r["claimed_at"], lease_expires_at=r["lease_expires_at"],
+                claimed_at=r["claimed_at"], lease_expires_at=r["lease_expires_at"], resends=r["resends"],
+                cancel_requested=r["cancel_requested"],
             )
             for r in rows
         ]
 
-    def spend_attempt(self, row: ExpiredLease, *, actor: str = "reconciler") -> int | None:
-        """One more attempt for a re-send with the same dispatch_id. None when none are left, or when the
-        lease this reconciler was handed is no longer the row's (another one took it over)."""
+    def record_resend(self, row: ExpiredLease, *, max_resends: int, quiet_seconds: float,
+                      actor: str = "reconciler") -> int | None:
+        """Count one more re-send (no attempt spent: Jenkins never showed the earlier one). None when the
+        re-sends are used up, or when the lease this reconciler was handed is no longer the row's."""
         rows = self._run(
-            "spend_attempt", id=row.id, dispatch_id=row.dispatch_id, lease=row.lease_expires_at,
-            lease_seconds=self.lease_seconds, actor=actor,
+            "record_resend", id=row.id, dispatch_id=row.dispatch_id, lease=row.lease_expires_at,
+            lease_seconds=self.lease_seconds, max_resends=max_resends, quiet_seconds=float(quiet_seconds),
+            actor=actor,
         )
-        return rows[0]["attempts"] if rows else None
+        return rows[0]["resends"] if rows else None
+
+    def request_cancel(self, job_id: int, dispatch_id: str, reason: str, *, actor: str = "operator") -> bool:
+        """Record a cancel for a processing row whose trigger is in flight (False: it is no longer so)."""
+        return bool(self._run("request_cancel", id=job_id, dispatch_id=dispatch_id, reason=reason, actor=actor))
+
+    def record_duplicate(self, job_id: int, dispatch_id: str, event: str, detail: str) -> None:
+        """History only: a second queue item or build of one dispatch (cancelled, or left running)."""
+        self._run("record_duplicate", id=job_id, dispatch_id=dispatch_id, event=event, detail=detail)
 
     # ------------------------------------------------------------------ operator
     def get(self, job_id: int) -> Row:

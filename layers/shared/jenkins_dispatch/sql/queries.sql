@@ -155,12 +155,12 @@ WITH accepted AS (
     -- The status test is written so that no partial index matches it: the rows are then fetched by
     -- primary key, whatever the (often stale) statistics say about how many rows are processing.
     WHERE q.id = a.id AND q.dispatch_id = a.dispatch_id AND q.status || '' = 'processing'
-    RETURNING q.id, q.dispatch_id, a.detail
+    RETURNING q.id, q.dispatch_id, a.detail, q.cancel_requested_at IS NOT NULL AS cancel_requested
 ), logged AS (
     INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
     SELECT id, 'triggered', 'processing', 'processing', dispatch_id, :actor, detail FROM changed
 )
-SELECT id FROM changed;
+SELECT id, cancel_requested FROM changed;
 
 -- name: record_progress
 -- A build was seen queued or started (webhook or reconciler). Changes (and logs) only what is new,
@@ -302,32 +302,56 @@ SET lease_expires_at = now() + make_interval(secs => :lease_seconds), updated_at
 FROM picked
 WHERE q.id = picked.id
 RETURNING q.id, q.job_name, q.parameters, q.attempts, q.max_attempts, q.dispatch_id, q.jenkins_queue_id,
-          q.build_number, q.build_url, q.lease_expires_at,
+          q.build_number, q.build_url, q.lease_expires_at, q.resends,
+          q.cancel_requested_at IS NOT NULL AS cancel_requested,
           -- when this dispatch began: no build of it can be older, which bounds the search in Jenkins
           (SELECT e.at FROM jenkins_job_events e
             WHERE e.job_id = q.id AND e.dispatch_id = q.dispatch_id AND e.event = 'claimed'
             ORDER BY e.id LIMIT 1) AS claimed_at;
 
--- name: spend_attempt
+-- name: record_resend
 -- The reconciler found no trace of the dispatch in Jenkins and is about to send it again with the
--- SAME dispatch_id: that is one more attempt.
+-- SAME dispatch_id. Jenkins never showed the earlier send, so it spends no attempt; re-sends are
+-- bounded on their own (:max_resends).
 WITH changed AS (
     UPDATE jenkins_jobs_queue
-    SET attempts = attempts + 1,
+    SET resends = resends + 1,
         lease_expires_at = now() + make_interval(secs => :lease_seconds),
         updated_at = now()
     -- Fenced on the lease this reconciler was handed: if it expired and another reconciler took the row
     -- over (a new lease), only that one may send it again.
-    WHERE id = :id AND dispatch_id = :dispatch_id AND status = 'processing' AND attempts < max_attempts
+    WHERE id = :id AND dispatch_id = :dispatch_id AND status = 'processing' AND resends < :max_resends
       AND lease_expires_at = CAST(:lease AS timestamptz)
-    RETURNING id, dispatch_id, attempts, max_attempts
+    RETURNING id, dispatch_id, resends
 ), logged AS (
     INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
-    SELECT id, 'requeued', 'processing', 'processing', dispatch_id, :actor,
-           'no build found for this DISPATCH_ID; triggering again, attempt ' || attempts || ' of ' || max_attempts
+    SELECT id, 'resent', 'processing', 'processing', dispatch_id, :actor,
+           'no queue item or build has this DISPATCH_ID; sending it again (re-send ' || resends || ' of '
+           || :max_resends || ', held ' || round(CAST(:quiet_seconds AS float8)) || ' s in Jenkins''s queue so that a late '
+           || 'original merges with it)'
     FROM changed
 )
-SELECT id, attempts FROM changed;
+SELECT id, resends FROM changed;
+
+-- name: request_cancel
+-- The operator cancels a row whose trigger is in flight: nothing to cancel in Jenkins yet. Recorded, so
+-- whoever next learns where it is in Jenkins cancels it there before settling the row.
+WITH changed AS (
+    UPDATE jenkins_jobs_queue
+    SET cancel_requested_at = coalesce(cancel_requested_at, now()), updated_at = now()
+    WHERE id = :id AND dispatch_id = :dispatch_id AND status = 'processing'
+    RETURNING id, dispatch_id
+), logged AS (
+    INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
+    SELECT id, 'cancel_requested', 'processing', 'processing', dispatch_id, :actor, :reason FROM changed
+)
+SELECT id FROM changed;
+
+-- name: record_duplicate
+-- The reconciler found (and cancelled, when it could) a second queue item or build of the same dispatch.
+INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
+SELECT id, :event, 'processing', 'processing', dispatch_id, 'reconciler', :detail
+FROM jenkins_jobs_queue WHERE id = :id AND dispatch_id = :dispatch_id;
 
 -- name: cancel_pending
 WITH changed AS (
@@ -349,7 +373,7 @@ WITH old AS (
     FOR UPDATE
 ), changed AS (
     UPDATE jenkins_jobs_queue q
-    SET status = 'pending', attempts = 0, scheduled_at = now(), finished_at = NULL, lease_expires_at = NULL,
+    SET status = 'pending', attempts = 0, resends = 0, cancel_requested_at = NULL, scheduled_at = now(), finished_at = NULL, lease_expires_at = NULL,
         jenkins_queue_id = NULL, build_number = NULL, build_url = NULL, jenkins_result = NULL,
         started_at = NULL, last_error = NULL, updated_at = now()
     FROM old
@@ -362,7 +386,8 @@ WITH old AS (
 SELECT id FROM changed;
 
 -- name: get_job
-SELECT id, job_name, parameters, status, priority, scheduled_at, attempts, max_attempts, dispatch_id,
+SELECT id, job_name, parameters, status, priority, scheduled_at, attempts, max_attempts, resends, cancel_requested_at,
+       dispatch_id,
        jenkins_queue_id, build_number, build_url, jenkins_result, last_error, dedupe_key, lease_expires_at,
        started_at, created_at, updated_at, finished_at
 FROM jenkins_jobs_queue WHERE id = :id;

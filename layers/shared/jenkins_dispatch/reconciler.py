@@ -1,0 +1,248 @@
+"""The reconciler: processing rows whose lease expired — follow, adopt, re-send, settle.
+
+A lease expires when nobody reported on a row for ``LEASE_SECONDS``: a dispatcher died mid-batch, a
+trigger's answer was lost, the Notification plugin's callbacks never came. For each such row it asks
+Jenkins, and:
+- a known queue item or build is followed: progress recorded, the row settled from the build's result
+  (``decisions.row_status``, as the webhook and `cancel` do), or the lease renewed while it runs;
+- a queue item Jenkins accepted that vanished without a build (a person cancelled it and Jenkins has
+  since forgotten it, or a restart lost it) is NOT sent again: the row fails saying so;
+- a row with no trace is searched by its DISPATCH_ID (queue, then builds back to the claim) and adopted
+  when found; only when nothing is there is it sent again with the SAME DISPATCH_ID — no attempt spent
+  (Jenkins never saw the earlier one), at most ``MAX_RESENDS`` times — and held ``RESEND_QUIET_SECONDS``
+  in Jenkins's queue, so an original that Jenkins acts on late merges with it instead of building twice;
+- a re-sent row is watched: a second queue item with its DISPATCH_ID (a late original that arrived after
+  the re-send left the queue) is cancelled while it is still queued, and recorded in the row's history.
+
+It never claims new work and never sends anything a second time without having searched first.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from .cancelling import settle_stopped, stop_dispatch
+from .config import Settings
+from .decisions import Next, build_error, final_status, follow_build, follow_queue_item
+from .jenkins import CancelResult, JenkinsClient, SearchInconclusive
+from .jenkins_answers import job_path_error
+from .observability import MetricUnit, logger, metrics, subsegment
+from .queue import LEGACY_DISPATCH_PREFIX, ClaimedJob, ExpiredLease, Queue
+
+# A pass that found "not found" for a DISPATCH_ID looks once more after this pause: for a moment a
+# queue item that just left the queue has no build yet, and must not be mistaken for a lost trigger.
+SEARCH_RECHECK_SECONDS = 0.25
+EXPIRED_PER_TAKE = 25
+
+
+@dataclass
+class Reconciled:
+    checked: int = 0
+    adopted: int = 0
+    requeued: int = 0  # sent again (same DISPATCH_ID)
+    settled: int = 0
+    waiting: int = 0
+    duplicates_cancelled: int = 0
+
+
+class Reconciler:
+    """One pass's reconciliation, sharing the pass's queue, Jenkins client and summary."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        queue: Queue,
+        client: JenkinsClient,
+        summary,  # the pass's PassSummary: completed / failed counts are shared with the claim side
+        resend: Callable[[ClaimedJob, float], None],  # trigger and record one row (the dispatcher's path)
+        log: Callable[..., None],
+    ):
+        self.settings = settings
+        self.queue = queue
+        self.client = client
+        self.summary = summary
+        self.counts: Reconciled = summary.reconciled
+        self.resend = resend
+        self.log = log
+
+    def run(self, keep_going: Callable[[], bool]) -> bool:
+        """Reconcile expired leases while ``keep_going()``; False if it had to stop early."""
+        while keep_going():
+            with subsegment("db.take_expired_leases"):
+                expired = self.queue.take_expired_leases(EXPIRED_PER_TAKE)
+            self.counts.checked += len(expired)
+            self.reconcile(expired)
+            if len(expired) < EXPIRED_PER_TAKE:
+                return True
+        return False
+
+    def reconcile(self, rows: list[ExpiredLease]) -> None:
+        """Follow what Jenkins knows of each row; rows with no trace are searched once more, together,
+        after a short pause, before anything is sent again. JenkinsError propagates (Jenkins-wide)."""
+        not_found: list[ExpiredLease] = []
+        with subsegment("jenkins.reconcile"):
+            for row in rows:
+                if error := job_path_error(row.job_name):
+                    self._fail(row, error)
+                    continue
+                if row.cancel_requested:
+                    self._carry_out_cancel(row)
+                    continue
+                if row.resends:
+                    self._cancel_duplicates(row)
+                if row.build_number is not None:
+                    followup = follow_build(self.client.build(row.job_name, row.build_number))
+                elif row.jenkins_queue_id is not None:
+                    followup = follow_queue_item(self.client.queue_item(row.jenkins_queue_id))
+                else:
+                    followup = None
+                if followup is None or followup.next is Next.SEARCH:
+                    if not self._adopt(row):
+                        not_found.append(row)
+                else:
+                    self._follow(row, followup)
+            if not_found:
+                time.sleep(SEARCH_RECHECK_SECONDS)
+            for row in not_found:
+                if not self._adopt(row):
+                    self._no_trace(row)
+
+    # ------------------------------------------------------------------ outcomes
+    def _fail(self, row: ExpiredLease, error: str) -> None:
+        if self.queue.settle(row.id, row.dispatch_id, "failed", error=error, actor="reconciler"):
+            self.counts.settled += 1
+            self.summary.failed += 1
+            self.log("failed (reconciler)", row, reason=error)
+
+    def _follow(self, row: ExpiredLease, followup) -> None:
+        if followup.next is Next.WAIT:
+            self.counts.waiting += 1
+            if followup.build_number is not None and row.build_number is None:
+                self.queue.record_progress(row.id, row.dispatch_id, build_number=followup.build_number,
+                                           build_url=followup.build_url, started=True, actor="reconciler")
+            return
+        if followup.next is Next.PROGRESS:
+            self.queue.record_progress(row.id, row.dispatch_id, build_number=followup.build_number,
+                                       build_url=followup.build_url, started=True, actor="reconciler")
+            self.log("build started (seen by reconciler)", row, build_number=followup.build_number)
+            # It may well have finished already: look now rather than after another lease.
+            self._follow(replace(row, build_number=followup.build_number, build_url=followup.build_url),
+                         follow_build(self.client.build(row.job_name, followup.build_number)))
+            return
+        if followup.next is Next.SETTLE:
+            self.settle_from_result(row, followup.result, followup.build_number, followup.build_url)
+            return
+        if followup.next is Next.FAIL:
+            self._fail(row, followup.reason)
+            return
+        # Next.SEARCH after a PROGRESS look-up: the build vanished between two requests.
+        if not self._adopt(row):
+            time.sleep(SEARCH_RECHECK_SECONDS)
+            if not self._adopt(row):
+                self._no_trace(row)
+
+    def settle_from_result(self, row, result: str, number: int | None, url: str | None) -> None:
+        status = final_status(result, self.settings.unstable_is_success)
+        if self.queue.settle(row.id, row.dispatch_id, status, result=result,
+                             error=build_error(result, number, self.settings.unstable_is_success),
+                             build_number=number, build_url=url, actor="reconciler"):
+            self.counts.settled += 1
+            if status == "failed":
+                self.summary.failed += 1
+            else:
+                self.summary.completed += 1
+            self.log("settled (reconciler)", row, result=result, build_number=number, status=status)
+
+    def _adopt(self, row: ExpiredLease) -> bool:
+        """Look for the row's DISPATCH_ID in Jenkins; adopt (or settle) what is found."""
+        since_ms = int(row.claimed_at.timestamp() * 1000) if row.claimed_at else None
+        try:
+            found = self.client.find_by_dispatch_id(row.job_name, row.dispatch_id, since_ms=since_ms)
+        except SearchInconclusive as exc:
+            # Absent or not, we cannot tell: sending again could run it twice. Look again next lease.
+            metrics.add_metric(name="SearchInconclusive", unit=MetricUnit.Count, value=1)
+            logger.warning("cannot tell whether Jenkins has this dispatch; will look again",
+                           extra={"job_id": row.id, "dispatch_id": row.dispatch_id, "reason": str(exc)})
+            self.counts.waiting += 1
+            return True
+        if found is None:
+            return False
+        self.counts.adopted += 1
+        if found.build_number is not None and found.result is not None and not found.building:
+            self.log("adopted a finished build", row, build_number=found.build_number)
+            self.settle_from_result(row, found.result, found.build_number, found.build_url)
+            return True
+        self.queue.mark_triggered(row, found.queue_id, event="adopted", actor="reconciler",
+                                  build_number=found.build_number, build_url=found.build_url,
+                                  detail=f"found in Jenkins: queue item {found.queue_id}"
+                                  + (f", build #{found.build_number}" if found.build_number else ""))
+        self.log("adopted", row, jenkins_queue_id=found.queue_id, build_number=found.build_number)
+        return True
+
+    def _no_trace(self, row: ExpiredLease) -> None:
+        """Neither the queue nor the builds know this DISPATCH_ID (searched twice)."""
+        if row.dispatch_id.startswith(LEGACY_DISPATCH_PREFIX):
+            self._fail(row, "was processing under the dispatcher that ran before jenkins-dispatch, which sent no "
+                            "DISPATCH_ID: its build cannot be identified, so it is not triggered again "
+                            "(check Jenkins; `jenkins-dispatch retry` it if it never ran)")
+            return
+        if row.jenkins_queue_id is not None:
+            # Jenkins accepted it, then it left the queue without a build: a person cancelled it (Jenkins
+            # forgets a left item after ~5 minutes, or at a restart). Sending it again would overrule them.
+            self._fail(row, f"Jenkins queue item {row.jenkins_queue_id} was accepted, then left the queue without "
+                            "a build (cancelled in Jenkins, or lost in a restart); not sent again — "
+                            f"`jenkins-dispatch retry {row.id}` runs it")
+            return
+        quiet = self.settings.resend_quiet_seconds
+        resends = self.queue.record_resend(row, max_resends=self.settings.max_resends, quiet_seconds=quiet)
+        if resends is None:
+            if row.resends >= self.settings.max_resends:
+                self._fail(row, f"sent {row.resends + 1} times with DISPATCH_ID {row.dispatch_id} and Jenkins never "
+                                "showed a queue item or build for it: check that Jenkins receives our requests "
+                                "(proxies, the job's queue plugins), then retry")
+            else:
+                self.log("lease taken over by another reconciler; leaving the row to it", row)
+            return
+        self.counts.requeued += 1
+        job = ClaimedJob(id=row.id, job_name=row.job_name, parameters=row.parameters, attempts=row.attempts,
+                         max_attempts=row.max_attempts, dispatch_id=row.dispatch_id)
+        self.log("re-sending with the same DISPATCH_ID", job, resend=resends, quiet_seconds=quiet)
+        self.resend(job, quiet)
+
+    def _carry_out_cancel(self, row: ExpiredLease) -> None:
+        """An operator cancelled the row while its trigger was in flight. Its lease has run out, so that
+        request has ended: whatever Jenkins has of it is cancelled or stopped; nothing at all → cancelled."""
+        since_ms = int(row.claimed_at.timestamp() * 1000) if row.claimed_at else None
+        stopped = stop_dispatch(self.client, row.job_name, row.dispatch_id, row.jenkins_queue_id, row.build_number,
+                                since_ms=since_ms)
+        if not stopped.found:
+            stopped = replace(stopped, note="nothing of it reached Jenkins")
+        status = settle_stopped(self.queue, row.id, row.dispatch_id, stopped,
+                                "cancelled by operator while its trigger was in flight", actor="reconciler",
+                                unstable_is_success=self.settings.unstable_is_success)
+        if status is not None:
+            self.counts.settled += 1
+            self.summary.failed += status == "failed"
+            self.summary.completed += status == "completed"
+            self.log("requested cancel carried out", row, status=status, jenkins=stopped.note)
+
+    def _cancel_duplicates(self, row: ExpiredLease) -> None:
+        """A re-sent row may meet its late original in Jenkins's queue as a second item (when the
+        original arrived after the re-send left the queue): cancel every item but the row's own."""
+        ours = row.jenkins_queue_id
+        items = self.client.queued_items_with(row.job_name, row.dispatch_id)
+        extra = [item for item in items if item != ours] if ours is not None else items[1:]
+        for item in extra:
+            result = self.client.cancel_queue_item(item)
+            cancelled = result is CancelResult.CANCELLED
+            self.counts.duplicates_cancelled += cancelled
+            metrics.add_metric(name="DuplicatesCancelled" if cancelled else "DuplicatesSeen",
+                               unit=MetricUnit.Count, value=1)
+            detail = (f"cancelled queue item {item}, a second item with this DISPATCH_ID (a late original of a "
+                      f"re-send)" if cancelled else f"could not cancel queue item {item} ({result.name.lower()}), "
+                      "a second item with this DISPATCH_ID")
+            self.queue.record_duplicate(row.id, row.dispatch_id, "duplicate_cancelled" if cancelled
+                                        else "duplicate_seen", detail)
+            logger.warning(detail, extra={"job_id": row.id, "dispatch_id": row.dispatch_id, "queue_item": item})
