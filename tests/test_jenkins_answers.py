@@ -40,6 +40,7 @@ from jenkins_dispatch.jenkins_answers import (
     dispatch_id_of,
     form_value,
     job_path,
+    job_path_error,
     job_url_matches,
     parse_build,
     parse_job_info,
@@ -73,7 +74,24 @@ def test_job_path_refuses_empty_segments(name: str) -> None:
         job_path(name)
 
 
-segment_text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="/"), min_size=1, max_size=20)
+@pytest.mark.parametrize("name", [".", "..", "a/../b", "team/../app/deploy", "a/./b", "./a", "a/..", "a/."])
+def test_job_path_refuses_dot_segments(name: str) -> None:
+    """HTTP clients resolve ``.`` and ``..`` segments (``job/a/job/../job/b/`` becomes ``job/a/job/b/``), so such a
+    name would reach another job; Jenkins.checkGoodName forbids them as item names anyway."""
+    assert "'.' and '..'" in job_path_error(name)
+    with pytest.raises(ValueError, match="invalid Jenkins job name"):
+        job_path(name)
+
+
+@pytest.mark.parametrize("name", ["...", ".hidden", "a.b", "v1.2/..x", "x./y"])
+def test_job_path_keeps_names_that_only_contain_dots(name: str) -> None:
+    assert job_path_error(name) is None
+    assert [unquote(part) for part in job_path(name).split("/")[1::2]] == name.split("/")
+
+
+segment_text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="/"), min_size=1, max_size=20).filter(
+    lambda segment: segment not in (".", "..")
+)
 
 
 @given(st.lists(segment_text, min_size=1, max_size=4))

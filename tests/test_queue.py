@@ -127,6 +127,15 @@ def test_enqueue_refuses_a_job_path_jenkins_cannot_have(queue):
             queue.enqueue(bad)
 
 
+def test_enqueue_refuses_dot_segments_in_one_line(queue):
+    """``a/../b`` would reach job ``a/b`` (HTTP clients resolve dot segments) and run outside its cap."""
+    for bad in ("a/../b", "team/../app/deploy", "./deploy", "deploy/.", ".."):
+        with pytest.raises(InvalidInput, match=r"'\.' and '\.\.'") as refused:
+            queue.enqueue(bad)
+        assert "\n" not in str(refused.value)
+    assert queue.list_jobs() == []
+
+
 def test_release_refuses_a_row_jenkins_already_accepted(queue):
     queue.enqueue("a")
     [job] = queue.claim_batch(1)

@@ -29,21 +29,30 @@ def raw_encode(segment: str) -> str:
 
 
 class InvalidJobPath(ValueError):
-    """A job name that can never name a Jenkins item (an empty folder segment)."""
+    """A job name that can never name a Jenkins item (an empty, ``.`` or ``..`` folder segment)."""
 
 
 def job_path_error(job_name: str) -> str | None:
-    """Why ``job_name`` can never name a Jenkins item, or None when it can."""
-    if not job_name or "" in job_name.split("/"):
+    """Why ``job_name`` can never name a Jenkins item, or None when it can.
+
+    A ``.`` or ``..`` segment is refused: Jenkins forbids such item names (``Jenkins.checkGoodName``), and an HTTP
+    client resolves them before sending (``job/a/job/../job/b/`` goes out as ``job/a/job/b/``), so ``a/../b`` would
+    trigger job ``a/b`` behind the back of ``a/b``'s per-job cap. Percent-encoding them is no way out: requests
+    decodes ``%2E`` (an unreserved character) back to ``.`` and then removes the segment.
+    """
+    segments = job_name.split("/") if job_name else [""]
+    if "" in segments:
         return f"invalid Jenkins job name {job_name!r}: folders are separated by single '/'"
+    if "." in segments or ".." in segments:
+        return f"invalid Jenkins job name {job_name!r}: Jenkins forbids '.' and '..' as job or folder names"
     return None
 
 
 def job_path(job_name: str) -> str:
     """``a/b/c`` → ``job/a/job/b/job/c/``: the job's URL relative to the Jenkins root.
 
-    Raises ValueError for a name with an empty segment (``a//b``, a leading or trailing ``/``), which can never
-    name a Jenkins item.
+    Raises ValueError for a name that can never name a Jenkins item (see ``job_path_error``): an empty segment
+    (``a//b``, a leading or trailing ``/``), or a ``.`` or ``..`` segment, which the HTTP client would resolve.
     """
     error = job_path_error(job_name)
     if error:
