@@ -374,8 +374,10 @@ class JenkinsClient:
         return JobInfo(exists=False) if doc is None else parse_job_info(doc)
 
     def trigger(self, job_name: str, parameters: dict[str, Any], dispatch_id: str) -> TriggerOutcome:
-        """POST the job's parameters plus DISPATCH_ID to ``buildWithParameters``; never retried blindly."""
-        form = {str(name): form_value(value) for name, value in parameters.items()}
+        """POST the job's parameters plus DISPATCH_ID to ``buildWithParameters``; never retried blindly.
+
+        Each value goes through ``form_value``: a null parameter is left out (Jenkins uses the job's default)."""
+        form = {str(name): text for name, value in parameters.items() if (text := form_value(value)) is not None}
         form[DISPATCH_ID_PARAMETER] = dispatch_id
         deadline = time.monotonic() + self.timeout_seconds
         try:
