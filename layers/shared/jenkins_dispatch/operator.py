@@ -50,7 +50,7 @@ def cancel_job(queue: Queue, job_id: int, settings: Settings, reason: str = "can
 def stop_in_jenkins(settings: Settings, row: dict) -> str:
     """Cancel the row's Jenkins queue item, or stop its build; says what was done."""
     from .dispatcher import jenkins_client
-    from .jenkins import CancelResult
+    from .jenkins import CancelResult, SearchInconclusive
 
     with jenkins_client(settings) as client:
         number = row.get("build_number")
@@ -63,7 +63,13 @@ def stop_in_jenkins(settings: Settings, row: dict) -> str:
                 raise DispatchError(f"Jenkins refused to cancel queue item {queue_id}: the user lacks the Cancel permission")
             queue_id = None  # it already started, or Jenkins forgot it: look for the build
         if number is None:
-            found = client.find_by_dispatch_id(row["job_name"], row["dispatch_id"])
+            try:
+                found = client.find_by_dispatch_id(row["job_name"], row["dispatch_id"])
+            except SearchInconclusive as exc:
+                raise DispatchError(
+                    f"cannot cancel job {row['id']} in Jenkins: its queue item or build cannot be found ({exc}); "
+                    f"cancel or stop it in Jenkins by hand"
+                ) from None
             if found is None:
                 return "nothing found in Jenkins to stop"
             if found.build_number is None:
