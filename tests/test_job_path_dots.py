@@ -27,3 +27,16 @@ def test_plain_sql_row_with_a_dot_dot_segment_fails_at_claim_and_never_runs_outs
     counters = jenkins.counters()
     assert counters["items_created"] == 2  # the legit row and "deploy": nothing was sent for the bad row
     assert jenkins.peak_in_flight("team/app/deploy") == 1
+
+
+def test_show_of_such_a_row_names_no_jenkins_link_and_does_not_crash(jenkins, queue, db, capsys, monkeypatch):
+    from jenkins_dispatch.cli import main
+
+    for key, value in {"JENKINS_URL": jenkins.base_url, "JENKINS_USER": "admin", "JENKINS_API_TOKEN": "admin-token"}.items():
+        monkeypatch.setenv(key, value)
+    [bad] = db.run("INSERT INTO jenkins_jobs_queue (job_name, parameters) VALUES ('team/../app/deploy', '{}') RETURNING id")
+    run_pass(dispatch_settings(jenkins.base_url))
+    capsys.readouterr()
+    assert main(["show", str(bad["id"])]) == 0
+    out = capsys.readouterr().out
+    assert "team/../app/deploy" in out and "job/team/job/app/job/deploy" not in out and "job/team/job/../" not in out

@@ -12,10 +12,11 @@ def jenkins_links(settings: Settings, row: dict) -> dict[str, str]:
     if row.get("build_url"):
         links["build"] = row["build_url"]
     if settings.jenkins is not None:
-        from .jenkins_answers import job_path
+        from .jenkins_answers import job_path, job_path_error
 
         base = settings.jenkins.url
-        links["job"] = base + job_path(row["job_name"])
+        if job_path_error(row["job_name"]) is None:  # a row written with plain SQL may name no Jenkins item
+            links["job"] = base + job_path(row["job_name"])
         if row.get("jenkins_queue_id") is not None and not row.get("build_url"):
             links["queue_item"] = f"{base}queue/item/{row['jenkins_queue_id']}/api/json"
     return links
