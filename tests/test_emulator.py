@@ -353,6 +353,20 @@ def test_tree_selects_fields_nests_and_ranges(jenkins) -> None:
     assert get(jenkins, "job/deploy/1/api/json?tree=result,nope").json() == {"_class": "hudson.model.FreeStyleBuild", "result": "SUCCESS"}
 
 
+def test_tree_ranges_apply_at_every_level_like_stapler(jenkins) -> None:
+    """Stapler's NamedPathPruner takes ``{M,N}`` / ``{N}`` after any node, and Property.writeValue applies it to any
+    array it writes: ``actions[parameters[name,value]{k}]`` returns the k-th parameter only (searches rely on it)."""
+    post(jenkins, "job/deploy/buildWithParameters", {"DISPATCH_ID": "r1", "ENV": "prod", "PAYLOAD": "x" * 1000})
+    jenkins.wait_idle()
+    names = get(jenkins, "job/deploy/api/json?tree=allBuilds[number,actions[parameters[name]]]{0}").json()
+    assert [p["name"] for p in names["allBuilds"][0]["actions"][0]["parameters"]] == ["DISPATCH_ID", "ENV", "FLAG", "COUNT", "PAYLOAD"]
+    one = get(jenkins, "job/deploy/1/api/json?tree=actions[parameters[name,value]{1}]").json()
+    assert one["actions"][0]["parameters"] == [{"_class": "hudson.model.StringParameterValue", "name": "ENV", "value": "prod"}]
+    assert one["actions"][1] == {"_class": "hudson.model.CauseAction"}
+    queued = get(jenkins, "queue/api/json?tree=items[id,actions[parameters[name,value]{0}]]{0,5}").json()
+    assert queued == {"_class": "hudson.model.Queue", "items": []}
+
+
 def test_job_and_folder_json(jenkins) -> None:
     job = get(jenkins, "job/team/job/app/job/deploy/api/json").json()
     assert (job["name"], job["fullName"], job["buildable"]) == ("deploy", "team/app/deploy", True)

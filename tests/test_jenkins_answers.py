@@ -24,6 +24,7 @@ from jenkins_dispatch.jenkins_answers import (
     JobForbidden,
     JobInfo,
     JobNotFound,
+    JsonNumber,
     Merged,
     NotParameterized,
     NotStartedYet,
@@ -40,7 +41,9 @@ from jenkins_dispatch.jenkins_answers import (
     dispatch_id_of,
     form_value,
     job_path,
+    job_path_error,
     job_url_matches,
+    loads_parameters,
     parse_build,
     parse_job_info,
     parse_queue_item,
@@ -73,7 +76,24 @@ def test_job_path_refuses_empty_segments(name: str) -> None:
         job_path(name)
 
 
-segment_text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="/"), min_size=1, max_size=20)
+@pytest.mark.parametrize("name", [".", "..", "a/../b", "team/../app/deploy", "a/./b", "./a", "a/..", "a/."])
+def test_job_path_refuses_dot_segments(name: str) -> None:
+    """HTTP clients resolve ``.`` and ``..`` segments (``job/a/job/../job/b/`` becomes ``job/a/job/b/``), so such a
+    name would reach another job; Jenkins.checkGoodName forbids them as item names anyway."""
+    assert "'.' and '..'" in job_path_error(name)
+    with pytest.raises(ValueError, match="invalid Jenkins job name"):
+        job_path(name)
+
+
+@pytest.mark.parametrize("name", ["...", ".hidden", "a.b", "v1.2/..x", "x./y"])
+def test_job_path_keeps_names_that_only_contain_dots(name: str) -> None:
+    assert job_path_error(name) is None
+    assert [unquote(part) for part in job_path(name).split("/")[1::2]] == name.split("/")
+
+
+segment_text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="/"), min_size=1, max_size=20).filter(
+    lambda segment: segment not in (".", "..")
+)
 
 
 @given(st.lists(segment_text, min_size=1, max_size=4))
@@ -383,11 +403,28 @@ def test_job_info_reads_properties_and_old_style_actions() -> None:
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [("prod", "prod"), ("", ""), (True, "true"), (False, "false"), (3, "3"), (2.5, "2.5"), (None, "null"),
-     ({"a": [1, "é"]}, '{"a":[1,"é"]}'), ([1, 2], "[1,2]")],
+    [("prod", "prod"), ("", ""), (True, "true"), (False, "false"), (3, "3"), (2.5, "2.5"), (None, None),
+     ({"a": [1, "é", None]}, '{"a":[1,"é",null]}'), ([1, 2], "[1,2]"), ("1.10", "1.10"),
+     (JsonNumber("1.10"), "1.10"), (JsonNumber("-0.001500"), "-0.001500"),
+     ({"z": JsonNumber("2.50"), "q": 'say "hi"'}, '{"z":2.50,"q":"say \\"hi\\""}'),
+     ([JsonNumber("1.0"), {"b": [JsonNumber("19.990")]}, False], '[1.0,{"b":[19.990]},false]')],
 )
 def test_form_values(value, text) -> None:
+    """None means: the field is not sent, so Jenkins uses the job's default."""
     assert form_value(value) == text
+
+
+def test_parameters_read_as_text_keep_every_number_as_written() -> None:
+    text = '{"a": 1.10, "b": 19.990, "c": 12345678901234567890123, "d": {"z": 2.50}, "e": null, "f": [1.0, true]}'
+    parameters = loads_parameters(text)
+    assert parameters == {"a": "1.10", "b": "19.990", "c": "12345678901234567890123", "d": {"z": "2.50"}, "e": None,
+                          "f": ["1.0", True]}
+    assert all(isinstance(parameters[k], JsonNumber) for k in "abc") and isinstance(parameters["d"]["z"], JsonNumber)
+    assert {k: form_value(v) for k, v in parameters.items()} == {
+        "a": "1.10", "b": "19.990", "c": "12345678901234567890123", "d": '{"z":2.50}', "e": None, "f": "[1.0,true]"}
+    assert form_value("plain") == "plain" and type(form_value(JsonNumber("1"))) is str
+    with pytest.raises(ValueError, match="JSON object"):
+        loads_parameters("[1]")
 
 
 @pytest.mark.parametrize(

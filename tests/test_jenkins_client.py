@@ -7,8 +7,10 @@ import socket
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import unquote
 
 import pytest
+import requests
 
 from jenkins_dispatch.decisions import Act, check_job
 from jenkins_dispatch.jenkins import (
@@ -27,6 +29,7 @@ from jenkins_dispatch.jenkins_answers import (
     BuildStarted,
     Disabled,
     Finished,
+    InvalidJobPath,
     JobForbidden,
     JobInfo,
     JobNotFound,
@@ -40,6 +43,7 @@ from jenkins_dispatch.jenkins_answers import (
     QueueWaiting,
     Refused,
     Unavailable,
+    job_path,
 )
 
 from .emulator_fixtures import ADMIN_TOKEN
@@ -490,3 +494,22 @@ def test_timeout_split_never_exceeds_the_budget(jenkins) -> None:
         with pytest.raises(JenkinsUnavailable, match="no answer"):
             client.job_info("deploy")
         assert time.monotonic() - started < 0.9
+
+
+# --- job paths reach Jenkins as written ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("job", ["team/app/deploy", "Test Job", "déploiement ünï", "repo/feature%2Ffoo", "a~b/.x/y.", "..."])
+def test_requests_keeps_every_job_path_as_encoded(job) -> None:
+    """requests normalises what it sends: it decodes %XX of unreserved characters and urllib3 removes dot segments.
+    Every path job_path builds must come out of that unchanged, segment for segment."""
+    url = "http://jenkins.example/ctx/" + job_path(job) + "buildWithParameters"
+    sent = requests.Request("POST", url).prepare().path_url
+    segments = [unquote(s) for s in sent.split("/")[2:-1]]
+    assert segments[0::2] == ["job"] * len(job.split("/")) and segments[1::2] == job.split("/")
+
+
+def test_a_dot_dot_job_path_is_never_sent(jenkins, client) -> None:
+    with pytest.raises(InvalidJobPath, match=r"'\.' and '\.\.'"):
+        client.trigger("team/../app/deploy", {}, new_id())
+    assert jenkins.counters()["trigger_requests"] == 0

@@ -6,6 +6,7 @@ import pytest
 from pg8000.exceptions import DatabaseError
 
 from jenkins_dispatch.errors import Conflict, InvalidInput, NotFound
+from jenkins_dispatch.jenkins_answers import JsonNumber
 from jenkins_dispatch.queue import Queue, Settlement
 
 
@@ -125,6 +126,32 @@ def test_enqueue_refuses_a_job_path_jenkins_cannot_have(queue):
     for bad in ("a//b", "/deploy", "deploy/"):
         with pytest.raises(InvalidInput, match="single '/'"):
             queue.enqueue(bad)
+
+
+def test_enqueue_refuses_dot_segments_in_one_line(queue):
+    """``a/../b`` would reach job ``a/b`` (HTTP clients resolve dot segments) and run outside its cap."""
+    for bad in ("a/../b", "team/../app/deploy", "./deploy", "deploy/.", ".."):
+        with pytest.raises(InvalidInput, match=r"'\.' and '\.\.'") as refused:
+            queue.enqueue(bad)
+        assert "\n" not in str(refused.value)
+    assert queue.list_jobs() == []
+
+
+def test_claims_and_expired_leases_read_parameters_with_numbers_as_written(queue, db):
+    """Numbers keep the digits jsonb prints (1.10, not the float 1.1); JSON null stays None (not sent)."""
+    text = '{"A": 1.10, "B": 19.990, "C": 1e-400, "D": {"z": 2.50}, "E": null, "F": "1.10", "G": true}'
+    expected = {"A": "1.10", "B": "19.990", "C": "0." + "0" * 399 + "1", "D": {"z": "2.50"}, "E": None, "F": "1.10",
+                "G": True}
+    for _ in range(2):
+        db.run("INSERT INTO jenkins_jobs_queue (job_name, parameters) VALUES ('a', CAST(:p AS jsonb))", p=text)
+    [uncapped] = queue.claim_batch(1)
+    [capped] = queue.claim_batch(1, capped=True)
+    db.run("UPDATE jenkins_jobs_queue SET lease_expires_at = now() - interval '1 second'")
+    expired = queue.take_expired_leases()
+    for parameters in (uncapped.parameters, capped.parameters, *(row.parameters for row in expired)):
+        assert parameters == expected
+        assert isinstance(parameters["A"], JsonNumber) and not isinstance(parameters["F"], JsonNumber)
+    assert len(expired) == 2
 
 
 def test_release_refuses_a_row_jenkins_already_accepted(queue):

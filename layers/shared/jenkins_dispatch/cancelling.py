@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .decisions import build_error, final_status
 from .errors import DispatchError
-from .jenkins import CancelResult, JenkinsClient
+from .jenkins import CancelResult, JenkinsClient, SearchInconclusive
 from .jenkins_answers import Finished
 
 
@@ -39,7 +39,11 @@ def stop_dispatch(client: JenkinsClient, job_name: str, dispatch_id: str, queue_
             raise DispatchError(f"Jenkins refused to cancel queue item {queue_id}: the user lacks the Cancel permission")
         # It already started, or Jenkins forgot it: look for the build.
     if build_number is None:
-        found = client.find_by_dispatch_id(job_name, dispatch_id, since_ms=since_ms)
+        try:
+            found = client.find_by_dispatch_id(job_name, dispatch_id, since_ms=since_ms)
+        except SearchInconclusive as exc:
+            raise DispatchError(f"its queue item or build cannot be found ({exc}); cancel or stop it in Jenkins "
+                                "by hand") from None
         if found is None:
             return Stopped("nothing found in Jenkins to stop", found=False)
         if found.build_number is None:

@@ -22,6 +22,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -63,11 +64,23 @@ from .jenkins_answers import (
 )
 
 JOB_INFO_TREE = "_class,buildable,property[parameterDefinitions[name]],actions[parameterDefinitions[name]]"
-QUEUE_SEARCH_TREE = "items[id,task[name,url],actions[parameters[name,value]],params]"
-BUILD_SEARCH_FIELDS = "number,url,queueId,building,result,actions[parameters[name,value]]"
-_BODY_LIMIT = 4 * 1024 * 1024  # more than any answer we ask for; guards against a runaway proxy page
+QUEUE_ITEM_TREE = "_class,id,why,blocked,buildable,cancelled,executable[number,url]"
+# What a search reads of each queue item and build: no more than it needs. A build is read with every parameter's
+# value (Jenkins's tree= selects fields, not values); the "names" forms leave the values out, and
+# _dispatch_id_by_position then reads the DISPATCH_ID alone.
+QUEUE_NAMES_FIELDS = "id,task[url],actions[parameters[name]]"
+BUILD_SEARCH_FIELDS = "number,url,queueId,building,result,timestamp,actions[parameters[name,value]]"
+BUILD_NAMES_FIELDS = "number,url,queueId,building,result,timestamp,actions[parameters[name]]"
+_BODY_LIMIT = 4 * 1024 * 1024  # an answer is read up to this; guards against a runaway proxy page
+_LIMIT_TEXT = "4 MiB"
+_PAGE_TARGET_BYTES = 512 * 1024  # a search's pages aim at this size: far under the body limit
+_FIRST_BUILD_PAGE = 10  # builds in a search's first page, before it is known what one weighs
+_QUEUE_NAMES_PAGE = 2000  # queue items listed without parameter values in a search's first answer (~150 B each)
+_QUEUE_PAGE_MAX = 1000
+_QUEUE_ITEMS_ONE_BY_ONE = 2  # up to this many queued items of the searched job are read one request each
 _CONNECT_SHARE_CAP_SECONDS = 5.0
 SEARCH_MAX_BUILDS = 5000
+SEARCH_MAX_QUEUE_ITEMS = 20000
 SEARCH_CLOCK_SKEW_MS = 10 * 60 * 1000  # Jenkins's clock and the database's may disagree by this much
 # How long a whoAmI verdict is trusted: a pass (one client) asks once; a client kept across passes asks again.
 CREDENTIALS_CHECK_SECONDS = 60.0
@@ -86,7 +99,18 @@ class JenkinsAuthRejected(JenkinsError):
 
 
 class SearchInconclusive(Exception):
-    """Too many builds to read back to the dispatch time: we cannot say the dispatch is absent."""
+    """We cannot say the dispatch is absent: too many builds to read back to the dispatch time, or an answer of
+    Jenkins too large to read (the reason says which). A problem of this search, not of Jenkins."""
+
+
+def _dispatch_id_position(names_doc: dict[str, Any]) -> int | None:
+    """Where DISPATCH_ID is among the parameters of a build or queue item read as ``actions[parameters[name]]``."""
+    for action in names_doc.get("actions") or ():
+        if isinstance(action, dict):
+            for index, parameter in enumerate(action.get("parameters") or ()):
+                if isinstance(parameter, dict) and parameter.get("name") == DISPATCH_ID_PARAMETER:
+                    return index
+    return None
 
 
 class CancelResult(Enum):
@@ -117,6 +141,8 @@ class _Answer:
     status: int
     headers: dict[str, str]
     text: str
+    size: int = 0  # bytes read
+    oversized: bool = False  # the body went past _BODY_LIMIT and was cut there
 
 
 class _NotSent(Exception):
@@ -179,6 +205,7 @@ class JenkinsClient:
         self._crumb: tuple[str, str] | None = None  # (header name, value), bound to the session cookie
         self._credentials_lock = threading.Lock()
         self._credentials: tuple[float, bool | None] | None = None  # (checked at, whoAmI verdict)
+        self._page_sizes: dict[str, int] = {}  # search page sizes that kept answers near _PAGE_TARGET_BYTES
         if not verify_tls:
             self._logger.warning(f"TLS verification towards Jenkins at {self._where()} is switched off")
 
@@ -250,7 +277,7 @@ class JenkinsClient:
                 pass
             encoding = response.encoding or "utf-8"
             text = b"".join(chunks).decode(encoding, errors="replace")
-            return _Answer(response.status_code, dict(response.headers), text)
+            return _Answer(response.status_code, dict(response.headers), text, size, size > _BODY_LIMIT)
 
     def _post(self, path: str, *, deadline: float, data: dict[str, str] | None = None, params: dict[str, str] | None = None) -> _Answer:
         """A POST that fetches a CSRF crumb when Jenkins asks for one and retries once.
@@ -297,6 +324,9 @@ class JenkinsClient:
         self._raise_for_jenkins_wide(answer, what)
         if answer.status != 200:
             raise JenkinsUnavailable(f"Jenkins answered HTTP {answer.status} while reading {what}: {answer_text(answer.text)}")
+        if answer.oversized:
+            # Every read outside the searches asks for a few fields: an answer this large is not Jenkins's.
+            raise JenkinsUnavailable(f"Jenkins's answer to the read of {what} is larger than {_LIMIT_TEXT}")
         try:
             doc = json.loads(answer.text)
         except ValueError:
@@ -386,10 +416,11 @@ class JenkinsClient:
                 delay_seconds: float | None = None) -> TriggerOutcome:
         """POST the job's parameters plus DISPATCH_ID to ``buildWithParameters``; never retried blindly.
 
+        Each value goes through ``form_value``: a null parameter is left out (Jenkins uses the job's default).
         ``delay_seconds`` holds the item in Jenkins's queue that long (its quiet period, ``delay=Nsec``):
         an identical request arriving meanwhile merges into it instead of building twice.
         """
-        form = {str(name): form_value(value) for name, value in parameters.items()}
+        form = {str(name): text for name, value in parameters.items() if (text := form_value(value)) is not None}
         form[DISPATCH_ID_PARAMETER] = dispatch_id
         query = {"delay": f"{max(0, int(delay_seconds))}sec"} if delay_seconds is not None else None
         deadline = time.monotonic() + self.timeout_seconds
@@ -409,7 +440,8 @@ class JenkinsClient:
         return outcome
 
     def queue_item(self, queue_id: int) -> QueueState:
-        doc = self._get_json(f"queue/item/{int(queue_id)}/api/json", f"queue item {queue_id}")
+        # Only the fields parse_queue_item reads: the item's parameters (twice, in actions and params) can be large.
+        doc = self._get_json(f"queue/item/{int(queue_id)}/api/json?tree={QUEUE_ITEM_TREE}", f"queue item {queue_id}")
         return QueueItemGone() if doc is None else parse_queue_item(doc)
 
     def build(self, job_name: str, number: int) -> BuildState:
@@ -423,24 +455,90 @@ class JenkinsClient:
         """Search the queue, then the job's builds newest first, for an item or build carrying this DISPATCH_ID.
 
         The queue is read first: an item that starts between the two reads is then found among the builds.
-        Builds are read a page of ``search_window`` at a time (``allBuilds{M,N}``) until one started before
-        ``since_ms`` (minus a margin for clock skew): a build of ours cannot be older than our dispatch,
-        however many builds of the job ran since. Without ``since_ms`` only the first page is read.
-        Raises SearchInconclusive when more than ``SEARCH_MAX_BUILDS`` builds would have to be read.
+        Builds are read until one started before ``since_ms`` (minus a margin for clock skew): a build of ours
+        cannot be older than our dispatch, however many builds of the job ran since. Without ``since_ms`` the
+        newest ``search_window`` builds are read.
+
+        Both are read a page at a time (``tree=allBuilds[…]{M,N}``, ``items[…]{M,N}``) with only the fields a
+        search needs, each page sized from what the last one weighed so that answers stay near
+        ``_PAGE_TARGET_BYTES``, whatever the size of the jobs' parameters. An entry too large to read even alone
+        has its DISPATCH_ID read by position (see ``_dispatch_id_by_position``).
+
+        Raises SearchInconclusive when more than ``SEARCH_MAX_BUILDS`` builds would have to be read, or when an
+        answer stays over the body limit even so (the reason names it). Jenkins-wide failures raise JenkinsError.
         """
-        queue_doc = self._get_json(f"queue/api/json?tree={QUEUE_SEARCH_TREE}", "the queue") or {}
-        for item in queue_doc.get("items") or ():
-            task = item.get("task") or {}
-            if dispatch_id_of(item) == dispatch_id and job_url_matches(str(task.get("url") or ""), job_name):
-                return Found(queue_id=int(item["id"]))
-        oldest_wanted = None if since_ms is None else since_ms - SEARCH_CLOCK_SKEW_MS
-        page = self.search_window
-        for start in range(0, SEARCH_MAX_BUILDS, page):
-            tree = f"allBuilds[{BUILD_SEARCH_FIELDS},timestamp]{{{start},{start + page}}}"
-            job_doc = self._get_json(f"{job_path(job_name)}api/json?tree={tree}", f"builds of {job_name}") or {}
-            builds = job_doc.get("allBuilds") or []
+        found = self._search_queue(job_name, dispatch_id)
+        if found is not None:
+            return found
+        return self._search_builds(job_name, dispatch_id, None if since_ms is None else since_ms - SEARCH_CLOCK_SKEW_MS)
+
+    def _search_queue(self, job_name: str, dispatch_id: str) -> Found | None:
+        found = self._queue_items_with(job_name, dispatch_id, first_only=True)
+        return Found(queue_id=found[0]) if found else None
+
+    def queued_items_with(self, job_name: str, dispatch_id: str) -> list[int]:
+        """Ids of the queue items of ``job_name`` that carry this DISPATCH_ID (a re-send and a late original
+        that did not merge show up as two)."""
+        return sorted(self._queue_items_with(job_name, dispatch_id, first_only=False))
+
+    def _queue_items_with(self, job_name: str, dispatch_id: str, *, first_only: bool) -> list[int]:
+        """The queue holds every job's items, whose parameters may be large: it is first listed without parameter
+        values, and only this job's items that carry a DISPATCH_ID are then read, for that one parameter (see
+        ``_dispatch_id_by_position``): one by one when they are few, else from a second listing of every item's
+        parameter at that position. The first listing is one answer (a consistent snapshot) for queues of up to
+        two thousand items; read over several answers, an item moving between them can be missed, like an
+        item that arrives after the read: the reconciler searches twice before it sends again, and a re-sent
+        trigger carries the same DISPATCH_ID, so Jenkins merges it with an item still queued."""
+        positions: dict[int, int] = {}  # this job's items: id → position of DISPATCH_ID among its parameters
+        names: dict[int, dict[str, Any]] = {}
+        for _start, items in self._pages("queue/api/json", "items", QUEUE_NAMES_FIELDS, "the queue",
+                                         end=SEARCH_MAX_QUEUE_ITEMS, first=_QUEUE_NAMES_PAGE, most=SEARCH_MAX_QUEUE_ITEMS):
+            for item in items:
+                if item is None:
+                    raise SearchInconclusive(f"the parameter names alone of an item in Jenkins's queue are larger than {_LIMIT_TEXT}")
+                position = _dispatch_id_position(item)
+                if position is not None and job_url_matches(str((item.get("task") or {}).get("url") or ""), job_name):
+                    positions[int(item["id"])] = position
+                    names[int(item["id"])] = item
+        unread = set(positions)
+        matches: list[int] = []
+        if len(unread) > _QUEUE_ITEMS_ONE_BY_ONE:
+            # Many: read the queue again with that one parameter of every item, a page at a time (other jobs'
+            # parameters at the same position may be large).
+            for position in sorted(set(positions.values())):
+                fields = f"id,actions[parameters[name,value]{{{position}}}]"
+                for _start, items in self._pages("queue/api/json", "items", fields, "the queue",
+                                                 end=SEARCH_MAX_QUEUE_ITEMS, first=_QUEUE_PAGE_MAX, most=_QUEUE_PAGE_MAX):
+                    for item in items:
+                        if item is None or int(item["id"]) not in unread or positions[int(item["id"])] != position:
+                            continue
+                        unread.discard(int(item["id"]))
+                        if dispatch_id_of(item) == dispatch_id:
+                            matches.append(int(item["id"]))
+                            if first_only:
+                                return matches
+        # Few, or items the pages above missed (moved between pages, too large even alone, or gone: then started,
+        # and found among the builds read next).
+        for queue_id in sorted(unread):
+            path = f"queue/item/{queue_id}/api/json"
+            if self._dispatch_id_by_position(path, names[queue_id], f"queue item {queue_id}") == dispatch_id:
+                matches.append(queue_id)
+                if first_only:
+                    return matches
+        return matches
+
+    def _search_builds(self, job_name: str, dispatch_id: str, oldest_wanted: int | None) -> Found | None:
+        end = self.search_window if oldest_wanted is None else SEARCH_MAX_BUILDS
+        what = f"builds of {job_name}"
+        path = f"{job_path(job_name)}api/json"
+        read = 0
+        for start, builds in self._pages(path, "allBuilds", BUILD_SEARCH_FIELDS, what, end=end,
+                                         first=min(_FIRST_BUILD_PAGE, self.search_window), most=self.search_window):
+            read = start + len(builds)
+            # An entry too large to read with its parameters (None) is read again without them.
+            builds = [self._build_by_position(job_name, path, i) if b is None else b for i, b in enumerate(builds, start)]
             for build in builds:
-                if dispatch_id_of(build) == dispatch_id:
+                if build is not None and dispatch_id_of(build) == dispatch_id:
                     queue_id = build.get("queueId")
                     return Found(
                         queue_id=int(queue_id) if queue_id is not None else None,
@@ -449,21 +547,82 @@ class JenkinsClient:
                         result=build.get("result"),
                         building=bool(build.get("building")),
                     )
-            timestamps = [b.get("timestamp") for b in builds if isinstance(b.get("timestamp"), int)]
-            if len(builds) < page or oldest_wanted is None or (timestamps and min(timestamps) < oldest_wanted):
+            timestamps = [b.get("timestamp") for b in builds if b is not None and isinstance(b.get("timestamp"), int)]
+            if oldest_wanted is not None and timestamps and min(timestamps) < oldest_wanted:
                 return None
-        raise SearchInconclusive(
-            f"more than {SEARCH_MAX_BUILDS} builds of {job_name} started since DISPATCH_ID {dispatch_id} was sent"
-        )
+        if oldest_wanted is not None and read >= SEARCH_MAX_BUILDS:
+            raise SearchInconclusive(
+                f"more than {SEARCH_MAX_BUILDS} builds of {job_name} started since DISPATCH_ID {dispatch_id} was sent"
+            )
+        return None
 
-    def queued_items_with(self, job_name: str, dispatch_id: str) -> list[int]:
-        """Ids of the queue items of ``job_name`` that carry this DISPATCH_ID (a re-send and a late original
-        that did not merge show up as two)."""
-        queue_doc = self._get_json(f"queue/api/json?tree={QUEUE_SEARCH_TREE}", "the queue") or {}
-        return sorted(
-            int(item["id"]) for item in queue_doc.get("items") or ()
-            if dispatch_id_of(item) == dispatch_id and job_url_matches(str((item.get("task") or {}).get("url") or ""), job_name)
-        )
+    def _build_by_position(self, job_name: str, path: str, index: int) -> dict[str, Any] | None:
+        """The build at ``index`` (newest first) without its parameter values, then its DISPATCH_ID alone."""
+        doc = self._search_json(f"{path}?tree=allBuilds[{BUILD_NAMES_FIELDS}]{{{index}}}", f"build {index + 1} (newest first) of {job_name}")
+        build = next(iter(doc.get("allBuilds") or ()), None) if doc else None
+        if build is None:
+            return None
+        number = int(build["number"])
+        value = self._dispatch_id_by_position(f"{job_path(job_name)}{number}/api/json", build, f"build #{number} of {job_name}")
+        build["actions"] = [] if value is None else [{"parameters": [{"name": DISPATCH_ID_PARAMETER, "value": value}]}]
+        return build
+
+    def _dispatch_id_by_position(self, path: str, names_doc: dict[str, Any], what: str) -> str | None:
+        """The DISPATCH_ID of the build or queue item at ``path``, read by its position among the parameters.
+
+        Jenkins's ``tree`` cannot select a parameter by name or value, but its ranges apply at every level: the
+        parameter names (``names_doc``, read with ``actions[parameters[name]]``) give the position ``k`` of
+        DISPATCH_ID, and ``actions[parameters[name,value]{k}]`` returns that one parameter with its value, however
+        large the others are. None when the entry has no DISPATCH_ID or is gone.
+        """
+        position = _dispatch_id_position(names_doc)
+        if position is None:
+            return None
+        doc = self._search_json(f"{path}?tree=actions[parameters[name,value]{{{position}}}]", f"the DISPATCH_ID of {what}")
+        return dispatch_id_of(doc) if doc else None
+
+    def _search_json(self, path: str, what: str) -> dict[str, Any] | None:
+        """A search's GET: an answer over the body limit is a problem of this search (SearchInconclusive)."""
+        answer = self._get(path, what, time.monotonic() + self.timeout_seconds)
+        if answer.status == 200 and answer.oversized:
+            raise SearchInconclusive(f"Jenkins's answer for {what} is larger than {_LIMIT_TEXT}")
+        return self._json_of(answer, what)
+
+    def _pages(
+        self, path: str, collection: str, fields: str, what: str, *, end: int, first: int, most: int
+    ) -> Iterator[tuple[int, list[dict[str, Any] | None]]]:
+        """Read ``collection`` of the document at ``path`` from index 0 up to ``end`` (or its last entry), a page
+        ``tree=collection[fields]{M,N}`` at a time. Yields (index of the page's first entry, its entries).
+
+        A page holds as many entries as fit in ``_PAGE_TARGET_BYTES`` at the size the last page's entries had
+        (``first`` before any is known, never more than ``most``); the size that worked is kept for the next
+        search of the same collection. A page whose answer is over the body limit (its entries weigh at least
+        limit / count each) is asked again with as many as fit in the target at that weight; an entry over the
+        limit on its own is yielded as None, for the caller to read otherwise.
+        """
+        key = f"{path}|{fields}"
+        size = max(1, min(most, self._page_sizes.get(key, first)))
+        start = 0
+        while start < end:
+            count = min(size, end - start)
+            answer = self._get(f"{path}?tree={collection}[{fields}]{{{start},{start + count}}}", what,
+                               time.monotonic() + self.timeout_seconds)
+            if answer.status == 200 and answer.oversized:
+                if count == 1:
+                    yield start, [None]
+                    start += 1
+                    continue
+                size = max(1, count * _PAGE_TARGET_BYTES // _BODY_LIMIT)
+                self._page_sizes[key] = size
+                continue
+            doc = self._json_of(answer, what) or {}
+            entries: list[dict[str, Any] | None] = [entry for entry in doc.get(collection) or () if isinstance(entry, dict)]
+            yield start, entries
+            if len(entries) < count:
+                return
+            start += count
+            size = max(1, min(most, _PAGE_TARGET_BYTES * len(entries) // max(answer.size, 1)))
+            self._page_sizes[key] = size
 
     def cancel_queue_item(self, queue_id: int) -> CancelResult:
         """``POST queue/cancelItem?id=N``: 204 cancelled (302 on Jenkins before 2.211), 404, 500, 422."""

@@ -29,21 +29,30 @@ def raw_encode(segment: str) -> str:
 
 
 class InvalidJobPath(ValueError):
-    """A job name that can never name a Jenkins item (an empty folder segment)."""
+    """A job name that can never name a Jenkins item (an empty, ``.`` or ``..`` folder segment)."""
 
 
 def job_path_error(job_name: str) -> str | None:
-    """Why ``job_name`` can never name a Jenkins item, or None when it can."""
-    if not job_name or "" in job_name.split("/"):
+    """Why ``job_name`` can never name a Jenkins item, or None when it can.
+
+    A ``.`` or ``..`` segment is refused: Jenkins forbids such item names (``Jenkins.checkGoodName``), and an HTTP
+    client resolves them before sending (``job/a/job/../job/b/`` goes out as ``job/a/job/b/``), so ``a/../b`` would
+    trigger job ``a/b`` behind the back of ``a/b``'s per-job cap. Percent-encoding them is no way out: requests
+    decodes ``%2E`` (an unreserved character) back to ``.`` and then removes the segment.
+    """
+    segments = job_name.split("/") if job_name else [""]
+    if "" in segments:
         return f"invalid Jenkins job name {job_name!r}: folders are separated by single '/'"
+    if "." in segments or ".." in segments:
+        return f"invalid Jenkins job name {job_name!r}: Jenkins forbids '.' and '..' as job or folder names"
     return None
 
 
 def job_path(job_name: str) -> str:
     """``a/b/c`` → ``job/a/job/b/job/c/``: the job's URL relative to the Jenkins root.
 
-    Raises ValueError for a name with an empty segment (``a//b``, a leading or trailing ``/``), which can never
-    name a Jenkins item.
+    Raises ValueError for a name that can never name a Jenkins item (see ``job_path_error``): an empty segment
+    (``a//b``, a leading or trailing ``/``), or a ``.`` or ``..`` segment, which the HTTP client would resolve.
     """
     error = job_path_error(job_name)
     if error:
@@ -555,14 +564,57 @@ def parse_job_info(doc: Mapping[str, Any]) -> JobInfo:
     )
 
 
-def form_value(value: Any) -> str:
-    """How a row's parameter value is sent as a form field: strings as they are, booleans as true/false,
-    anything else as its JSON text."""
+class JsonNumber(str):
+    """A JSON number kept as the text it was read from (``1.10`` stays ``1.10``), never turned into a float."""
+
+    __slots__ = ()
+
+
+def loads_parameters(text: str) -> dict[str, Any]:
+    """Parse a row's parameters, read from PostgreSQL as ``parameters::text``, keeping every number as its text.
+
+    jsonb stores numbers as ``numeric``, which keeps their digits, trailing zeros included (``1.10``, ``19.990``),
+    but prints an exponent written out (``1E+3`` → ``1000``, ``1e-400`` → ``0.`` and 399 zeros then ``1``,
+    ``-1.500e-3`` → ``-0.001500``). Those printed digits are what ``form_value`` sends: no float is involved.
+    """
+    value = json.loads(text, parse_float=JsonNumber, parse_int=JsonNumber)
+    if not isinstance(value, dict):
+        raise ValueError("parameters must be a JSON object")
+    return value
+
+
+def _json_text(value: Any) -> str:
+    """Compact JSON text (no spaces, non-ASCII as is) in which a JsonNumber is written as its digits."""
+    if isinstance(value, JsonNumber):
+        return str(value)
     if isinstance(value, str):
-        return value
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, Mapping):
+        return "{" + ",".join(f"{json.dumps(str(k), ensure_ascii=False)}:{_json_text(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(_json_text(v) for v in value) + "]"
+    return json.dumps(value)  # booleans, null, and numbers given as Python ints or floats
+
+
+def form_value(value: Any) -> str | None:
+    """How one of a row's parameters is sent as a ``buildWithParameters`` form field; None: it is not sent.
+
+    * a string: as it is (``"1.10"`` → ``1.10``, ``""`` → an empty value);
+    * a number: its JSON text as PostgreSQL's jsonb prints it (see ``loads_parameters``): ``1.10`` → ``1.10``,
+      ``19.990`` → ``19.990``, ``12345678901234567890123`` as is, ``1E+3`` → ``1000``, ``1e-400`` → ``0.000…0001``
+      (400 decimals) — never through a float;
+    * a boolean: ``true`` / ``false``;
+    * an array or object: its compact JSON text with numbers kept as above (``{"z":2.50}``); keys come in the
+      order jsonb keeps them (shorter keys first, then bytewise), inner nulls stay ``null``;
+    * null: None — the field is left out, so Jenkins uses the job's default value for that parameter.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return str(value)
     if isinstance(value, bool):
         return "true" if value else "false"
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return _json_text(value)
 
 
 def job_url_matches(task_url: str, job_name: str) -> bool:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from .decisions import build_error, final_status
 from .errors import InvalidInput
 
 MAX_BODY_BYTES = 256 * 1024
@@ -41,7 +42,6 @@ PROGRESS_PHASES = ("QUEUED", "STARTED")
 FINAL_PHASES = ("COMPLETED", "FINALIZED")
 PHASES = PROGRESS_PHASES + FINAL_PHASES
 BUILD_RESULTS = ("SUCCESS", "UNSTABLE", "FAILURE", "NOT_BUILT", "ABORTED")
-FAILED_RESULTS = ("FAILURE", "NOT_BUILT", "ABORTED")
 
 DISPATCH_ID_PARAMETER = "DISPATCH_ID"
 TOKEN_QUERY_PARAMETER = "token"
@@ -439,10 +439,9 @@ def transition_for(notification: Notification, *, unstable_is_success: bool = Tr
         raise RejectedNotification(
             f"build.status {_short(n.status)} is unknown: expected one of {', '.join(BUILD_RESULTS)}"
         )
-    build = f"Jenkins build #{n.build_number}" if n.build_number is not None else "Jenkins build"
-    if n.status == "SUCCESS" or (n.status == "UNSTABLE" and unstable_is_success):
-        return Transition(final_status="completed", result=n.status, **common)
-    return Transition(final_status="failed", result=n.status, error=f"{build} finished {n.status}", **common)
+    # The one rule for a result (shared with the reconciler and `cancel`): decisions.final_status.
+    return Transition(final_status=final_status(n.status, unstable_is_success), result=n.status,
+                      error=build_error(n.status, n.build_number, unstable_is_success), **common)
 
 
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)

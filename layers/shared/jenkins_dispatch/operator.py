@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from .config import Settings
-from .errors import Conflict
+from .errors import Conflict, DispatchError
+from .jenkins import JenkinsError
 from .queue import FINAL_STATUSES, Queue
 
 
@@ -12,10 +13,11 @@ def jenkins_links(settings: Settings, row: dict) -> dict[str, str]:
     if row.get("build_url"):
         links["build"] = row["build_url"]
     if settings.jenkins is not None:
-        from .jenkins_answers import job_path
+        from .jenkins_answers import job_path, job_path_error
 
         base = settings.jenkins.url
-        links["job"] = base + job_path(row["job_name"])
+        if job_path_error(row["job_name"]) is None:  # a row written with plain SQL may name no Jenkins item
+            links["job"] = base + job_path(row["job_name"])
         if row.get("jenkins_queue_id") is not None and not row.get("build_url"):
             links["queue_item"] = f"{base}queue/item/{row['jenkins_queue_id']}/api/json"
     return links
@@ -46,8 +48,13 @@ def cancel_job(queue: Queue, job_id: int, settings: Settings, reason: str = "can
     from .dispatcher import jenkins_client
 
     with jenkins_client(settings) as client:
-        stopped = stop_dispatch(client, row["job_name"], row["dispatch_id"], row.get("jenkins_queue_id"),
-                                row.get("build_number"))
+        try:
+            stopped = stop_dispatch(client, row["job_name"], row["dispatch_id"], row.get("jenkins_queue_id"),
+                                    row.get("build_number"))
+        except JenkinsError:
+            raise
+        except DispatchError as exc:
+            raise DispatchError(f"cannot cancel job {job_id} in Jenkins: {exc}") from None
     if not stopped.found:
         # Its trigger may still be on its way to Jenkins: settling now would orphan the build it creates.
         if queue.request_cancel(job_id, row["dispatch_id"], reason):

@@ -18,7 +18,7 @@ from pg8000.exceptions import DatabaseError
 
 from .db import Database, Row, database_error_message, is_sqlstate
 from .errors import Conflict, InvalidInput, MigrationError, NotFound
-from .jenkins_answers import job_path_error
+from .jenkins_answers import job_path_error, loads_parameters
 
 SQL_DIR = Path(__file__).with_name("sql")
 MIGRATIONS_DIR = SQL_DIR / "migrations"
@@ -47,7 +47,7 @@ QUERIES = _load_queries()
 class ClaimedJob:
     id: int
     job_name: str
-    parameters: dict
+    parameters: dict  # numbers as JsonNumber (their JSON text), see jenkins_answers.form_value
     attempts: int
     max_attempts: int
     dispatch_id: str
@@ -57,7 +57,7 @@ class ClaimedJob:
 class ExpiredLease:
     id: int
     job_name: str
-    parameters: dict
+    parameters: dict  # numbers as JsonNumber (their JSON text), as in ClaimedJob
     attempts: int
     max_attempts: int
     dispatch_id: str
@@ -86,8 +86,11 @@ class EnqueueResult:
 
 
 def _json(value: Any) -> dict:
+    """A row's parameters: as text (``parameters::text``, what the queries feeding triggers return) they are
+    parsed with every number kept as its JSON text (``loads_parameters``); a jsonb value the driver already
+    decoded (numbers as floats: fine for display only) is taken as it is."""
     if isinstance(value, str):
-        value = json.loads(value)
+        value = loads_parameters(value)
     return value
 
 

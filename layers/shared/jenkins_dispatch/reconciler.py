@@ -26,7 +26,8 @@ from dataclasses import dataclass, replace
 from .cancelling import settle_stopped, stop_dispatch
 from .config import Settings
 from .decisions import Next, build_error, final_status, follow_build, follow_queue_item
-from .jenkins import CancelResult, JenkinsClient, SearchInconclusive
+from .errors import DispatchError
+from .jenkins import CancelResult, JenkinsClient, JenkinsError, SearchInconclusive
 from .jenkins_answers import job_path_error
 from .observability import MetricUnit, logger, metrics, subsegment
 from .queue import LEGACY_DISPATCH_PREFIX, ClaimedJob, ExpiredLease, Queue
@@ -215,8 +216,16 @@ class Reconciler:
         """An operator cancelled the row while its trigger was in flight. Its lease has run out, so that
         request has ended: whatever Jenkins has of it is cancelled or stopped; nothing at all → cancelled."""
         since_ms = int(row.claimed_at.timestamp() * 1000) if row.claimed_at else None
-        stopped = stop_dispatch(self.client, row.job_name, row.dispatch_id, row.jenkins_queue_id, row.build_number,
-                                since_ms=since_ms)
+        try:
+            stopped = stop_dispatch(self.client, row.job_name, row.dispatch_id, row.jenkins_queue_id,
+                                    row.build_number, since_ms=since_ms)
+        except JenkinsError:
+            raise  # Jenkins as a whole: the pass stops
+        except DispatchError as exc:  # this row only (Jenkins refused the cancel, or the search gave up)
+            self.counts.waiting += 1
+            logger.warning("could not carry out a requested cancel yet; will try again after the lease",
+                           extra={"job_id": row.id, "dispatch_id": row.dispatch_id, "reason": str(exc)})
+            return
         if not stopped.found:
             stopped = replace(stopped, note="nothing of it reached Jenkins")
         status = settle_stopped(self.queue, row.id, row.dispatch_id, stopped,

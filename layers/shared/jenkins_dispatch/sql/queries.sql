@@ -65,7 +65,8 @@ WITH picked AS MATERIALIZED (
            'attempt ' || attempts || ' of ' || max_attempts
     FROM claimed
 )
-SELECT id, job_name, parameters, attempts, max_attempts, dispatch_id
+-- parameters as text: read through the driver's JSON decoding, numbers would become floats (1.10 → 1.1).
+SELECT id, job_name, CAST(parameters AS text) AS parameters, attempts, max_attempts, dispatch_id
 FROM claimed ORDER BY priority DESC, scheduled_at, id;
 
 -- name: lock_caps
@@ -117,7 +118,8 @@ WITH in_flight AS (
            'attempt ' || attempts || ' of ' || max_attempts
     FROM claimed
 )
-SELECT id, job_name, parameters, attempts, max_attempts, dispatch_id
+-- parameters as text: read through the driver's JSON decoding, numbers would become floats (1.10 → 1.1).
+SELECT id, job_name, CAST(parameters AS text) AS parameters, attempts, max_attempts, dispatch_id
 FROM claimed ORDER BY priority DESC, scheduled_at, id;
 
 -- name: caps_in_force
@@ -301,8 +303,8 @@ UPDATE jenkins_jobs_queue q
 SET lease_expires_at = now() + make_interval(secs => :lease_seconds), updated_at = now()
 FROM picked
 WHERE q.id = picked.id
-RETURNING q.id, q.job_name, q.parameters, q.attempts, q.max_attempts, q.dispatch_id, q.jenkins_queue_id,
-          q.build_number, q.build_url, q.lease_expires_at, q.resends,
+RETURNING q.id, q.job_name, CAST(q.parameters AS text) AS parameters, q.attempts, q.max_attempts, q.dispatch_id,
+          q.jenkins_queue_id, q.build_number, q.build_url, q.lease_expires_at, q.resends,
           q.cancel_requested_at IS NOT NULL AS cancel_requested,
           -- when this dispatch began: no build of it can be older, which bounds the search in Jenkins
           (SELECT e.at FROM jenkins_job_events e
