@@ -795,3 +795,20 @@ def test_a_configuration_error_is_not_told_to_an_unauthenticated_caller(webhook_
     response = lambda_handler(load_event("bad-token"), None)
     assert response["statusCode"] == 503
     assert "SECRET-JENKINS-TOKEN" not in response["body"] and "misconfigured" in response["body"]
+
+
+def test_a_second_build_of_the_same_dispatch_never_settles_the_row(env, db):
+    """A late duplicate (stopped by the README's Pipeline guard, so it ends FAILURE) carries the row's
+    DISPATCH_ID and job: once the row knows its build, the other build's callbacks are 200 ignored."""
+    job = processing_job(env)
+    assert invoke(load_event("started", job.dispatch_id))[0] == 200  # build #42 is the row's
+    before = snapshot(db, job.id)
+    for phase in ("started", "completed-failure"):
+        status, body = invoke(load_event(phase, job.dispatch_id, number=43, url="job/team/job/deploy/43/",
+                                         full_url="https://ci.example.com/job/team/job/deploy/43/"))
+        assert (status, body["outcome"]) == (200, "ignored"), body
+        assert "#43 is not" in body["message"]
+    assert snapshot(db, job.id) == before
+    status, body = invoke(load_event("completed", job.dispatch_id))  # #42 finishes: it settles the row
+    assert (status, body["outcome"]) == (200, "applied")
+    assert env.get(job.id)["status"] == "completed" and env.get(job.id)["build_number"] == 42

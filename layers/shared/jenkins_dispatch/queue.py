@@ -237,12 +237,14 @@ class Queue:
         self, job_id: int, dispatch_id: str, *, build_number: int | None = None, build_url: str | None = None,
         queue_id: int | None = None, started: bool = False, event: str = "started", actor: str = "webhook",
         detail: str | None = None, job_path: str | None = None, job_leaf: str | None = None,
+        only_build: int | None = None,
     ) -> bool:
-        """``job_path`` (or only ``job_leaf``, the last segment): change the row only if it is that job's."""
+        """``job_path`` (or only ``job_leaf``, the last segment): change the row only if it is that job's;
+        ``only_build``: only if the row's build, once known, is that one."""
         rows = self._run(
             "record_progress", id=job_id, dispatch_id=dispatch_id, build_number=build_number,
             build_url=build_url, queue_id=queue_id, started=started, event=event, actor=actor, detail=detail,
-            job_path=job_path, job_leaf=job_leaf,
+            job_path=job_path, job_leaf=job_leaf, only_build=only_build,
         )
         return bool(rows)
 
@@ -250,13 +252,15 @@ class Queue:
         self, job_id: int, dispatch_id: str, status: str, *, result: str | None = None,
         error: str | None = None, build_number: int | None = None, build_url: str | None = None,
         actor: str = "dispatcher", job_path: str | None = None, job_leaf: str | None = None,
+        only_build: int | None = None,
     ) -> bool:
-        """``job_path`` / ``job_leaf`` as in ``record_progress``."""
+        """``job_path`` / ``job_leaf`` / ``only_build`` as in ``record_progress``."""
         if status not in FINAL_STATUSES:
             raise ValueError(f"settle needs a final status, got {status!r}")
         rows = self._run(
             "settle", id=job_id, dispatch_id=dispatch_id, status=status, result=result, error=error,
             build_number=build_number, build_url=build_url, actor=actor, job_path=job_path, job_leaf=job_leaf,
+            only_build=only_build,
         )
         return bool(rows)
 

@@ -113,7 +113,7 @@ NAMES_NO_JOB_MESSAGE = (
 
 def _apply(queue: Queue, job_id: int, dispatch_id: str, t: Transition, n: Notification) -> bool:
     """One fenced statement (the row's job must be the one ``n`` names); True only if the row changed."""
-    job = dict(job_path=n.job_path, job_leaf=None if n.job_path else n.job_name)
+    job = dict(job_path=n.job_path, job_leaf=None if n.job_path else n.job_name, only_build=t.build_number)
     if t.settles:
         settled = queue.settle(
             job_id, dispatch_id, t.final_status, result=t.result, error=t.error,
@@ -182,6 +182,11 @@ def _apply_by_queue_id(queue: Queue, n: Notification, t: Transition) -> WebhookA
 def _unchanged(row: Mapping[str, Any], t: Transition, answer: dict) -> WebhookAnswer:
     """The fenced transition changed nothing: say why, from the row as it is now."""
     job_id, status = row["id"], row["status"]
+    if status == "processing" and None not in (row.get("build_number"), t.build_number) \
+            and row["build_number"] != t.build_number:
+        # A second build of the same dispatch (a late duplicate the Pipeline guard stops): not the row's.
+        return WebhookAnswer(200, "ignored", f"ignored: build #{t.build_number} is not job {job_id}'s build "
+                             f"#{row['build_number']}", job_id=job_id, **answer)
     if status == "processing":
         return WebhookAnswer(
             200, "duplicate", f"job {job_id}: {t.describe()} was already recorded", job_id=job_id, **answer

@@ -187,6 +187,9 @@ WITH changed AS (
       AND (CAST(:job_path AS text) IS NULL OR lower(job_name COLLATE "C") = lower(CAST(:job_path AS text) COLLATE "C"))
       AND (CAST(:job_leaf AS text) IS NULL
            OR lower(substring(job_name FROM '[^/]*$') COLLATE "C") = lower(CAST(:job_leaf AS text) COLLATE "C"))
+      -- :only_build (the webhook): once the row knows its build, another build of the same dispatch (a late
+      -- duplicate, stopped by the Pipeline guard) changes nothing.
+      AND (CAST(:only_build AS integer) IS NULL OR build_number IS NULL OR build_number = CAST(:only_build AS integer))
     RETURNING id, dispatch_id, build_number
 ), logged AS (
     INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
@@ -213,6 +216,7 @@ WITH changed AS (
       AND (CAST(:job_path AS text) IS NULL OR lower(job_name COLLATE "C") = lower(CAST(:job_path AS text) COLLATE "C"))
       AND (CAST(:job_leaf AS text) IS NULL
            OR lower(substring(job_name FROM '[^/]*$') COLLATE "C") = lower(CAST(:job_leaf AS text) COLLATE "C"))
+      AND (CAST(:only_build AS integer) IS NULL OR build_number IS NULL OR build_number = CAST(:only_build AS integer))
     RETURNING id, dispatch_id, status
 ), logged AS (
     INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
