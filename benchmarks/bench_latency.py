@@ -13,8 +13,7 @@ timeout): the bench removes every tuning variable from the environment it hands 
   ``triggered`` event the dispatcher writes afterwards (jenkins_job_events.at). Latency starts at the
   application's clock just before it sends its INSERT (its own pg8000 session, autocommit).
 - Idle cost: the statements the dispatcher sends (``Database.statements`` in-process; for serve, the
-  ``db_statements`` of its "pass finished" log lines plus one per pass: the gauges read after each pass,
-  which that figure leaves out). Cross-check on the server side: pg_stat_database xact_commit +
+  ``db_statements`` of its "pass finished" log lines, the gauges read after each pass included). Cross-check on the server side: pg_stat_database xact_commit +
   xact_rollback of a scratch database used by nothing else (one per statement outside a transaction,
   one more per newly prepared statement, two per new session). That figure is coarse and runs higher: a
   backend reports its counters up to ~10 s late (serve's window therefore starts and ends just after a
@@ -535,8 +534,8 @@ def _run(workdir: Path) -> dict[str, list[dict]]:
             xacts_b = _xacts(admin, lambda_db) - xacts_b0
         window = t1 - t0
         logged_passes, logged_statements = serve.pass_statements(log0, log1)
-        # A pass's logged db_statements leave out the gauges read that follows it (metrics, next wake-up).
-        serve_own = logged_statements + logged_passes
+        # A pass's logged db_statements include the gauges read after it (metrics, next wake-up).
+        serve_own = logged_statements
         idle.append(_idle_row("serve (subprocess)", window, p1 - p0, serve_own, x1 - x0))
         passes = summary.get("passes", summary.get("error"))
         idle.append(_idle_row("Lambda (one whole invocation)", active, passes, lambda_statements, xacts_b))

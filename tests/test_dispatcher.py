@@ -347,6 +347,6 @@ def test_a_trigger_that_could_outlive_its_lease_is_not_sent(db):
 
     dispatcher = Dispatcher(dispatch_settings("http://x/", LEASE_SECONDS="3", JENKINS_TIMEOUT_SECONDS="1"),
                             db, NoHttp())
-    dispatcher._batch_started = time.monotonic() - 2.0  # 2 s since the claim: a 1 s request could end past 3 s
     job = ClaimedJob(id=1, job_name="deploy", parameters={}, attempts=1, max_attempts=3, dispatch_id="jd-1-x")
-    assert dispatcher._send(job) is None
+    # 2 s since the claim: a 1 s request could end past the 3 s lease.
+    assert dispatcher._send(job, batch_started=time.monotonic() - 2.0) is None

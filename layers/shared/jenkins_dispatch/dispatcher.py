@@ -19,7 +19,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -55,6 +55,20 @@ class PassSummary:
         return asdict(self)
 
 
+@dataclass
+class _Batch:
+    """One claimed batch on its way: rows decided without a request, and triggers handed to the threads."""
+
+    decided: list = field(default_factory=list)  # (job, Decision | None)
+    sending: list = field(default_factory=list)  # (job, Future[Decision | None])
+
+    def wait_until_all_started(self, threads: int) -> None:
+        """Until every trigger still pending is on a thread (none waits in the pool's queue)."""
+        pending = {future for _, future in self.sending if not future.done()}
+        while len(pending) > threads:
+            _done, pending = wait(pending, return_when=FIRST_COMPLETED)
+
+
 PASS_BUDGET_SPENT = "pass budget spent"  # `serve`: more may be due, the next pass follows at once
 
 
@@ -86,6 +100,8 @@ class Dispatcher:
         # Jenkins as a whole failed (this pass only: the caller decides whether to try again).
         self.shutdown = stop or threading.Event()
         self._halted = threading.Event()
+        self._halt_lock = threading.Lock()
+        self._halt_reason: str | None = None
         self.gauges: dict[str, Any] | None = None  # read after the pass (metrics, and when to look again)
         self.jenkins_failure: str | None = None  # why Jenkins as a whole failed this pass, if it did
         self.rng = rng or random.Random()
@@ -93,7 +109,6 @@ class Dispatcher:
         self.job_infos: dict[str, JobInfo] = {}
         self.timeout = settings.jenkins.timeout_seconds if settings.jenkins else 10.0
         self.send_reserve_seconds = settings.time_margin_seconds + self.timeout
-        self._batch_started = 0.0
 
     # ------------------------------------------------------------------ time and stopping
     def _seconds_left(self) -> float:
@@ -157,6 +172,8 @@ class Dispatcher:
             finished = reconciler.run(lambda: not self._stopping() and not self._out_of_time(self.send_reserve_seconds))
         except JenkinsError as exc:
             raise PassStopped(self._jenkins_wide_reason(exc)) from None
+        if self._halt_reason is not None:  # a re-send met a Jenkins-wide failure
+            raise PassStopped(self._halt_reason)
         if not finished:
             self.summary.stopped_because = "stop requested" if self._stopping() else "time nearly up"
 
@@ -174,32 +191,52 @@ class Dispatcher:
 
     # ------------------------------------------------------------------ claim and trigger
     def dispatch(self, max_jobs: int | None) -> None:
+        """Claim and trigger batch after batch. The next batch is claimed (and its jobs checked) while the
+        last triggers of the previous one are still on the wire, so the trigger threads never wait on the
+        database; at most one batch is claimed-but-unsent besides the triggers in flight."""
         capped = self.queue.caps_in_force(self.settings.max_in_flight)
         budget = math.inf if max_jobs is None else max_jobs
-        while True:
-            if self._stopping():
-                self.summary.stopped_because = "stop requested"
-                return
-            if budget <= 0:
-                self.summary.stopped_because = "max_jobs reached"
-                return
-            if self.claim_until is not None and time.monotonic() >= self.claim_until:
-                self.summary.stopped_because = PASS_BUDGET_SPENT
-                return
-            size = int(min(self.settings.batch_size, budget, self._rows_that_fit()))
-            if size < 1:
-                self.summary.stopped_because = "time nearly up"
-                return
-            self._batch_started = time.monotonic()
-            with subsegment("db.claim_batch"):
-                jobs = self.queue.claim_batch(size, capped=capped, max_in_flight=self.settings.max_in_flight)
-            if not jobs:
-                self.summary.stopped_because = self._why_nothing_claimed(capped)
-                return
-            self.summary.claimed += len(jobs)
-            self.summary.batches += 1
-            budget -= len(jobs)
-            self._trigger_batch(jobs)
+        in_flight: _Batch | None = None
+        with ThreadPoolExecutor(max_workers=self.settings.max_parallel_triggers, thread_name_prefix="trigger") as pool:
+            try:
+                while True:
+                    reason = self._why_stop_claiming(budget)
+                    if reason:
+                        self.summary.stopped_because = reason
+                        break
+                    size = int(min(self.settings.batch_size, budget, self._rows_that_fit()))
+                    if size < 1:
+                        self.summary.stopped_because = "time nearly up"
+                        break
+                    if in_flight is not None:
+                        in_flight.wait_until_all_started(self.settings.max_parallel_triggers)
+                    started = time.monotonic()
+                    with subsegment("db.claim_batch"):
+                        jobs = self.queue.claim_batch(size, capped=capped, max_in_flight=self.settings.max_in_flight)
+                    if not jobs:
+                        self.summary.stopped_because = self._why_nothing_claimed(capped)
+                        break
+                    self.summary.claimed += len(jobs)
+                    self.summary.batches += 1
+                    budget -= len(jobs)
+                    batch = self._start_batch(pool, jobs, started)
+                    previous, in_flight = in_flight, batch
+                    if previous is not None:
+                        self._finish_batch(previous)
+            finally:
+                if in_flight is not None:
+                    self._finish_batch(in_flight, raise_if_halted=False)
+        if self._halt_reason is not None:
+            raise PassStopped(self._halt_reason)
+
+    def _why_stop_claiming(self, budget: float) -> str:
+        if self._stopping():
+            return self._halt_reason or "stop requested"
+        if budget <= 0:
+            return "max_jobs reached"
+        if self.claim_until is not None and time.monotonic() >= self.claim_until:
+            return PASS_BUDGET_SPENT
+        return ""
 
     def _rows_that_fit(self) -> float:
         """How many rows a batch may claim so that every trigger ends in time: before the Lambda's margin,
@@ -221,8 +258,9 @@ class Dispatcher:
             info = self.job_infos[job_name] = self.client.job_info(job_name)
         return info
 
-    def _trigger_batch(self, jobs: list[ClaimedJob]) -> None:
-        decided: list[tuple[ClaimedJob, Decision | None]] = []
+    def _start_batch(self, pool: ThreadPoolExecutor, jobs: list[ClaimedJob], started: float) -> _Batch:
+        """Check each job (once per pass per job name), then hand the sendable ones to the trigger threads."""
+        batch = _Batch()
         to_send: list[ClaimedJob] = []
         try:
             with subsegment("jenkins.job_info"):
@@ -232,35 +270,40 @@ class Dispatcher:
                     else:
                         blocked = check_job(job.job_name, self._job_info(job.job_name))
                     if blocked is not None:
-                        decided.append((job, blocked))
+                        batch.decided.append((job, blocked))
                     else:
                         to_send.append(job)
         except JenkinsError as exc:
             self._stop_with(self._jenkins_wide_reason(exc))
-            decided = [(job, None) for job in jobs]
+            batch.decided = [(job, None) for job in jobs]
             to_send = []
-        if to_send:
-            with subsegment("jenkins.trigger_batch"), ThreadPoolExecutor(
-                max_workers=min(self.settings.max_parallel_triggers, len(to_send)),
-                thread_name_prefix="trigger",
-            ) as pool:
-                decided.extend(zip(to_send, pool.map(self._send, to_send), strict=True))
+        batch.sending = [(job, pool.submit(self._send, job, batch_started=started)) for job in to_send]
+        return batch
+
+    def _finish_batch(self, batch: _Batch, raise_if_halted: bool = True) -> None:
+        """Wait for the batch's triggers, then record what Jenkins answered."""
+        with subsegment("jenkins.trigger_batch"):
+            decided = batch.decided + [(job, future.result()) for job, future in batch.sending]
         self._apply(decided, actor="dispatcher")
-        if self._halted.is_set() and self.summary.stopped_because:
-            raise PassStopped(self.summary.stopped_because)
+        if raise_if_halted and self._halt_reason is not None:
+            raise PassStopped(self._halt_reason)
 
     def _stop_with(self, reason: str) -> None:
-        if not self.summary.stopped_because:
-            self.summary.stopped_because = reason
+        """Jenkins as a whole failed (any thread): no more triggers this pass; the first reason is kept."""
+        with self._halt_lock:
+            if self._halt_reason is None:
+                self._halt_reason = reason
         self._halted.set()
 
-    def _send(self, job: ClaimedJob, check_stop: bool = True, delay_seconds: float | None = None) -> Decision | None:
+    def _send(self, job: ClaimedJob, check_stop: bool = True, delay_seconds: float | None = None,
+              batch_started: float | None = None) -> Decision | None:
         """Runs on a pool thread: send one trigger unless the pass is stopping (then None: not sent)."""
         if check_stop and (
             self._stopping()
             or self._out_of_time(self.send_reserve_seconds)
             # The request must end while the claim's lease lasts (job checks or a slow Jenkins can eat it).
-            or time.monotonic() - self._batch_started + self.timeout > self.settings.lease_seconds - LEASE_SAFETY_SECONDS
+            or (batch_started is not None and time.monotonic() - batch_started + self.timeout
+                > self.settings.lease_seconds - LEASE_SAFETY_SECONDS)
         ):
             return None
         outcome = self.client.trigger(job.job_name, job.parameters, job.dispatch_id, delay_seconds=delay_seconds)
