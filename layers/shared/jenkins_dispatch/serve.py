@@ -88,12 +88,18 @@ def _handler_class(settings: Settings, health: Health):
     return Handler
 
 
+class _Server(ThreadingHTTPServer):
+    # The standard library's backlog of 5 resets connections as soon as a few callers wait (webhook
+    # requests are answered one at a time, and each may wait out a database reconnect): let them queue.
+    request_queue_size = 128
+
+
 class WebhookServer:
     """The webhook (and /healthz) over plain HTTP on a background thread."""
 
     def __init__(self, settings: Settings, host: str = "127.0.0.1", port: int = 0, health: Health | None = None):
         self.health = health or Health()
-        self.httpd = ThreadingHTTPServer((host, port), _handler_class(settings, self.health))
+        self.httpd = _Server((host, port), _handler_class(settings, self.health))
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="webhook-http", daemon=True)
 
