@@ -16,8 +16,9 @@ install: $(VENV)/.installed
 
 # The whole suite: lint, then every test against a real PostgreSQL (DATABASE_URL, else 127.0.0.1:5432,
 # else an embedded server) and the Jenkins emulator over real HTTP.
+# Two workers (this machine has 2 cores): each gets its own scratch database, so tests never meet.
 test: install lint
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2
 
 test-fast: install
 	$(PY) -m pytest -x -q

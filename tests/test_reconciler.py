@@ -5,6 +5,7 @@ meet their late original. Real PostgreSQL, the emulator over real HTTP, a contin
 from __future__ import annotations
 
 import threading
+import time
 from contextlib import contextmanager
 
 from jenkins_dispatch.db import Database
@@ -78,7 +79,7 @@ def test_a_late_original_that_misses_the_re_send_is_cancelled_while_queued(make_
     assert jenkins.counters()["items_created"] == 2  # the re-send and the late original
     assert len(jenkins.builds("quiet")) == 1  # only one ever ran
     detail = next(e["detail"] for e in queue.events(job_id) if e["event"] == "duplicate_cancelled")
-    assert "second item with this DISPATCH_ID" in detail and row["status"] == "processing"
+    assert "a copy of build #1" in detail and row["status"] == "processing"
 
 
 def test_a_queue_item_a_person_cancelled_is_not_sent_again_once_jenkins_forgets_it(make_jenkins, db):
@@ -106,3 +107,48 @@ def test_a_queue_item_a_person_cancelled_is_not_sent_again_once_jenkins_forgets_
         assert "left the queue without a build" in final["last_error"] and "retry" in final["last_error"]
         assert jenkins.triggers_for(row["dispatch_id"]) == 1  # never sent again
     assert jenkins.counters()["items_created"] == 5
+
+
+def test_a_re_send_that_lands_after_its_original_settled_the_row_is_cancelled(make_jenkins, db):
+    """Case A of the real-world chaos run: the original is acted on 4 s late and builds, the row settles;
+    the re-send (its own answer lost too) lands later and waited its quiet period — then built a second
+    time, because nothing watched a final row."""
+    jenkins = make_jenkins(notification=None)
+    jenkins.add_fault(path="buildWithParameters$", latency_seconds=4.0, times=1)  # the original
+    jenkins.add_fault(path="buildWithParameters$", latency_seconds=6.0, times=1)  # the re-send
+    queue = Queue(db)
+    job_id = queue.enqueue("deploy", {"ENV": "case-a"}).id
+    with dispatching(dispatch_settings(jenkins.base_url)):
+        assert wait_for(lambda: queue.get(job_id)["status"] == "completed", timeout=20)
+        # The re-send reaches Jenkins ~6 s after it was sent, then would wait 9 s: it must be cancelled.
+        assert wait_for(lambda: any(e["event"] == "duplicate_cancelled" for e in queue.events(job_id)), timeout=20)
+        time.sleep(1)
+    assert len(jenkins.builds("deploy")) == 1, [(b.number, b.queue_id) for b in jenkins.builds("deploy")]
+    assert jenkins.counters()["items_created"] == 2
+    detail = next(e["detail"] for e in queue.events(job_id) if e["event"] == "duplicate_cancelled")
+    assert "landed after its job had finished" in detail
+
+
+def test_an_original_that_builds_just_before_its_re_send_lands_keeps_the_re_send_from_building(make_jenkins, db):
+    """Case B: the original is acted on between the reconciler's last search and the re-send, and builds at
+    once; the re-send waits in the queue — it is cancelled and the row follows the original's build."""
+    from jenkins_dispatch.dispatcher import run_pass
+
+    jenkins = make_jenkins(notification=None)
+    jenkins.add_fault(path="buildWithParameters$", latency_seconds=1.9, times=1)  # the original: +1.9 s
+    jenkins.add_fault(path="buildWithParameters$", latency_seconds=0.8, times=1)  # the re-send, answered
+    queue = Queue(db)
+    job_id = queue.enqueue("deploy", {"ENV": "case-b"}).id
+    settings = dispatch_settings(jenkins.base_url, RESEND_QUIET_SECONDS="3")
+    run_pass(settings)  # +0 s: no answer within 1 s, the lease is kept
+    expire_leases(db)
+    run_pass(settings)  # ~+1.1 s: nothing found twice: re-sent (queued, held 3 s)
+    assert wait_for(lambda: len(jenkins.builds("deploy")) == 1, timeout=5)  # the original built
+    expire_leases(db)
+    run_pass(settings)  # the re-sent row is watched: the original's build exists
+    time.sleep(3.5)  # past the re-send's quiet period
+    row = queue.get(job_id)
+    assert len(jenkins.builds("deploy")) == 1, [(b.number, b.queue_id) for b in jenkins.builds("deploy")]
+    assert row["build_number"] == 1 and row["status"] in ("processing", "completed")
+    detail = next(e["detail"] for e in queue.events(job_id) if e["event"] == "duplicate_cancelled")
+    assert "a copy of build #1" in detail

@@ -197,6 +197,8 @@ class DispatchLoop:
         self.health = health or Health()
         self.pass_budget_seconds = pass_budget_seconds
         self.rng = rng or random.Random()
+        self.gauges: dict[str, Any] | None = None
+        self.watching = 0
         timeout = settings.jenkins.timeout_seconds if settings.jenkins else 0.0
         # Below this much time left a pass could not send a single trigger: stop (Lambda only).
         self.reserve_seconds = settings.time_margin_seconds + timeout
@@ -264,6 +266,7 @@ class DispatchLoop:
         self.health.database_ok()
         self.health.record_pass(result)
         self.gauges = dispatcher.gauges
+        self.watching = dispatcher.summary.reconciled.watching
         summary.passes += 1
         add_up(summary.totals, {k: v for k, v in result.items() if k != "stopped_because"})
         stopped = result.get("stopped_because", "")
@@ -289,7 +292,10 @@ class DispatchLoop:
     def _wait_for_work(self, left: Callable[[], float], last_stop: str) -> None:
         if last_stop in MORE_TO_DO:
             return  # the pass stopped on its own budget with work left: no reason to sleep
-        wake_at = time.monotonic() + seconds_until_next_pass(self.gauges, self.interval)
+        wait = seconds_until_next_pass(self.gauges, self.interval)
+        if self.watching:  # a lost re-send may land any moment: look while it still waits in Jenkins's queue
+            wait = min(wait, self.settings.lease_seconds / 2)
+        wake_at = time.monotonic() + wait
         while not self.shutdown.is_set():
             timeout = min(wake_at - time.monotonic(), left() - self.reserve_seconds)
             if timeout <= 0:

@@ -472,6 +472,10 @@ class JenkinsClient:
             return found
         return self._search_builds(job_name, dispatch_id, None if since_ms is None else since_ms - SEARCH_CLOCK_SKEW_MS)
 
+    def find_build_by_dispatch_id(self, job_name: str, dispatch_id: str, since_ms: int | None = None) -> Found | None:
+        """The job's builds only (as ``find_by_dispatch_id`` reads them): has any build carried this DISPATCH_ID?"""
+        return self._search_builds(job_name, dispatch_id, None if since_ms is None else since_ms - SEARCH_CLOCK_SKEW_MS)
+
     def _search_queue(self, job_name: str, dispatch_id: str) -> Found | None:
         found = self._queue_items_with(job_name, dispatch_id, first_only=True)
         return Found(queue_id=found[0]) if found else None

@@ -321,6 +321,10 @@ class Queue:
         """Record a cancel for a processing row whose trigger is in flight (False: it is no longer so)."""
         return bool(self._run("request_cancel", id=job_id, dispatch_id=dispatch_id, reason=reason, actor=actor))
 
+    def recently_finished_resends(self, window_seconds: float) -> list[Row]:
+        """Final rows that were re-sent and settled within the window (their re-send may still land)."""
+        return self._run("recently_finished_resends", window=float(window_seconds))
+
     def record_duplicate(self, job_id: int, dispatch_id: str, event: str, detail: str) -> None:
         """History only: a second queue item or build of one dispatch (cancelled, or left running)."""
         self._run("record_duplicate", id=job_id, dispatch_id=dispatch_id, event=event, detail=detail)

@@ -46,6 +46,7 @@ class Reconciled:
     settled: int = 0
     waiting: int = 0
     duplicates_cancelled: int = 0
+    watching: int = 0  # recently finished re-sent rows whose re-send may still land: look again soon
 
 
 class Reconciler:
@@ -70,6 +71,7 @@ class Reconciler:
 
     def run(self, keep_going: Callable[[], bool]) -> bool:
         """Reconcile expired leases while ``keep_going()``; False if it had to stop early."""
+        self._watch_settled_resends()
         while keep_going():
             with subsegment("db.take_expired_leases"):
                 expired = self.queue.take_expired_leases(EXPIRED_PER_TAKE)
@@ -91,8 +93,8 @@ class Reconciler:
                 if row.cancel_requested:
                     self._carry_out_cancel(row)
                     continue
-                if row.resends:
-                    self._cancel_duplicates(row)
+                if row.resends and self._watch_resent(row):
+                    continue
                 if row.build_number is not None:
                     followup = follow_build(self.client.build(row.job_name, row.build_number))
                 elif row.jenkins_queue_id is not None:
@@ -237,21 +239,59 @@ class Reconciler:
             self.summary.completed += status == "completed"
             self.log("requested cancel carried out", row, status=status, jenkins=stopped.note)
 
-    def _cancel_duplicates(self, row: ExpiredLease) -> None:
-        """A re-sent row may meet its late original in Jenkins's queue as a second item (when the
-        original arrived after the re-send left the queue): cancel every item but the row's own."""
-        ours = row.jenkins_queue_id
+    def _watch_resent(self, row: ExpiredLease) -> bool:
+        """A re-sent dispatch can exist twice in Jenkins: the re-send, and its original acted on late. Keep one.
+
+        - A build with the DISPATCH_ID exists (the original ran): every queued item of it is a duplicate —
+          the re-send included — and is cancelled; the row follows that build (True: handled here).
+        - No build yet: one queued item stays (the row's own, else the oldest), the others are cancelled.
+        """
+        since_ms = int(row.claimed_at.timestamp() * 1000) if row.claimed_at else None
         items = self.client.queued_items_with(row.job_name, row.dispatch_id)
-        extra = [item for item in items if item != ours] if ours is not None else items[1:]
-        for item in extra:
+        try:
+            built = self.client.find_build_by_dispatch_id(row.job_name, row.dispatch_id, since_ms=since_ms)
+        except SearchInconclusive:
+            built = None
+        if built is None:
+            keep = row.jenkins_queue_id if row.jenkins_queue_id in items else (items[0] if items else None)
+            self._cancel_items(row, [item for item in items if item != keep], "a second item with this DISPATCH_ID")
+            return False
+        self._cancel_items(row, items, f"a copy of build #{built.build_number}, which already carries this DISPATCH_ID")
+        if row.build_number == built.build_number:
+            return False  # already following that build: the usual path settles it
+        self.counts.adopted += 1
+        if built.result is not None and not built.building:
+            self.settle_from_result(row, built.result, built.build_number, built.build_url)
+        else:
+            queue_id = built.queue_id if built.queue_id is not None else row.jenkins_queue_id
+            self.queue.mark_triggered(row, queue_id, event="adopted",
+                                      actor="reconciler", build_number=built.build_number, build_url=built.build_url,
+                                      detail=f"found in Jenkins: build #{built.build_number} (its late original)")
+        self.log("adopted the build of a late original", row, build_number=built.build_number)
+        return True
+
+    def _watch_settled_resends(self) -> None:
+        """A re-send whose answer was lost can land after its row settled (the original built meanwhile): for
+        as long as it could still appear, its queued items are cancelled."""
+        window = self.settings.lease_seconds + self.settings.resend_quiet_seconds + 2 * self.client.timeout_seconds
+        for row in self.queue.recently_finished_resends(window):
+            self.counts.watching += 1
+            items = self.client.queued_items_with(row["job_name"], row["dispatch_id"])
+            if items:
+                lease = ExpiredLease(id=row["id"], job_name=row["job_name"], parameters={}, attempts=0, max_attempts=1,
+                                     dispatch_id=row["dispatch_id"], jenkins_queue_id=row["jenkins_queue_id"],
+                                     build_number=row["build_number"], build_url=None)
+                self._cancel_items(lease, items, "a re-send that landed after its job had finished")
+
+    def _cancel_items(self, row: ExpiredLease, items: list[int], what: str) -> None:
+        for item in items:
             result = self.client.cancel_queue_item(item)
             cancelled = result is CancelResult.CANCELLED
             self.counts.duplicates_cancelled += cancelled
             metrics.add_metric(name="DuplicatesCancelled" if cancelled else "DuplicatesSeen",
                                unit=MetricUnit.Count, value=1)
-            detail = (f"cancelled queue item {item}, a second item with this DISPATCH_ID (a late original of a "
-                      f"re-send)" if cancelled else f"could not cancel queue item {item} ({result.name.lower()}), "
-                      "a second item with this DISPATCH_ID")
+            detail = (f"cancelled queue item {item}, {what}" if cancelled
+                      else f"could not cancel queue item {item} ({result.name.lower()}), {what}")
             self.queue.record_duplicate(row.id, row.dispatch_id, "duplicate_cancelled" if cancelled
                                         else "duplicate_seen", detail)
             logger.warning(detail, extra={"job_id": row.id, "dispatch_id": row.dispatch_id, "queue_item": item})

@@ -353,10 +353,17 @@ WITH changed AS (
 )
 SELECT id FROM changed;
 
+-- name: recently_finished_resends
+-- Rows that were re-sent and became final within :window seconds: a re-send whose answer was lost may still
+-- land in Jenkins's queue after the row settled (it waits there RESEND_QUIET_SECONDS), and must be cancelled.
+-- Reads the finished_at index; such rows are rare.
+SELECT id, job_name, dispatch_id, jenkins_queue_id, build_number FROM jenkins_jobs_queue
+WHERE finished_at > now() - make_interval(secs => :window) AND resends > 0;
+
 -- name: record_duplicate
 -- The reconciler found (and cancelled, when it could) a second queue item or build of the same dispatch.
 INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
-SELECT id, :event, 'processing', 'processing', dispatch_id, 'reconciler', :detail
+SELECT id, :event, status, status, dispatch_id, 'reconciler', :detail
 FROM jenkins_jobs_queue WHERE id = :id AND dispatch_id = :dispatch_id;
 
 -- name: cancel_pending
