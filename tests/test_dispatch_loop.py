@@ -91,11 +91,13 @@ def test_a_pass_budget_that_cannot_fit_one_timeout_is_refused():
     settings.check_pass_budget(60, "x")  # 60 - 10 >= 46
 
 
-def test_serve_gives_a_long_jenkins_timeout_a_pass_it_fits_in():
-    from jenkins_dispatch.serve import pass_budget_seconds
+@pytest.mark.parametrize(("lease", "timeout", "budget"), [("300", "10", 55), ("3", "1", 3), ("100", "46", 138),
+                                                          ("11", "10", 30)])
+def test_a_pass_gives_way_to_the_reconciler_at_least_once_per_lease(lease, timeout, budget):
+    from jenkins_dispatch.dispatch_loop import default_pass_budget
 
-    settings = load_settings({**BASE_ENV, "LEASE_SECONDS": "100", "JENKINS_TIMEOUT_SECONDS": "46"})
-    settings.check_pass_budget(pass_budget_seconds(settings), "serve")  # does not raise
+    settings = load_settings({**BASE_ENV, "LEASE_SECONDS": lease, "JENKINS_TIMEOUT_SECONDS": timeout})
+    assert default_pass_budget(settings) == budget
 
 
 @pytest.mark.parametrize(("name", "value"), [("DISPATCHER_MODE", "sometimes"), ("WEBHOOK_DB_POOL_SIZE", "0")])

@@ -34,6 +34,7 @@ from .wakeup import SLOT, WorkSignal
 DATABASE_RETRY = (0.5, 5.0)
 JENKINS_RETRY = (1.0, 15.0)
 BUSY_RETRY_SECONDS = 1.0
+PASS_BUDGET_SECONDS = 55.0
 # Never sleep less than this between passes (a row due "now" that a cap holds back must not spin us).
 MIN_WAIT_SECONDS = 0.05
 # A lease that expired but is still held (the reconciler is waiting for Jenkins) is looked at again
@@ -126,6 +127,15 @@ class Health:
 # --------------------------------------------------------------------------- pure decisions
 
 
+def default_pass_budget(settings: Settings) -> float:
+    """How long one pass claims before the next pass (which reconciles first) takes over: at most a lease
+    (so expired leases, and the watch on re-sent dispatches, get a turn at least once per lease even under a
+    never-ending stream of work) and at most PASS_BUDGET_SECONDS, but room for three trigger waves."""
+    timeout = settings.jenkins.timeout_seconds if settings.jenkins else 0.0
+    return max(min(PASS_BUDGET_SECONDS, float(settings.lease_seconds)), 3 * timeout)
+
+
+
 def seconds_until_next_pass(gauges: dict[str, Any] | None, interval: float) -> float:
     """How long to sleep after a pass when no notification comes: the periodic pass, or sooner when a
     pending row becomes due or a lease expires."""
@@ -195,7 +205,7 @@ class DispatchLoop:
         self.interval = interval
         self.shutdown = shutdown or threading.Event()
         self.health = health or Health()
-        self.pass_budget_seconds = pass_budget_seconds
+        self.pass_budget_seconds = pass_budget_seconds or default_pass_budget(settings)
         self.rng = rng or random.Random()
         self.gauges: dict[str, Any] | None = None
         self.watching = 0

@@ -25,17 +25,6 @@ from .observability import logger
 from .wakeup import NotificationSignal
 
 MAX_BODY = 256 * 1024 + 1  # read one byte past the webhook's limit so it can answer 413
-# A pass gives the reconciler its turn at least this often, even under a never-ending stream of work;
-# it grows with the Jenkins timeout so that every pass can send a few trigger waves.
-PASS_BUDGET_SECONDS = 55.0
-
-
-def pass_budget_seconds(settings: Settings) -> float:
-    """How long a `serve` pass claims before it ends (and the next one, reconciling first, begins)."""
-    timeout = settings.jenkins.timeout_seconds if settings.jenkins else 0.0
-    return max(PASS_BUDGET_SECONDS, 3 * timeout)
-
-
 def _handler_class(settings: Settings, health: Health):
     from . import webhook
 
@@ -121,7 +110,7 @@ def dispatch_forever(settings: Settings, interval: float, stop: threading.Event,
     """The dispatcher loop on its own session (which also LISTENs), until ``stop`` is set."""
     with Database(settings.database, application_name="jenkins-dispatch-serve") as db:
         loop = DispatchLoop(settings, db, NotificationSignal(db, stop), interval=interval, shutdown=stop,
-                            health=health, pass_budget_seconds=pass_budget_seconds(settings))
+                            health=health)
         loop.run()
 
 
