@@ -40,7 +40,8 @@ from .dispatch_helpers import WEBHOOK_SECRET, dispatch_settings, wait_for
 from .emulator_fixtures import ADMIN_TOKEN
 
 CONTEXT = multiprocessing.get_context("fork")
-JOBS = 2000
+# `make test` runs fewer to stay quick (JD_CHAOS_JOBS); `make chaos` runs the 2,000.
+JOBS = int(os.environ.get("JD_CHAOS_JOBS", "2000"))
 DISPATCHERS = 3
 LEASE_SECONDS, JENKINS_TIMEOUT_SECONDS = 3, 1
 MAX_IN_FLIGHT = 150
@@ -314,7 +315,7 @@ def test_late_acting_jenkins_downstream_jobs_cancels_and_large_parameters_build_
     assert set(child_answers) == {(200, "ignored")} and sum(child_answers.values()) == 4 * len(child_builds), figures
 
     # The chaos really happened, so this test could have failed.
-    assert figures["late-acting triggers"] >= 50 and figures["re-sends"] > 0 and figures["merged requests"] > 0, figures
+    assert figures["late-acting triggers"] >= JOBS // 40 and figures["re-sends"] > 0 and figures["merged requests"] > 0, figures
     assert len(person.cancelled) == PERSON_CANCELS, figures
     large = [b for by_marker in builds[BULK].values() for b in by_marker
              if len(dict((d.name, v) for d, v in b.parameters)["BLOB"] or "") == BLOB_CHARS]

@@ -25,7 +25,8 @@ from .dispatch_helpers import WEBHOOK_SECRET, dispatch_settings, wait_for
 from .serve_helpers import serve_env, start_serve
 
 CONTEXT = multiprocessing.get_context("fork")
-JOBS = 2000
+# `make test` runs fewer to stay quick (JD_CHAOS_JOBS); `make chaos` runs the full size.
+JOBS = int(os.environ.get("JD_CHAOS_JOBS", "2000"))
 CAPS = {"svc/deploy": 25, "svc/migrate": 15}
 GLOBAL_CAP = 60
 NAMES = ["svc/deploy", "svc/migrate", "lint"]
