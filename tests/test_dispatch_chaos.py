@@ -33,6 +33,21 @@ NAMES = ["svc/deploy", "svc/migrate", "lint"]
 RESULTS = ["SUCCESS"] * 7 + ["FAILURE", "UNSTABLE", "ABORTED"]
 
 
+def assert_each_built_once_and_settled_right(db, counters, markers, jobs: int) -> None:
+    """Every job triggered exactly once (counted by its MARKER at Jenkins), its row final as its result says."""
+    per_marker = counters["triggers_by_parameter"]["MARKER"]
+    rows = {r["id"]: r for r in db.run("SELECT id, status, jenkins_result FROM jenkins_jobs_queue")}
+    assert len(rows) == jobs
+    wrong = []
+    for job_id, (marker, result) in markers.items():
+        row = rows[job_id]
+        if per_marker.get(marker) != 1:
+            wrong.append((job_id, "triggered", per_marker.get(marker)))
+        elif row["jenkins_result"] != result or row["status"] != final_status(result):
+            wrong.append((job_id, row["status"], row["jenkins_result"], result))
+    assert wrong == [], wrong[:10]
+
+
 def _dispatch_loop(jenkins_url, stop):
     logger.setLevel("ERROR")
     settings = dispatch_settings(jenkins_url, BATCH_SIZE="10", MAX_PARALLEL_TRIGGERS="4",
@@ -103,18 +118,7 @@ def test_four_dispatchers_through_faults_and_a_crash_trigger_every_job_exactly_o
         runtime.reset()
 
     counters = jenkins.counters()
-    per_marker = counters["triggers_by_parameter"]["MARKER"]
-    rows = {r["id"]: r for r in db.run("SELECT id, status, jenkins_result, build_number, dispatch_id "
-                                       "FROM jenkins_jobs_queue")}
-    assert len(rows) == JOBS
-    wrong = []
-    for job_id, (marker, result) in markers.items():
-        row = rows[job_id]
-        if per_marker.get(marker) != 1:
-            wrong.append((job_id, "triggered", per_marker.get(marker)))
-        elif row["jenkins_result"] != result or row["status"] != final_status(result):
-            wrong.append((job_id, row["status"], row["jenkins_result"], result))
-    assert wrong == [], wrong[:10]
+    assert_each_built_once_and_settled_right(db, counters, markers, JOBS)
     for job, cap in CAPS.items():
         assert counters["peak_in_flight_by_job"].get(job, 0) <= cap, counters["peak_in_flight_by_job"]
     assert counters["peak_in_flight"] <= GLOBAL_CAP
@@ -239,17 +243,7 @@ def test_three_serve_processes_through_a_jenkins_wide_failure_and_a_sigkill_trig
     for served in survivors:
         assert served.proc.returncode == 0, served.log()[-3000:]  # SIGTERM: a clean stop
     counters = jenkins.counters()
-    per_marker = counters["triggers_by_parameter"]["MARKER"]
-    rows = {r["id"]: r for r in db.run("SELECT id, status, jenkins_result FROM jenkins_jobs_queue")}
-    assert len(rows) == SERVE_JOBS
-    wrong = []
-    for job_id, (marker, result) in markers.items():
-        row = rows[job_id]
-        if per_marker.get(marker) != 1:
-            wrong.append((job_id, "triggered", per_marker.get(marker)))
-        elif row["jenkins_result"] != result or row["status"] != final_status(result):
-            wrong.append((job_id, row["status"], row["jenkins_result"], result))
-    assert wrong == [], wrong[:10]
+    assert_each_built_once_and_settled_right(db, counters, markers, SERVE_JOBS)
     # Caps held, in Jenkins and in our own count of jobs in flight (claimed until final).
     for job, cap in CAPS.items():
         assert counters["peak_in_flight_by_job"].get(job, 0) <= cap, counters["peak_in_flight_by_job"]
