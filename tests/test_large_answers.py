@@ -181,6 +181,9 @@ def test_a_search_still_too_large_waits_for_the_next_lease_and_the_pass_goes_on(
     assert row["status"] == "processing" and row["jenkins_queue_id"] is None
     assert jenkins.triggers_for(row["dispatch_id"]) == 0  # not sent again: we cannot tell it is absent
     assert queue.get(other)["jenkins_queue_id"] is not None
+    # The operator is told, in the job's own history (`show`), not only in the logs.
+    note = queue.events(job_id)[-1]
+    assert note["event"] == "search_inconclusive" and "4 MiB" in note["detail"] and "not sent again" in note["detail"]
 
 
 def started_row(jenkins, queue, parameters: dict) -> int:

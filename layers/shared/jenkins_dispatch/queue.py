@@ -325,9 +325,9 @@ class Queue:
         """Final rows that were re-sent and settled within the window (their re-send may still land)."""
         return self._run("recently_finished_resends", window=float(window_seconds))
 
-    def record_duplicate(self, job_id: int, dispatch_id: str, event: str, detail: str) -> None:
-        """History only: a second queue item or build of one dispatch (cancelled, or left running)."""
-        self._run("record_duplicate", id=job_id, dispatch_id=dispatch_id, event=event, detail=detail)
+    def record_note(self, job_id: int, dispatch_id: str, event: str, detail: str) -> None:
+        """History only (the row is unchanged): what the reconciler saw or did in Jenkins for this dispatch."""
+        self._run("record_note", id=job_id, dispatch_id=dispatch_id, event=event, detail=detail)
 
     # ------------------------------------------------------------------ operator
     def get(self, job_id: int) -> Row:

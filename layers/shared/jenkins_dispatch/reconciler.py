@@ -168,6 +168,9 @@ class Reconciler:
             metrics.add_metric(name="SearchInconclusive", unit=MetricUnit.Count, value=1)
             logger.warning("cannot tell whether Jenkins has this dispatch; will look again",
                            extra={"job_id": row.id, "dispatch_id": row.dispatch_id, "reason": str(exc)})
+            self.queue.record_note(row.id, row.dispatch_id, "search_inconclusive",
+                                   f"cannot tell whether Jenkins has this dispatch ({exc}); not sent again, "
+                                   "looked at again after the lease")
             self.counts.waiting += 1
             return True
         if found is None:
@@ -292,6 +295,6 @@ class Reconciler:
                                unit=MetricUnit.Count, value=1)
             detail = (f"cancelled queue item {item}, {what}" if cancelled
                       else f"could not cancel queue item {item} ({result.name.lower()}), {what}")
-            self.queue.record_duplicate(row.id, row.dispatch_id, "duplicate_cancelled" if cancelled
+            self.queue.record_note(row.id, row.dispatch_id, "duplicate_cancelled" if cancelled
                                         else "duplicate_seen", detail)
             logger.warning(detail, extra={"job_id": row.id, "dispatch_id": row.dispatch_id, "queue_item": item})

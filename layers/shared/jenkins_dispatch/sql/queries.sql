@@ -360,8 +360,9 @@ SELECT id FROM changed;
 SELECT id, job_name, dispatch_id, jenkins_queue_id, build_number FROM jenkins_jobs_queue
 WHERE finished_at > now() - make_interval(secs => :window) AND resends > 0;
 
--- name: record_duplicate
--- The reconciler found (and cancelled, when it could) a second queue item or build of the same dispatch.
+-- name: record_note
+-- History only, the row unchanged: what the reconciler saw or did in Jenkins for this dispatch (a duplicate
+-- cancelled, a search that could not tell), so `show` tells the operator.
 INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
 SELECT id, :event, status, status, dispatch_id, 'reconciler', :detail
 FROM jenkins_jobs_queue WHERE id = :id AND dispatch_id = :dispatch_id;
