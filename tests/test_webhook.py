@@ -812,3 +812,17 @@ def test_a_second_build_of_the_same_dispatch_never_settles_the_row(env, db):
     status, body = invoke(load_event("completed", job.dispatch_id))  # #42 finishes: it settles the row
     assert (status, body["outcome"]) == (200, "applied")
     assert env.get(job.id)["status"] == "completed" and env.get(job.id)["build_number"] == 42
+
+
+def test_a_database_without_the_schema_is_503_not_500(webhook_env, monkeypatch, database_url):
+    """The tables are missing (migrate never ran on this database): the webhook says so, 503, never 500."""
+    from .pg_server import postgres_server, scratch_database
+
+    with postgres_server() as (admin_url, _), scratch_database(admin_url, prefix="jd_nomig_wh") as url:
+        monkeypatch.setenv("DATABASE_URL", url)
+        runtime.reset()
+        try:
+            status, body = invoke(load_event("completed", "jd-1-abcdef0123"))
+        finally:
+            runtime.reset()
+    assert status == 503 and "jenkins-dispatch migrate" in body["message"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -19,7 +20,8 @@ from .db import Database
 from .errors import DispatchError, InvalidInput
 from .queue import STATUSES, Queue, migrate
 
-EXIT_BAD_INPUT = 2
+EXIT_FAILED = 1  # the operation failed: database or Jenkins unavailable, a pass stopped by Jenkins
+EXIT_BAD_INPUT = 2  # bad input or configuration: nothing changed
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -49,6 +51,25 @@ def parse_time(text: str) -> datetime:
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"bad time {text!r}: use ISO 8601 (2026-01-31T09:00:00Z) or a delay like +5m"
+        ) from None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def parse_since(text: str) -> datetime:
+    """A moment in the past: `1h`, `30m`, `2d` mean that long ago (like journalctl and docker logs), or an
+    ISO 8601 time."""
+    text = text.strip()
+    match = _RELATIVE.match(text.lstrip("-"))
+    if match and not text.startswith("+"):
+        try:
+            return datetime.now(UTC) - timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+        except OverflowError:
+            raise argparse.ArgumentTypeError(f"bad time {text!r}: too far in the past") from None
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"bad time {text!r}: use a duration like 1h, 30m, 2d (that long ago) or ISO 8601 (2026-01-31T09:00:00Z)"
         ) from None
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
@@ -317,13 +338,17 @@ def cmd_limits_ls(ctx: Context, args) -> None:
         print_table(rows, ["job_name", "max_in_flight", "in_flight"], empty="no per-job caps")
 
 
-def cmd_dispatch(ctx: Context, args) -> None:
+def cmd_dispatch(ctx: Context, args) -> int:
     from .dispatcher import run_pass
     from .observability import metrics
 
     summary = run_pass(ctx.settings, max_jobs=args.max_jobs)
     metrics.clear_metrics()  # CloudWatch EMF lines are for Lambda and serve, not for a command's output
     print_json(summary)
+    if summary.get("jenkins_unavailable"):
+        print(f"jenkins-dispatch: error: the pass stopped: {summary['stopped_because']}", file=sys.stderr)
+        return EXIT_FAILED
+    return 0
 
 
 def cmd_serve(ctx: Context, args) -> None:
@@ -336,7 +361,10 @@ def cmd_serve(ctx: Context, args) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="jenkins-dispatch", description=__doc__.splitlines()[0])
+    parser = OneLineParser(
+        prog="jenkins-dispatch", description=__doc__.splitlines()[0],
+        epilog="exit codes: 0 success; 1 the operation failed (database or Jenkins unavailable, schema not applied, "
+               "a dispatch pass stopped by Jenkins); 2 bad input or configuration (nothing changed)")
     parser.add_argument("--version", action="version", version=f"jenkins-dispatch {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
 
@@ -361,7 +389,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("ls", cmd_ls, "list jobs, newest first")
     p.add_argument("--status", choices=STATUSES)
     p.add_argument("--job", help="exact job_name")
-    p.add_argument("--since", type=parse_time, metavar="TIME", help="changed at or after TIME")
+    p.add_argument("--since", type=parse_since, metavar="TIME",
+                   help="changed at or after TIME: 1h, 30m, 2d (that long ago) or ISO 8601")
     p.add_argument("--limit", type=positive_int, default=50)
     p.add_argument("--before", type=positive_int, metavar="ID", help="page: jobs with a smaller id")
 
@@ -428,21 +457,32 @@ def logs_to_stderr() -> None:
             handler.setStream(_Stderr())
 
 
+def _operation_failed() -> tuple[type[DispatchError], ...]:
+    from .errors import DatabaseBusy, DatabaseUnavailable, MigrationError, SchemaMissing
+    from .jenkins import JenkinsError
+
+    return (DatabaseUnavailable, DatabaseBusy, MigrationError, SchemaMissing, JenkinsError)
+
+
 def main(argv: Sequence[str] | None = None, settings_loader: Callable[[], Settings] = load_settings) -> int:
     args = build_parser().parse_args(argv)
     if args.func is not cmd_serve:  # serve logs to stdout, like any service
         logs_to_stderr()
     ctx = Context(settings_loader)
     try:
-        args.func(ctx, args)
+        code = args.func(ctx, args) or 0
+        sys.stdout.flush()
     except DispatchError as exc:
         print(f"jenkins-dispatch: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return EXIT_FAILED if isinstance(exc, _operation_failed()) else EXIT_BAD_INPUT
+    except BrokenPipeError:  # `jenkins-dispatch ls | head`: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         return 130
     finally:
         ctx.close()
-    return 0
+    return code
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import pg8000.native
 from pg8000.exceptions import DatabaseError, InterfaceError
 
 from .config import DatabaseSettings
-from .errors import ConfigError, DatabaseBusy, DatabaseUnavailable
+from .errors import ConfigError, DatabaseBusy, DatabaseUnavailable, SchemaMissing
 
 # The layer build drops AWS's RDS CA bundle here (see layers/shared/Makefile).
 BUNDLED_RDS_CA = Path(__file__).with_name("rds-ca-bundle.pem")
@@ -198,6 +198,11 @@ class Database:
                 ) from None
             if is_sqlstate(exc, *_BUSY):
                 raise DatabaseBusy(f"PostgreSQL at {self.settings.describe()} is busy: {_reason(exc)}") from None
+            if is_sqlstate(exc, "42P01") and not self._in_transaction:
+                raise SchemaMissing(
+                    f"the jenkins-dispatch tables are missing in {self.settings.describe()}: run `jenkins-dispatch "
+                    f"migrate` first ({_reason(exc)})"
+                ) from None
             raise
         self.last_row_count = context.row_count
         if not rows:

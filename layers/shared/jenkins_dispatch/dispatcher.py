@@ -48,6 +48,7 @@ class PassSummary:
     outcome_unknown: int = 0
     batches: int = 0
     stopped_because: str = ""
+    jenkins_unavailable: bool = False  # the pass stopped because Jenkins as a whole failed
     duration_ms: int = 0
     db_statements: int = 0
 
@@ -139,6 +140,7 @@ class Dispatcher:
                 self.dispatch(max_jobs)
         except PassStopped as stopped:
             self.summary.stopped_because = self.jenkins_failure = str(stopped)
+            self.summary.jenkins_unavailable = True
             metrics.add_metric(name="JenkinsUnavailable", unit=MetricUnit.Count, value=1)
             logger.error("pass stopped: Jenkins as a whole failed", extra={"reason": str(stopped)})
         self.summary.duration_ms = int((time.monotonic() - started) * 1000)

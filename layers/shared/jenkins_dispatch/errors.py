@@ -29,5 +29,9 @@ class Conflict(DispatchError):
     """The object exists but is not in a state that allows the operation."""
 
 
+class SchemaMissing(DispatchError):
+    """The tables are not there (or not current): `jenkins-dispatch migrate` has not run on this database."""
+
+
 class MigrationError(DispatchError):
     """The schema could not be brought up to date; nothing was changed (one transaction)."""

@@ -29,7 +29,7 @@ from pg8000.exceptions import DatabaseError
 
 from . import runtime
 from .db import database_error_message
-from .errors import ConfigError, DatabaseBusy, DatabaseUnavailable, InvalidInput
+from .errors import ConfigError, DatabaseBusy, DatabaseUnavailable, InvalidInput, SchemaMissing
 from .notifications import (
     Notification,
     RejectedNotification,
@@ -233,7 +233,7 @@ def _notify() -> Response:
         # The caller may not be authenticated yet: the detail goes to the logs, not into the answer.
         logger.error("webhook configuration error", extra={"reason": str(exc)})
         answer = WebhookAnswer(503, "unavailable", "the webhook is misconfigured; its logs say how")
-    except (DatabaseUnavailable, DatabaseBusy) as exc:
+    except (DatabaseUnavailable, DatabaseBusy, SchemaMissing) as exc:
         answer = WebhookAnswer(503, "unavailable", str(exc).splitlines()[0])
     except DatabaseError as exc:
         answer = WebhookAnswer(503, "unavailable", f"the database refused the update: {database_error_message(exc)}")
