@@ -37,41 +37,33 @@ _RELATIVE = re.compile(r"^\+?(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)$")
 _UNIT_SECONDS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
 
 
-def parse_time(text: str) -> datetime:
-    """ISO 8601 (no zone means UTC), or relative to now: +30s, +5m, +2h, +1d."""
-    text = text.strip()
-    match = _RELATIVE.match(text)
-    if match:
+def _relative_or_iso(text: str, sign: int, usage: str) -> datetime:
+    """``text`` as a duration from now (``sign`` +1: later, -1: ago) when it looks like one, else ISO 8601
+    (no zone means UTC)."""
+    match = _RELATIVE.match(text.lstrip("-") if sign < 0 else text)
+    if match and not (sign < 0 and text.startswith("+")):
         try:
-            return datetime.now(UTC) + timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+            return datetime.now(UTC) + sign * timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
         except OverflowError:
-            raise argparse.ArgumentTypeError(f"bad time {text!r}: too far in the future") from None
+            raise argparse.ArgumentTypeError(
+                f"bad time {text!r}: too far in the {'future' if sign > 0 else 'past'}") from None
     try:
         value = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"bad time {text!r}: use ISO 8601 (2026-01-31T09:00:00Z) or a delay like +5m"
-        ) from None
+        raise argparse.ArgumentTypeError(f"bad time {text!r}: use {usage}") from None
     return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def parse_time(text: str) -> datetime:
+    """ISO 8601 (no zone means UTC), or relative to now: +30s, +5m, +2h, +1d."""
+    return _relative_or_iso(text.strip(), +1, "ISO 8601 (2026-01-31T09:00:00Z) or a delay like +5m")
 
 
 def parse_since(text: str) -> datetime:
     """A moment in the past: `1h`, `30m`, `2d` mean that long ago (like journalctl and docker logs), or an
     ISO 8601 time."""
-    text = text.strip()
-    match = _RELATIVE.match(text.lstrip("-"))
-    if match and not text.startswith("+"):
-        try:
-            return datetime.now(UTC) - timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
-        except OverflowError:
-            raise argparse.ArgumentTypeError(f"bad time {text!r}: too far in the past") from None
-    try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"bad time {text!r}: use a duration like 1h, 30m, 2d (that long ago) or ISO 8601 (2026-01-31T09:00:00Z)"
-        ) from None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+    return _relative_or_iso(text.strip(), -1,
+                            "a duration like 1h, 30m, 2d (that long ago) or ISO 8601 (2026-01-31T09:00:00Z)")
 
 
 def parse_key_value(text: str) -> tuple[str, str]:
