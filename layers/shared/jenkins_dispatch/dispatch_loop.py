@@ -247,7 +247,6 @@ class DispatchLoop:
         remaining_ms = None if left() == math.inf else (lambda: int(left() * 1000))
         dispatcher = Dispatcher(self.settings, self.db, client, remaining_ms=remaining_ms, stop=self.shutdown,
                                 rng=self.rng, claim_until=claim_until)
-        self.gauges = None
         try:
             result = dispatcher.run()
         except ConfigError:
@@ -280,11 +279,11 @@ class DispatchLoop:
         summary.passes += 1
         add_up(summary.totals, {k: v for k, v in result.items() if k != "stopped_because"})
         stopped = result.get("stopped_because", "")
-        if dispatcher.jenkins_failure:
-            failures = self.health.jenkins_failed(dispatcher.jenkins_failure)
+        if result.get("jenkins_unavailable"):
+            failures = self.health.jenkins_failed(stopped)
             pause = backoff_seconds(failures, *JENKINS_RETRY, self.rng)
             logger.error("Jenkins unavailable: the pass released what it had not sent; retrying",
-                         extra={"reason": dispatcher.jenkins_failure, "retry_in_seconds": round(pause, 2)})
+                         extra={"reason": stopped, "retry_in_seconds": round(pause, 2)})
             client.close()  # a fresh HTTP session (and crumb, and identity check) for the next try
             return pause, stopped, jenkins_client(self.settings)
         if dispatcher.talked_to_jenkins:

@@ -104,7 +104,6 @@ class Dispatcher:
         self._halt_lock = threading.Lock()
         self._halt_reason: str | None = None
         self.gauges: dict[str, Any] | None = None  # read after the pass (metrics, and when to look again)
-        self.jenkins_failure: str | None = None  # why Jenkins as a whole failed this pass, if it did
         self.rng = rng or random.Random()
         self.summary = PassSummary()
         self.job_infos: dict[str, JobInfo] = {}
@@ -139,7 +138,7 @@ class Dispatcher:
             if not self.summary.stopped_because:
                 self.dispatch(max_jobs)
         except PassStopped as stopped:
-            self.summary.stopped_because = self.jenkins_failure = str(stopped)
+            self.summary.stopped_because = str(stopped)
             self.summary.jenkins_unavailable = True
             metrics.add_metric(name="JenkinsUnavailable", unit=MetricUnit.Count, value=1)
             logger.error("pass stopped: Jenkins as a whole failed", extra={"reason": str(stopped)})
@@ -158,7 +157,8 @@ class Dispatcher:
             metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
         metrics.add_metric(name="PassDurationMs", unit=MetricUnit.Milliseconds, value=s.duration_ms)
         try:
-            gauges = self.gauges = self.queue.gauges()
+            # Read once a pass: a capped pass that claimed nothing has just read them (_why_nothing_claimed).
+            gauges = self.gauges = self.gauges or self.queue.gauges()
         except DispatchError as exc:  # metrics must never turn a finished pass into a failure
             logger.warning("could not read the queue's gauges for metrics", extra={"reason": str(exc)})
             return
@@ -250,7 +250,9 @@ class Dispatcher:
         return max(0, math.floor(waves)) * self.settings.max_parallel_triggers
 
     def _why_nothing_claimed(self, capped: bool) -> str:
-        if capped and self.queue.gauges()["oldest_pending_seconds"] is not None:  # due rows left behind
+        if capped:
+            self.gauges = self.queue.gauges()  # also the pass's gauges for metrics and the next wake-up
+        if capped and self.gauges["oldest_pending_seconds"] is not None:  # due rows left behind
             return "cap reached"
         return "queue empty"
 

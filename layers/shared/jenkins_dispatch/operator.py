@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from .config import Settings
 from .errors import Conflict, DispatchError
-from .jenkins import JenkinsError
 from .queue import FINAL_STATUSES, Queue
 
 
@@ -44,8 +43,10 @@ def cancel_job(queue: Queue, job_id: int, settings: Settings, reason: str = "can
         if row["status"] != "processing":
             raise Conflict(f"job {job_id} is now {row['status']}; nothing cancelled")
 
+    # Jenkins's client only when cancelling, not for `show`.
     from .cancelling import settle_stopped, stop_dispatch
     from .dispatcher import jenkins_client
+    from .jenkins import JenkinsError
 
     with jenkins_client(settings) as client:
         try:

@@ -257,9 +257,11 @@ class Reconciler:
             built = None
         if built is None:
             keep = row.jenkins_queue_id if row.jenkins_queue_id in items else (items[0] if items else None)
-            self._cancel_items(row, [item for item in items if item != keep], "a second item with this DISPATCH_ID")
+            self._cancel_items(row.id, row.dispatch_id, [item for item in items if item != keep],
+                               "a second item with this DISPATCH_ID")
             return False
-        self._cancel_items(row, items, f"a copy of build #{built.build_number}, which already carries this DISPATCH_ID")
+        self._cancel_items(row.id, row.dispatch_id, items,
+                           f"a copy of build #{built.build_number}, which already carries this DISPATCH_ID")
         if row.build_number == built.build_number:
             return False  # already following that build: the usual path settles it
         self.counts.adopted += 1
@@ -280,13 +282,10 @@ class Reconciler:
         for row in self.queue.recently_finished_resends(window):
             self.counts.watching += 1
             items = self.client.queued_items_with(row["job_name"], row["dispatch_id"])
-            if items:
-                lease = ExpiredLease(id=row["id"], job_name=row["job_name"], parameters={}, attempts=0, max_attempts=1,
-                                     dispatch_id=row["dispatch_id"], jenkins_queue_id=row["jenkins_queue_id"],
-                                     build_number=row["build_number"], build_url=None)
-                self._cancel_items(lease, items, "a re-send that landed after its job had finished")
+            self._cancel_items(row["id"], row["dispatch_id"], items, "a re-send that landed after its job had finished")
 
-    def _cancel_items(self, row: ExpiredLease, items: list[int], what: str) -> None:
+    def _cancel_items(self, job_id: int, dispatch_id: str, items: list[int], what: str) -> None:
+        """Cancel these queue items of one dispatch (copies), each written in the job's history."""
         for item in items:
             result = self.client.cancel_queue_item(item)
             cancelled = result is CancelResult.CANCELLED
@@ -295,6 +294,6 @@ class Reconciler:
                                unit=MetricUnit.Count, value=1)
             detail = (f"cancelled queue item {item}, {what}" if cancelled
                       else f"could not cancel queue item {item} ({result.name.lower()}), {what}")
-            self.queue.record_note(row.id, row.dispatch_id, "duplicate_cancelled" if cancelled
-                                        else "duplicate_seen", detail)
-            logger.warning(detail, extra={"job_id": row.id, "dispatch_id": row.dispatch_id, "queue_item": item})
+            self.queue.record_note(job_id, dispatch_id, "duplicate_cancelled" if cancelled else "duplicate_seen",
+                                   detail)
+            logger.warning(detail, extra={"job_id": job_id, "dispatch_id": dispatch_id, "queue_item": item})

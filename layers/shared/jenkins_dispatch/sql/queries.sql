@@ -357,7 +357,7 @@ SELECT id FROM changed;
 -- Rows that were re-sent and became final within :window seconds: a re-send whose answer was lost may still
 -- land in Jenkins's queue after the row settled (it waits there RESEND_QUIET_SECONDS), and must be cancelled.
 -- Reads the finished_at index; such rows are rare.
-SELECT id, job_name, dispatch_id, jenkins_queue_id, build_number FROM jenkins_jobs_queue
+SELECT id, job_name, dispatch_id FROM jenkins_jobs_queue
 WHERE finished_at > now() - make_interval(secs => :window) AND resends > 0;
 
 -- name: record_note
