@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
-from . import __version__
+from . import __version__, bulk
 from .config import Settings, load_settings
 from .db import Database
 from .errors import DispatchError, InvalidInput
@@ -316,22 +316,73 @@ def cmd_stats(ctx: Context, args) -> None:
                 empty="no jobs")
 
 
-def cmd_cancel(ctx: Context, args) -> None:
+def cmd_cancel(ctx: Context, args) -> int:
     from .operator import cancel_job
 
-    outcome = cancel_job(ctx.queue, args.id, ctx.settings, reason=args.reason)
+    if not _one_id(args):
+        return run_bulk(ctx, args, bulk.CANCEL)
+    outcome = cancel_job(ctx.queue, args.ids[0], ctx.settings, reason=args.reason)
     if args.json:
         print_json(outcome)
     else:
         print(outcome["message"])
+    return 0
 
 
-def cmd_retry(ctx: Context, args) -> None:
-    ctx.queue.retry_final(args.id)
+def cmd_retry(ctx: Context, args) -> int:
+    if not _one_id(args):
+        return run_bulk(ctx, args, bulk.RETRY)
+    ctx.queue.retry_final(args.ids[0])
     if args.json:
-        print_json({"id": args.id, "status": "pending"})
+        print_json({"id": args.ids[0], "status": "pending"})
     else:
-        print(f"job {args.id} is pending again")
+        print(f"job {args.ids[0]} is pending again")
+    return 0
+
+
+def _filters(args) -> bulk.Filters:
+    return bulk.Filters(status=args.status, job_name=args.job, since=args.since, error_like=args.error_like)
+
+
+def _one_id(args) -> bool:
+    """`retry 5` / `cancel 5`: one job, answered as it always was (its refusal is the command's error)."""
+    return len(args.ids) == 1 and not _filters(args).given()
+
+
+def run_bulk(ctx: Context, args, action: str) -> int:
+    """Several ids: acted on at once. Filters: say what they match, and act only with --yes. Exit 1 when a
+    row failed (the database or Jenkins); rows that changed meanwhile are skipped, not failures."""
+    filters = _filters(args)
+    bulk.check_request(action, args.ids, filters)
+    if args.ids:
+        targets = [bulk.Target(job_id) for job_id in dict.fromkeys(args.ids)]
+        total = len(targets)
+    else:
+        selection = bulk.select_targets(ctx.queue, action, filters, args.limit)
+        targets, total = selection.rows, selection.total
+        if not args.yes or not targets:
+            ids = [t.id for t in targets]
+            if args.json:
+                print_json({"action": action, "dry_run": not args.yes, "matched": total, "ids": ids})
+            else:
+                print(bulk.match_line(action, ids, total, args.limit))
+            return 0
+
+    def progress(outcome: bulk.Outcome) -> None:
+        if not args.json and (line := bulk.progress_line(outcome)) is not None:
+            print(line, flush=True)
+
+    outcomes = bulk.act(ctx.queue, ctx.settings, action, targets, progress=progress,
+                        **({"reason": args.reason} if action == bulk.CANCEL else {}))
+    if args.json:
+        print_json(bulk.report(action, outcomes, total))
+    else:
+        print(bulk.summary_line(action, outcomes, total))
+    if failure := bulk.failure_line(action, outcomes):
+        sys.stdout.flush()
+        print(f"jenkins-dispatch: error: {failure}", file=sys.stderr)
+        return EXIT_FAILED
+    return 0
 
 
 def cmd_prune(ctx: Context, args) -> None:
@@ -390,6 +441,23 @@ def cmd_serve(ctx: Context, args) -> None:
 # --------------------------------------------------------------------------- parser
 
 
+def add_bulk_arguments(p: argparse.ArgumentParser, action: str) -> None:
+    """Job ids, or filters that select jobs for ``action`` (shown until --yes)."""
+    eligible = ", ".join(bulk.ELIGIBLE_STATUSES[action])
+    p.add_argument("ids", nargs="*", type=positive_int, metavar="ID",
+                   help=f"jobs to {action} at once (no --yes needed); or none, and filters")
+    p.add_argument("--status", choices=STATUSES, metavar="STATUS", help=f"filter: jobs in this status ({eligible})")
+    p.add_argument("--job", metavar="NAME", help="filter: exact job_name")
+    p.add_argument("--since", type=parse_since, metavar="TIME",
+                   help="filter: changed at or after TIME: 1h, 30m, 2d (that long ago) or ISO 8601")
+    p.add_argument("--error-like", metavar="TEXT",
+                   help="filter: last_error contains TEXT, ignoring case (%% and _ match themselves)")
+    p.add_argument("--limit", type=positive_int, default=bulk.DEFAULT_LIMIT, metavar="N",
+                   help="with filters: act on at most the first N matching jobs, by id")
+    p.add_argument("--yes", action="store_true",
+                   help=f"with filters: {action} the jobs they match (without it: say which, change nothing)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="jenkins-dispatch", description=__doc__.splitlines()[0],
@@ -431,12 +499,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     command("stats", cmd_stats, "queue counts, in flight per job vs cap, oldest pending age")
 
-    p = command("cancel", cmd_cancel, "cancel a pending or processing job")
-    p.add_argument("id", type=positive_int, help="the job's id")
+    p = command("cancel", cmd_cancel, "cancel pending or processing jobs: those named, or those the filters "
+                "select (with --yes)")
+    add_bulk_arguments(p, "cancel")
     p.add_argument("--reason", default="cancelled by operator", help="recorded as the job's last_error")
 
-    p = command("retry", cmd_retry, "send a completed, failed or cancelled job back to pending")
-    p.add_argument("id", type=positive_int, help="the job's id")
+    p = command("retry", cmd_retry, "send completed, failed or cancelled jobs back to pending: those named, or "
+                "those the filters select (with --yes)")
+    add_bulk_arguments(p, "retry")
 
     p = command("prune", cmd_prune, "delete finished jobs (and their history) older than N days")
     p.add_argument("--older-than", type=non_negative_float, required=True, metavar="DAYS",
