@@ -113,8 +113,17 @@ def test_every_option_shows_its_default_and_every_positional_has_help():
         for action in sub._actions:
             if not action.option_strings and not isinstance(action, argparse._SubParsersAction):
                 assert action.help, f"{name}: positional {action.dest} has no help"
-            if action.option_strings and action.default not in (None, False, argparse.SUPPRESS):
+            untold = action.default is None or action.default is False or action.default is argparse.SUPPRESS
+            if action.option_strings and not untold:
                 assert f"(default: {action.default})" in " ".join(text.split()), (name, action.dest)
+
+
+def test_every_json_option_leaves_the_one_before_the_command_alone():
+    """A subcommand's own `--json` default would overwrite `jenkins-dispatch --json CMD`'s True."""
+    for name, sub in subparsers_of(build_parser()):
+        for action in sub._actions:
+            if "--json" in action.option_strings:
+                assert action.default is argparse.SUPPRESS, name
 
 
 def option_block(help_text: str, option: str) -> str:
@@ -132,6 +141,7 @@ def option_block(help_text: str, option: str) -> str:
 @pytest.mark.parametrize("command, option, default", [
     ("ls", "--limit", "50"), ("prune", "--batch", "1000"), ("serve", "--interval", "10.0"),
     ("serve", "--port", "8080"), ("serve", "--host", "127.0.0.1"), ("enqueue", "--max-attempts", "3"),
+    ("enqueue", "--priority", "0"), ("retry", "--limit", "1000"), ("cancel", "--reason", "cancelled by operator"),
 ])
 def test_the_defaults_named_in_the_issue_are_shown(command, option, default):
     proc = cli(command, "--help")

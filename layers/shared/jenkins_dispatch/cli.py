@@ -29,8 +29,8 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        if (action.option_strings and action.default not in (None, False, argparse.SUPPRESS)
-                and "%(default)" not in text):
+        untold = action.default is None or action.default is False or action.default is argparse.SUPPRESS
+        if action.option_strings and not untold and "%(default)" not in text:
             text += " (default: %(default)s)"
         return text
 
