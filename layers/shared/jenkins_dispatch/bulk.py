@@ -2,8 +2,10 @@
 with the very functions the single-job commands use.
 
 A selection is one statement; each row is then changed by its own fenced transition, so a row that moved
-in between (a dispatcher claimed it, someone else retried or cancelled it) is skipped and counted rather
-than overwritten. Filters only show what they match until the operator confirms with ``--yes``.
+in between (it finished, someone else retried or cancelled it; a retry also skips a row retried and
+finished again since) is skipped and counted rather than overwritten. A pending row a dispatcher claims
+meanwhile is still cancelled, in Jenkins, as `cancel ID` would. Filters only show what they match until
+the operator confirms with ``--yes``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from .errors import (
 from .queue import FINAL_STATUSES, Queue
 
 RETRY, CANCEL = "retry", "cancel"
-ACTIONS = (RETRY, CANCEL)
 UNFINISHED_STATUSES = ("pending", "processing")
 ELIGIBLE_STATUSES = {RETRY: FINAL_STATUSES, CANCEL: UNFINISHED_STATUSES}
 DEFAULT_LIMIT = 1000
