@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
-from . import __version__
+from . import __version__, bulk
 from .config import Settings, load_settings
 from .db import Database
 from .errors import DispatchError, InvalidInput
@@ -24,11 +24,49 @@ EXIT_FAILED = 1  # the operation failed: database or Jenkins unavailable, a pass
 EXIT_BAD_INPUT = 2  # bad input or configuration: nothing changed
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Every option's help ends with its default (when it has one worth telling); epilogs keep their lines."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        untold = action.default is None or action.default is False or action.default is argparse.SUPPRESS
+        if action.option_strings and not untold and "%(default)" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse prints usage plus the error; we want exactly one line on stderr."""
 
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str):  # noqa: D401 - argparse's API
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+    def add_commands(self, dest: str) -> argparse._SubParsersAction:
+        """Subcommands; without one, ``main`` answers "choose a command: ..." (argparse would name ``dest``)."""
+        commands = self.add_subparsers(dest=dest, parser_class=OneLineParser, metavar="COMMAND")
+        self.set_defaults(func=None, missing_command=(self, commands))
+        return commands
+
+
+def add_json_option(parser: argparse.ArgumentParser) -> None:
+    """``--json`` here or on any parser above: SUPPRESS keeps this parser's default from hiding the other's."""
+    parser.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help="machine-readable output (also accepted before the command)")
+
+
+def environment_help() -> str:
+    """The environment variables every command reads, with their defaults: from config's own table."""
+    from .config import ENVIRONMENT
+
+    width = max(len(v.name) for v in ENVIRONMENT)
+    default_width = max(len(v.shown_default()) for v in ENVIRONMENT)
+    lines = ["environment variables (default in the second column; - means unset):"]
+    lines += [f"  {v.name.ljust(width)}  {v.shown_default().ljust(default_width)}  {v.meaning}" for v in ENVIRONMENT]
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- argument types
@@ -278,22 +316,73 @@ def cmd_stats(ctx: Context, args) -> None:
                 empty="no jobs")
 
 
-def cmd_cancel(ctx: Context, args) -> None:
+def cmd_cancel(ctx: Context, args) -> int:
     from .operator import cancel_job
 
-    outcome = cancel_job(ctx.queue, args.id, ctx.settings, reason=args.reason)
+    if not _one_id(args):
+        return run_bulk(ctx, args, bulk.CANCEL)
+    outcome = cancel_job(ctx.queue, args.ids[0], ctx.settings, reason=args.reason)
     if args.json:
         print_json(outcome)
     else:
         print(outcome["message"])
+    return 0
 
 
-def cmd_retry(ctx: Context, args) -> None:
-    ctx.queue.retry_final(args.id)
+def cmd_retry(ctx: Context, args) -> int:
+    if not _one_id(args):
+        return run_bulk(ctx, args, bulk.RETRY)
+    ctx.queue.retry_final(args.ids[0])
     if args.json:
-        print_json({"id": args.id, "status": "pending"})
+        print_json({"id": args.ids[0], "status": "pending"})
     else:
-        print(f"job {args.id} is pending again")
+        print(f"job {args.ids[0]} is pending again")
+    return 0
+
+
+def _filters(args) -> bulk.Filters:
+    return bulk.Filters(status=args.status, job_name=args.job, since=args.since, error_like=args.error_like)
+
+
+def _one_id(args) -> bool:
+    """`retry 5` / `cancel 5`: one job, answered as it always was (its refusal is the command's error)."""
+    return len(args.ids) == 1 and not _filters(args).given()
+
+
+def run_bulk(ctx: Context, args, action: str) -> int:
+    """Several ids: acted on at once. Filters: say what they match, and act only with --yes. Exit 1 when a
+    row failed (the database or Jenkins); rows that changed meanwhile are skipped, not failures."""
+    filters = _filters(args)
+    bulk.check_request(action, args.ids, filters)
+    if args.ids:
+        targets = [bulk.Target(job_id) for job_id in dict.fromkeys(args.ids)]
+        total = len(targets)
+    else:
+        selection = bulk.select_targets(ctx.queue, action, filters, args.limit)
+        targets, total = selection.rows, selection.total
+        if not args.yes or not targets:
+            ids = [t.id for t in targets]
+            if args.json:
+                print_json({"action": action, "dry_run": not args.yes, "matched": total, "ids": ids})
+            else:
+                print(bulk.match_line(action, ids, total, args.limit))
+            return 0
+
+    def progress(outcome: bulk.Outcome) -> None:
+        if not args.json and (line := bulk.progress_line(outcome)) is not None:
+            print(line, flush=True)
+
+    outcomes = bulk.act(ctx.queue, ctx.settings, action, targets, progress=progress,
+                        **({"reason": args.reason} if action == bulk.CANCEL else {}))
+    if args.json:
+        print_json(bulk.report(action, outcomes, total))
+    else:
+        print(bulk.summary_line(action, outcomes, total))
+    if failure := bulk.failure_line(action, outcomes):
+        sys.stdout.flush()
+        print(f"jenkins-dispatch: error: {failure}", file=sys.stderr)
+        return EXIT_FAILED
+    return 0
 
 
 def cmd_prune(ctx: Context, args) -> None:
@@ -352,17 +441,36 @@ def cmd_serve(ctx: Context, args) -> None:
 # --------------------------------------------------------------------------- parser
 
 
+def add_bulk_arguments(p: argparse.ArgumentParser, action: str) -> None:
+    """Job ids, or filters that select jobs for ``action`` (shown until --yes)."""
+    eligible = ", ".join(bulk.ELIGIBLE_STATUSES[action])
+    p.add_argument("ids", nargs="*", type=positive_int, metavar="ID",
+                   help=f"jobs to {action} at once (no --yes needed); or none, and filters")
+    p.add_argument("--status", choices=STATUSES, metavar="STATUS", help=f"filter: jobs in this status ({eligible})")
+    p.add_argument("--job", metavar="NAME", help="filter: exact job_name")
+    p.add_argument("--since", type=parse_since, metavar="TIME",
+                   help="filter: changed at or after TIME: 1h, 30m, 2d (that long ago) or ISO 8601")
+    p.add_argument("--error-like", metavar="TEXT",
+                   help="filter: last_error contains TEXT, ignoring case (%% and _ match themselves)")
+    p.add_argument("--limit", type=positive_int, default=bulk.DEFAULT_LIMIT, metavar="N",
+                   help="with filters: act on at most the first N matching jobs, by id")
+    p.add_argument("--yes", action="store_true",
+                   help=f"with filters: {action} the jobs they match (without it: say which, change nothing)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="jenkins-dispatch", description=__doc__.splitlines()[0],
         epilog="exit codes: 0 success; 1 the operation failed (database or Jenkins unavailable, schema not applied, "
-               "a dispatch pass stopped by Jenkins); 2 bad input or configuration (nothing changed)")
+               "a dispatch pass stopped by Jenkins); 2 bad input or configuration (nothing changed)\n\n"
+               + environment_help())
     parser.add_argument("--version", action="version", version=f"jenkins-dispatch {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    parser.add_argument("--json", action="store_true", default=False, help="machine-readable output")
+    sub = parser.add_commands("command")
 
     def command(name, func, help_text):
         p = sub.add_parser(name, help=help_text, description=help_text)
-        p.add_argument("--json", action="store_true", help="machine-readable output")
+        add_json_option(p)
         p.set_defaults(func=func)
         return p
 
@@ -373,48 +481,52 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-p", "--param", action="append", type=parse_key_value, metavar="KEY=VALUE",
                    help="a build parameter (repeatable)")
     p.add_argument("--params", type=parse_json_object, metavar="JSON", help="build parameters as a JSON object")
-    p.add_argument("--priority", type=int, default=0, help="higher runs first (default 0)")
+    p.add_argument("--priority", type=int, default=0, help="higher runs first")
     p.add_argument("--at", type=parse_time, metavar="TIME", help="not before: ISO 8601 or +5m")
-    p.add_argument("--max-attempts", type=positive_int, default=3, help="dispatch attempts allowed (default 3)")
+    p.add_argument("--max-attempts", type=positive_int, default=3, help="dispatch attempts allowed")
     p.add_argument("--dedupe-key", metavar="K", help="at most one unfinished job per key")
 
     p = command("ls", cmd_ls, "list jobs, newest first")
-    p.add_argument("--status", choices=STATUSES)
+    p.add_argument("--status", choices=STATUSES, help="only jobs in this status")
     p.add_argument("--job", help="exact job_name")
     p.add_argument("--since", type=parse_since, metavar="TIME",
                    help="changed at or after TIME: 1h, 30m, 2d (that long ago) or ISO 8601")
-    p.add_argument("--limit", type=positive_int, default=50)
+    p.add_argument("--limit", type=positive_int, default=50, help="at most this many jobs")
     p.add_argument("--before", type=positive_int, metavar="ID", help="page: jobs with a smaller id")
 
     p = command("show", cmd_show, "every field of a job, its Jenkins links and its history")
-    p.add_argument("id", type=positive_int)
+    p.add_argument("id", type=positive_int, help="the job's id")
 
     command("stats", cmd_stats, "queue counts, in flight per job vs cap, oldest pending age")
 
-    p = command("cancel", cmd_cancel, "cancel a pending or processing job")
-    p.add_argument("id", type=positive_int)
-    p.add_argument("--reason", default="cancelled by operator")
+    p = command("cancel", cmd_cancel, "cancel pending or processing jobs: those named, or those the filters "
+                "select (with --yes)")
+    add_bulk_arguments(p, "cancel")
+    p.add_argument("--reason", default="cancelled by operator", help="recorded as the job's last_error")
 
-    p = command("retry", cmd_retry, "send a completed, failed or cancelled job back to pending")
-    p.add_argument("id", type=positive_int)
+    p = command("retry", cmd_retry, "send completed, failed or cancelled jobs back to pending: those named, or "
+                "those the filters select (with --yes)")
+    add_bulk_arguments(p, "retry")
 
     p = command("prune", cmd_prune, "delete finished jobs (and their history) older than N days")
-    p.add_argument("--older-than", type=non_negative_float, required=True, metavar="DAYS")
+    p.add_argument("--older-than", type=non_negative_float, required=True, metavar="DAYS",
+                   help="finished at least DAYS days ago (required)")
     p.add_argument("--batch", type=positive_int, default=1000, help="rows deleted per statement")
 
-    limits = sub.add_parser("limits", help="per-job caps on jobs in flight")
-    limits_sub = limits.add_subparsers(dest="limits_command", required=True, parser_class=OneLineParser)
+    limits = sub.add_parser("limits", help="per-job caps on jobs in flight", description="per-job caps on jobs in flight")
+    add_json_option(limits)
+    limits_sub = limits.add_commands("limits_command")
     p = limits_sub.add_parser("set", help="cap JOB at N in flight (0 pauses it)")
-    p.add_argument("job")
-    p.add_argument("n", type=non_negative_int)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("job", help="exact job_name")
+    p.add_argument("n", type=non_negative_int, help="most jobs in flight at once (0 pauses the job)")
+    add_json_option(p)
     p.set_defaults(func=cmd_limits_set)
     p = limits_sub.add_parser("rm", help="remove JOB's cap")
-    p.add_argument("job")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("job", help="exact job_name")
+    add_json_option(p)
     p.set_defaults(func=cmd_limits_rm)
     p = limits_sub.add_parser("ls", help="list per-job caps")
-    p.add_argument("--json", action="store_true")
+    add_json_option(p)
     p.set_defaults(func=cmd_limits_ls)
 
     p = command("dispatch", cmd_dispatch, "run one dispatcher pass and print its summary as JSON")
@@ -422,9 +534,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("serve", cmd_serve, "run the dispatcher (woken by new work) and the webhook over plain HTTP")
     p.add_argument("--interval", type=interval_seconds, default=10.0, metavar="S",
-                   help="a pass at least every S seconds even without news (default 10)")
-    p.add_argument("--port", type=non_negative_int, default=8080, help="webhook and /healthz port (default 8080)")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+                   help="a pass at least every S seconds even without news")
+    p.add_argument("--port", type=non_negative_int, default=8080, help="webhook and /healthz port")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on")
     return parser
 
 
@@ -458,6 +570,9 @@ def _operation_failed() -> tuple[type[DispatchError], ...]:
 
 def main(argv: Sequence[str] | None = None, settings_loader: Callable[[], Settings] = load_settings) -> int:
     args = build_parser().parse_args(argv)
+    if args.func is None:
+        parser, commands = args.missing_command
+        parser.error(f"choose a command: {', '.join(commands.choices)}")
     if args.func is not cmd_serve:  # serve logs to stdout, like any service
         logs_to_stderr()
     ctx = Context(settings_loader)

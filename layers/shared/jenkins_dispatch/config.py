@@ -27,21 +27,90 @@ DISPATCHER_MODES = ("continuous", "single")
 
 
 @dataclass(frozen=True)
+class Variable:
+    """One environment variable: what an unset (or empty) one means, and what it is for."""
+
+    name: str
+    meaning: str
+    default: int | float | bool | str | None = None  # None: not set unless given
+    default_text: str | None = None  # shown instead of ``default`` when that is derived or absent
+
+    def shown_default(self) -> str:
+        if self.default_text is not None:
+            return self.default_text
+        if isinstance(self.default, bool):
+            return "true" if self.default else "false"
+        if isinstance(self.default, float):
+            return f"{self.default:g}"
+        return "-" if self.default is None else str(self.default)
+
+
+# Every variable this module reads, with its default: `load_settings` takes defaults from here and
+# `jenkins-dispatch --help` prints this table, so the two cannot disagree. Reading a variable missing
+# from the table is a KeyError.
+ENVIRONMENT: tuple[Variable, ...] = (
+    Variable("DATABASE_URL", "postgresql://user:pass@host:port/db[?sslmode=verify-full] (local runs, tests)"),
+    Variable("DB_SECRET_ARN", "on AWS: Secrets Manager secret (JSON: host, port, username, password, dbname)"),
+    Variable("DB_HOST", "with DB_SECRET_ARN or DB_IAM_AUTH: database host (else the secret's)"),
+    Variable("DB_PORT", "with DB_SECRET_ARN or DB_IAM_AUTH: database port (else the secret's)", 5432),
+    Variable("DB_USER", "with DB_SECRET_ARN or DB_IAM_AUTH: database user (else the secret's)"),
+    Variable("DB_NAME", "with DB_SECRET_ARN or DB_IAM_AUTH: database name (else the secret's)", "postgres"),
+    Variable("DB_IAM_AUTH", "authenticate to RDS with an IAM token instead of a password", False),
+    Variable("DB_CA_BUNDLE", "CA bundle (PEM) trusted besides the system roots for the database's TLS",
+             default_text="RDS CA bundle"),
+    Variable("DB_CONNECT_TIMEOUT_SECONDS", "give up connecting to the database after this long", 5.0),
+    Variable("DB_STATEMENT_TIMEOUT_MS", "longest a statement may run", 15_000),
+    Variable("DB_IDLE_IN_TRANSACTION_TIMEOUT_MS", "longest a session may sit idle inside a transaction", 30_000),
+    Variable("AWS_REGION", "region for the RDS IAM token", default_text="AWS_DEFAULT_REGION"),
+    Variable("AWS_DEFAULT_REGION", "region for the RDS IAM token when AWS_REGION is unset"),
+    Variable("JENKINS_URL", "Jenkins base URL, with or without a context path (https://ci.example.com/jenkins/)"),
+    Variable("JENKINS_USER", "Jenkins user"),
+    Variable("JENKINS_API_TOKEN", "that user's API token"),
+    Variable("JENKINS_SECRET_ARN", "on AWS: secret JSON with url, user, api_token"),
+    Variable("JENKINS_TIMEOUT_SECONDS", "HTTP timeout towards Jenkins (must be shorter than LEASE_SECONDS)", 10.0),
+    Variable("JENKINS_VERIFY_TLS", "verify Jenkins's TLS certificate", True),
+    Variable("JENKINS_SEARCH_WINDOW", "recent builds searched for a dispatch id", 100),
+    Variable("WEBHOOK_SECRET", "shared secret the webhook requires from Jenkins"),
+    Variable("WEBHOOK_SECRET_ARN", "on AWS: secret holding it (plain text or JSON with 'token')"),
+    Variable("BATCH_SIZE", "jobs claimed per statement", 32),
+    Variable("MAX_PARALLEL_TRIGGERS", "trigger requests sent at once", 8),
+    Variable("MAX_IN_FLIGHT", "cap on jobs processing, overall", default_text="no cap"),
+    Variable("LEASE_SECONDS", "how long a claimed job waits before the reconciler looks at it", 300),
+    Variable("UNSTABLE_IS_FAILURE", "settle UNSTABLE builds as failed instead of completed", False),
+    Variable("RETRY_BASE_SECONDS", "first backoff after a transient trigger error (doubles each time)", 30.0),
+    Variable("RETRY_MAX_SECONDS", "longest backoff", 900.0),
+    Variable("TIME_MARGIN_SECONDS", "a Lambda pass stops claiming this long before its time is up", 10.0),
+    Variable("WEBHOOK_DB_POOL_SIZE", "database sessions the webhook may hold under `serve`", 4),
+    Variable("DISPATCHER_MODE", "Lambda dispatcher: continuous (until its time is nearly up) or single (one pass)",
+             "continuous"),
+    Variable("MAX_RESENDS", "times a dispatch Jenkins shows no trace of is sent again", 3),
+    Variable("RESEND_QUIET_SECONDS", "quiet period asked of Jenkins for such a re-send",
+             default_text=f"{RESEND_QUIET_LEASES} x LEASE_SECONDS"),
+)
+VARIABLES = {variable.name: variable for variable in ENVIRONMENT}
+
+
+def default_of(name: str):
+    """The default ``name`` has in ``ENVIRONMENT``."""
+    return VARIABLES[name].default
+
+
+@dataclass(frozen=True)
 class DatabaseSettings:
     host: str = "127.0.0.1"
-    port: int = 5432
+    port: int = default_of("DB_PORT")
     user: str = "postgres"
     password: str | None = field(default=None, repr=False)
-    dbname: str = "postgres"
+    dbname: str = default_of("DB_NAME")
     unix_socket: str | None = None
     # "disable" (plain TCP, local only), "verify" (TLS, server certificate and name checked).
     tls: str = "disable"
     ca_bundle: str | None = None
     iam_auth: bool = False
     region: str | None = None
-    connect_timeout_seconds: float = 5.0
-    statement_timeout_ms: int = 15_000
-    idle_in_transaction_timeout_ms: int = 30_000
+    connect_timeout_seconds: float = default_of("DB_CONNECT_TIMEOUT_SECONDS")
+    statement_timeout_ms: int = default_of("DB_STATEMENT_TIMEOUT_MS")
+    idle_in_transaction_timeout_ms: int = default_of("DB_IDLE_IN_TRANSACTION_TIMEOUT_MS")
     secret_arn: str | None = None
 
     def describe(self) -> str:
@@ -56,9 +125,9 @@ class JenkinsSettings:
     url: str
     user: str
     api_token: str = field(repr=False)
-    timeout_seconds: float = 10.0
-    verify_tls: bool = True
-    search_window: int = 100
+    timeout_seconds: float = default_of("JENKINS_TIMEOUT_SECONDS")
+    verify_tls: bool = default_of("JENKINS_VERIFY_TLS")
+    search_window: int = default_of("JENKINS_SEARCH_WINDOW")
 
 
 @dataclass(frozen=True)
@@ -66,21 +135,21 @@ class Settings:
     database: DatabaseSettings
     jenkins: JenkinsSettings | None = None
     webhook_secret: str | None = field(default=None, repr=False)
-    batch_size: int = 32
-    max_parallel_triggers: int = 8
+    batch_size: int = default_of("BATCH_SIZE")
+    max_parallel_triggers: int = default_of("MAX_PARALLEL_TRIGGERS")
     max_in_flight: int | None = None
-    lease_seconds: int = 300
-    unstable_is_success: bool = True
-    retry_base_seconds: float = 30.0
-    retry_max_seconds: float = 900.0
-    time_margin_seconds: float = 10.0
+    lease_seconds: int = default_of("LEASE_SECONDS")
+    unstable_is_success: bool = not default_of("UNSTABLE_IS_FAILURE")
+    retry_base_seconds: float = default_of("RETRY_BASE_SECONDS")
+    retry_max_seconds: float = default_of("RETRY_MAX_SECONDS")
+    time_margin_seconds: float = default_of("TIME_MARGIN_SECONDS")
     # Sessions the webhook may hold under `serve` (Lambda: one per container, whatever this says).
-    webhook_db_pool_size: int = 4
+    webhook_db_pool_size: int = default_of("WEBHOOK_DB_POOL_SIZE")
     # Lambda dispatcher: "continuous" keeps dispatching (woken by new work) until the invocation's time
     # is nearly up; "single" runs one pass and returns.
-    dispatcher_mode: str = "continuous"
+    dispatcher_mode: str = default_of("DISPATCHER_MODE")
     # A dispatch Jenkins showed no trace of is sent again at most this many times (no attempt spent)...
-    max_resends: int = 3
+    max_resends: int = default_of("MAX_RESENDS")
     # ...held this long in Jenkins's queue (a quiet period), so that an original Jenkins acts on late
     # merges with it instead of building twice. Default: RESEND_QUIET_LEASES leases.
     resend_quiet_seconds: float = 900.0
@@ -111,10 +180,20 @@ class Settings:
 # --------------------------------------------------------------------------- parsing helpers
 
 
-def _int(env: Mapping[str, str], name: str, default: int | None, minimum: int) -> int | None:
-    raw = env.get(name, "").strip()
+_FROM_TABLE = object()  # a reader's default: the variable's own, from ENVIRONMENT
+
+
+def _text(env: Mapping[str, str], name: str) -> str:
+    """The variable's value without surrounding blanks ('' when unset). Only listed variables may be read."""
+    if name not in VARIABLES:
+        raise KeyError(f"{name} is not listed in config.ENVIRONMENT")
+    return (env.get(name) or "").strip()
+
+
+def _int(env: Mapping[str, str], name: str, minimum: int, default=_FROM_TABLE) -> int | None:
+    raw = _text(env, name)
     if raw == "":
-        return default
+        return default_of(name) if default is _FROM_TABLE else default
     try:
         value = int(raw)
     except ValueError:
@@ -124,10 +203,10 @@ def _int(env: Mapping[str, str], name: str, default: int | None, minimum: int) -
     return value
 
 
-def _float(env: Mapping[str, str], name: str, default: float, minimum: float) -> float:
-    raw = env.get(name, "").strip()
+def _float(env: Mapping[str, str], name: str, minimum: float, default=_FROM_TABLE) -> float:
+    raw = _text(env, name)
     if raw == "":
-        return default
+        return default_of(name) if default is _FROM_TABLE else default
     try:
         value = float(raw)
     except ValueError:
@@ -137,10 +216,10 @@ def _float(env: Mapping[str, str], name: str, default: float, minimum: float) ->
     return value
 
 
-def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = env.get(name, "").strip().lower()
+def _bool(env: Mapping[str, str], name: str) -> bool:
+    raw = _text(env, name).lower()
     if raw == "":
-        return default
+        return default_of(name)
     if raw in ("1", "true", "yes", "on"):
         return True
     if raw in ("0", "false", "no", "off"):
@@ -148,10 +227,10 @@ def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
     raise ConfigError(f"{name} must be true or false, got {raw!r}")
 
 
-def _choice(env: Mapping[str, str], name: str, default: str, choices: tuple[str, ...]) -> str:
-    raw = env.get(name, "").strip().lower()
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
+    raw = _text(env, name).lower()
     if raw == "":
-        return default
+        return default_of(name)
     if raw not in choices:
         raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
     return raw
@@ -230,14 +309,14 @@ def parse_database_url(url: str, name: str = "DATABASE_URL") -> DatabaseSettings
 
 def _database(env: Mapping[str, str], fetch: SecretFetcher | None) -> DatabaseSettings:
     timeouts = dict(
-        statement_timeout_ms=_int(env, "DB_STATEMENT_TIMEOUT_MS", 15_000, 100),
-        idle_in_transaction_timeout_ms=_int(env, "DB_IDLE_IN_TRANSACTION_TIMEOUT_MS", 30_000, 100),
-        connect_timeout_seconds=_float(env, "DB_CONNECT_TIMEOUT_SECONDS", 5.0, 0.1),
+        statement_timeout_ms=_int(env, "DB_STATEMENT_TIMEOUT_MS", 100),
+        idle_in_transaction_timeout_ms=_int(env, "DB_IDLE_IN_TRANSACTION_TIMEOUT_MS", 100),
+        connect_timeout_seconds=_float(env, "DB_CONNECT_TIMEOUT_SECONDS", 0.1),
     )
-    url = env.get("DATABASE_URL", "").strip()
-    arn = env.get("DB_SECRET_ARN", "").strip()
-    iam = _bool(env, "DB_IAM_AUTH", False)
-    ca_bundle = env.get("DB_CA_BUNDLE", "").strip() or None
+    url = _text(env, "DATABASE_URL")
+    arn = _text(env, "DB_SECRET_ARN")
+    iam = _bool(env, "DB_IAM_AUTH")
+    ca_bundle = _text(env, "DB_CA_BUNDLE") or None
     if url:
         db = parse_database_url(url)
         return replace(db, ca_bundle=ca_bundle or db.ca_bundle, **timeouts)
@@ -247,8 +326,8 @@ def _database(env: Mapping[str, str], fetch: SecretFetcher | None) -> DatabaseSe
             if fetch is None:
                 raise ConfigError("DB_SECRET_ARN is set but no secrets source is available")
             secret = _secret_json(fetch, "DB_SECRET_ARN", arn)
-        host = env.get("DB_HOST", "").strip() or secret.get("host")
-        user = env.get("DB_USER", "").strip() or secret.get("username")
+        host = _text(env, "DB_HOST") or secret.get("host")
+        user = _text(env, "DB_USER") or secret.get("username")
         if not host:
             raise ConfigError("no database host: set DB_HOST or put 'host' in the secret named by DB_SECRET_ARN")
         if not user:
@@ -257,7 +336,7 @@ def _database(env: Mapping[str, str], fetch: SecretFetcher | None) -> DatabaseSe
         if not iam and not password:
             raise ConfigError("the secret named by DB_SECRET_ARN has no 'password' (or set DB_IAM_AUTH=true)")
         try:
-            port = int(env.get("DB_PORT", "").strip() or secret.get("port") or 5432)
+            port = int(_text(env, "DB_PORT") or secret.get("port") or default_of("DB_PORT"))
         except (TypeError, ValueError):
             raise ConfigError("DB_PORT (or the secret's 'port') must be a whole number") from None
         return DatabaseSettings(
@@ -265,11 +344,11 @@ def _database(env: Mapping[str, str], fetch: SecretFetcher | None) -> DatabaseSe
             port=port,
             user=str(user),
             password=password,
-            dbname=env.get("DB_NAME", "").strip() or secret.get("dbname") or "postgres",
+            dbname=_text(env, "DB_NAME") or secret.get("dbname") or default_of("DB_NAME"),
             tls="verify",
             ca_bundle=ca_bundle,
             iam_auth=iam,
-            region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION"),
+            region=_text(env, "AWS_REGION") or _text(env, "AWS_DEFAULT_REGION") or None,
             secret_arn=arn or None,
             **timeouts,
         )
@@ -277,15 +356,15 @@ def _database(env: Mapping[str, str], fetch: SecretFetcher | None) -> DatabaseSe
 
 
 def _jenkins(env: Mapping[str, str], fetch: SecretFetcher | None, timeout: float) -> JenkinsSettings | None:
-    arn = env.get("JENKINS_SECRET_ARN", "").strip()
+    arn = _text(env, "JENKINS_SECRET_ARN")
     secret: dict = {}
     if arn:
         if fetch is None:
             raise ConfigError("JENKINS_SECRET_ARN is set but no secrets source is available")
         secret = _secret_json(fetch, "JENKINS_SECRET_ARN", arn)
-    url = env.get("JENKINS_URL", "").strip() or secret.get("url") or ""
-    user = env.get("JENKINS_USER", "").strip() or secret.get("user") or ""
-    token = env.get("JENKINS_API_TOKEN", "").strip() or secret.get("api_token") or ""
+    url = _text(env, "JENKINS_URL") or secret.get("url") or ""
+    user = _text(env, "JENKINS_USER") or secret.get("user") or ""
+    token = _text(env, "JENKINS_API_TOKEN") or secret.get("api_token") or ""
     if not (url or user or token):
         return None
     if not url:
@@ -304,31 +383,31 @@ def _jenkins(env: Mapping[str, str], fetch: SecretFetcher | None, timeout: float
         user=user,
         api_token=token,
         timeout_seconds=timeout,
-        verify_tls=_bool(env, "JENKINS_VERIFY_TLS", True),
-        search_window=_int(env, "JENKINS_SEARCH_WINDOW", 100, 1),
+        verify_tls=_bool(env, "JENKINS_VERIFY_TLS"),
+        search_window=_int(env, "JENKINS_SEARCH_WINDOW", 1),
     )
 
 
 def load_settings(env: Mapping[str, str] | None = None, fetch_secret: SecretFetcher | None = None) -> Settings:
     """Read and validate every setting. Raises ConfigError naming the variable at fault."""
     env = os.environ if env is None else env
-    if fetch_secret is None and any(env.get(k) for k in ("DB_SECRET_ARN", "JENKINS_SECRET_ARN", "WEBHOOK_SECRET_ARN")):
+    if fetch_secret is None and any(_text(env, k) for k in ("DB_SECRET_ARN", "JENKINS_SECRET_ARN", "WEBHOOK_SECRET_ARN")):
         from .secrets import fetch_secret_string
 
         fetch_secret = fetch_secret_string
 
-    timeout = _float(env, "JENKINS_TIMEOUT_SECONDS", 10.0, 0.1)
-    lease = _int(env, "LEASE_SECONDS", 300, 1)
+    timeout = _float(env, "JENKINS_TIMEOUT_SECONDS", 0.1)
+    lease = _int(env, "LEASE_SECONDS", 1)
     if lease < timeout + LEASE_SAFETY_SECONDS + CLAIM_ROOM_SECONDS:
         raise ConfigError(
             f"LEASE_SECONDS ({lease}) must be at least JENKINS_TIMEOUT_SECONDS ({timeout:g}) plus "
             f"{LEASE_SAFETY_SECONDS + CLAIM_ROOM_SECONDS:g} s: a claimed row's trigger must end within its "
             "lease, so a shorter lease would never send one"
         )
-    max_in_flight = _int(env, "MAX_IN_FLIGHT", None, 1)
+    max_in_flight = _int(env, "MAX_IN_FLIGHT", 1)
 
-    webhook_secret = env.get("WEBHOOK_SECRET", "").strip() or None
-    webhook_arn = env.get("WEBHOOK_SECRET_ARN", "").strip()
+    webhook_secret = _text(env, "WEBHOOK_SECRET") or None
+    webhook_arn = _text(env, "WEBHOOK_SECRET_ARN")
     if not webhook_secret and webhook_arn:
         webhook_secret = _secret_text(fetch_secret, "WEBHOOK_SECRET_ARN", webhook_arn, "token")
 
@@ -336,16 +415,16 @@ def load_settings(env: Mapping[str, str] | None = None, fetch_secret: SecretFetc
         database=_database(env, fetch_secret),
         jenkins=_jenkins(env, fetch_secret, timeout),
         webhook_secret=webhook_secret,
-        batch_size=_int(env, "BATCH_SIZE", 32, 1),
-        max_parallel_triggers=_int(env, "MAX_PARALLEL_TRIGGERS", 8, 1),
+        batch_size=_int(env, "BATCH_SIZE", 1),
+        max_parallel_triggers=_int(env, "MAX_PARALLEL_TRIGGERS", 1),
         max_in_flight=max_in_flight,
         lease_seconds=lease,
-        unstable_is_success=not _bool(env, "UNSTABLE_IS_FAILURE", False),
-        retry_base_seconds=_float(env, "RETRY_BASE_SECONDS", 30.0, 0.0),
-        retry_max_seconds=_float(env, "RETRY_MAX_SECONDS", 900.0, 0.0),
-        time_margin_seconds=_float(env, "TIME_MARGIN_SECONDS", 10.0, 0.0),
-        webhook_db_pool_size=_int(env, "WEBHOOK_DB_POOL_SIZE", 4, 1),
-        dispatcher_mode=_choice(env, "DISPATCHER_MODE", "continuous", DISPATCHER_MODES),
-        max_resends=_int(env, "MAX_RESENDS", 3, 0),
-        resend_quiet_seconds=_float(env, "RESEND_QUIET_SECONDS", RESEND_QUIET_LEASES * lease, 0.0),
+        unstable_is_success=not _bool(env, "UNSTABLE_IS_FAILURE"),
+        retry_base_seconds=_float(env, "RETRY_BASE_SECONDS", 0.0),
+        retry_max_seconds=_float(env, "RETRY_MAX_SECONDS", 0.0),
+        time_margin_seconds=_float(env, "TIME_MARGIN_SECONDS", 0.0),
+        webhook_db_pool_size=_int(env, "WEBHOOK_DB_POOL_SIZE", 1),
+        dispatcher_mode=_choice(env, "DISPATCHER_MODE", DISPATCHER_MODES),
+        max_resends=_int(env, "MAX_RESENDS", 0),
+        resend_quiet_seconds=_float(env, "RESEND_QUIET_SECONDS", 0.0, default=RESEND_QUIET_LEASES * lease),
     )

@@ -85,6 +85,13 @@ class EnqueueResult:
     created: bool  # False: an unfinished row with the same dedupe_key already existed
 
 
+def like_contains(text: str) -> str:
+    """A LIKE pattern matching any text that contains ``text`` as it is: its ``%``, ``_`` and ``\\`` are
+    escaped (the statements say ``ESCAPE '\\'``)."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
 def _json(value: Any) -> dict:
     """A row's parameters: as text (``parameters::text``, what the queries feeding triggers return) they are
     parsed with every number kept as its JSON text (``loads_parameters``); a jsonb value the driver already
@@ -355,14 +362,35 @@ class Queue:
     def cancel_pending(self, job_id: int, reason: str = "cancelled by operator", *, actor: str = "operator") -> bool:
         return bool(self._run("cancel_pending", id=job_id, reason=reason, actor=actor))
 
-    def retry_final(self, job_id: int, reason: str = "retried by operator", *, actor: str = "operator") -> None:
+    def retry_final(self, job_id: int, reason: str = "retried by operator", *, actor: str = "operator",
+                    unchanged_since: datetime | None = None) -> None:
+        """``unchanged_since``: the row's ``updated_at`` when it was selected; a row changed since then (retried
+        and finished again, say) is left alone (Conflict)."""
         try:
-            rows = self._run("retry_final", id=job_id, reason=reason, actor=actor)
+            rows = self._run("retry_final", id=job_id, reason=reason, actor=actor,
+                             updated_at=unchanged_since.isoformat() if unchanged_since else None)
         except InvalidInput as exc:
             raise Conflict(f"job {job_id} cannot be retried: {exc}") from None
         if not rows:
             row = self.get(job_id)  # raises NotFound
+            if row["status"] in FINAL_STATUSES:
+                raise Conflict(f"job {job_id} changed since it was selected (it is {row['status']} again); "
+                               "nothing done")
             raise Conflict(f"job {job_id} is {row['status']}: only completed, failed or cancelled jobs can be retried")
+
+    def jobs_matching(
+        self, *, final: bool, status: str | None = None, job_name: str | None = None,
+        since: datetime | None = None, error_like: str | None = None, limit: int = 1000,
+    ) -> tuple[list[Row], int]:
+        """Final (``final``) or unfinished rows the filters select, by id, at most ``limit`` of them; and how
+        many match in all. ``error_like``: ``last_error`` contains this text, ignoring case."""
+        rows = self._run(
+            "select_jobs_matching", final=final, status=status, job_name=job_name,
+            since=since.isoformat() if since else None,
+            error_pattern=like_contains(error_like) if error_like is not None else None, limit=limit,
+        )
+        total = rows[0]["total"] if rows else 0
+        return [{k: v for k, v in r.items() if k != "total"} for r in rows], total
 
     def list_jobs(
         self, *, status: str | None = None, job_name: str | None = None, since: datetime | str | None = None,

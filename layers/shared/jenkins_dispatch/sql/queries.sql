@@ -384,6 +384,8 @@ SELECT id FROM changed;
 WITH old AS (
     SELECT id, status FROM jenkins_jobs_queue
     WHERE id = :id AND status IN ('completed', 'failed', 'cancelled')
+      -- a bulk retry names the row it selected: one changed since then is not the same row any more
+      AND (CAST(:updated_at AS timestamptz) IS NULL OR updated_at = CAST(:updated_at AS timestamptz))
     FOR UPDATE
 ), changed AS (
     UPDATE jenkins_jobs_queue q
@@ -433,6 +435,19 @@ WHERE (CAST(:status AS text) IS NULL OR status = CAST(:status AS text))
   AND (CAST(:since AS timestamptz) IS NULL OR updated_at >= CAST(:since AS timestamptz))
   AND (CAST(:before_id AS bigint) IS NULL OR id < CAST(:before_id AS bigint))
 ORDER BY id DESC
+LIMIT :limit;
+
+-- name: select_jobs_matching
+-- Bulk retry (final rows) and cancel (unfinished ones): what the filters select, by id, bounded; `total`
+-- counts every match (the window is computed before LIMIT). The pattern escapes its wildcards with '\'.
+SELECT id, job_name, status, updated_at, count(*) OVER () AS total
+FROM jenkins_jobs_queue
+WHERE (status IN ('completed', 'failed', 'cancelled')) = CAST(:final AS boolean)
+  AND (CAST(:status AS text) IS NULL OR status = CAST(:status AS text))
+  AND (CAST(:job_name AS text) IS NULL OR job_name = CAST(:job_name AS text))
+  AND (CAST(:since AS timestamptz) IS NULL OR updated_at >= CAST(:since AS timestamptz))
+  AND (CAST(:error_pattern AS text) IS NULL OR last_error ILIKE CAST(:error_pattern AS text) ESCAPE '\')
+ORDER BY id
 LIMIT :limit;
 
 -- name: prune_batch

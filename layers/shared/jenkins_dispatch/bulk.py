@@ -1,0 +1,212 @@
+"""Bulk `retry` and `cancel`: the rows a set of filters selects (or the ids an operator names), each acted on
+with the very functions the single-job commands use.
+
+A selection is one statement; each row is then changed by its own fenced transition, so a row that moved
+in between (it finished, someone else retried or cancelled it; a retry also skips a row retried and
+finished again since) is skipped and counted rather than overwritten. A pending row a dispatcher claims
+meanwhile is still cancelled, in Jenkins, as `cancel ID` would. Filters only show what they match until
+the operator confirms with ``--yes``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+
+from .config import Settings
+from .errors import (
+    ConfigError,
+    Conflict,
+    DatabaseBusy,
+    DatabaseUnavailable,
+    DispatchError,
+    InvalidInput,
+    NotFound,
+    SchemaMissing,
+)
+from .queue import FINAL_STATUSES, Queue
+
+RETRY, CANCEL = "retry", "cancel"
+UNFINISHED_STATUSES = ("pending", "processing")
+ELIGIBLE_STATUSES = {RETRY: FINAL_STATUSES, CANCEL: UNFINISHED_STATUSES}
+DEFAULT_LIMIT = 1000
+IDS_SHOWN = 10  # a dry run names this many of the ids it matched
+PAST_TENSE = {RETRY: "retried", CANCEL: "cancelled"}
+FILTER_OPTIONS = "--status, --job, --since or --error-like"
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What selects rows for a bulk action; every filter given must hold."""
+
+    status: str | None = None
+    job_name: str | None = None
+    since: datetime | None = None  # changed (updated_at) at or after
+    error_like: str | None = None  # last_error contains this text, ignoring case; % and _ are literal
+
+    def given(self) -> bool:
+        return any(value is not None for value in (self.status, self.job_name, self.since, self.error_like))
+
+
+@dataclass(frozen=True)
+class Target:
+    """A row to act on: ``updated_at`` as selected (None for an id the operator named: no fence)."""
+
+    id: int
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Selection:
+    rows: list[Target]
+    total: int  # every row the filters match; more than len(rows) when the limit cut them
+
+
+@dataclass(frozen=True)
+class Outcome:
+    id: int
+    outcome: str  # done · skipped (not in a state to act on, e.g. it changed meanwhile) · failed · not_attempted
+    status: str | None  # the row's status afterwards, when done
+    message: str
+
+
+# --------------------------------------------------------------------------- pure decisions
+
+
+def _join(words: Sequence[str]) -> str:
+    return ", ".join(words[:-1]) + " or " + words[-1] if len(words) > 1 else "".join(words)
+
+
+def check_request(action: str, ids: Sequence[int], filters: Filters) -> None:
+    """Refuse (InvalidInput) a request that names nothing, mixes ids with filters, or asks for a status the
+    action cannot apply to."""
+    if ids and filters.given():
+        raise InvalidInput(f"{action}: give job ids or filters, not both")
+    if not ids and not filters.given():
+        raise InvalidInput(f"{action}: name job ids or select jobs with {FILTER_OPTIONS}")
+    if filters.error_like is not None and not filters.error_like.strip():
+        raise InvalidInput("--error-like needs some text")
+    eligible = ELIGIBLE_STATUSES[action]
+    if filters.status is not None and filters.status not in eligible:
+        why = (f"{filters.status} jobs are final and cannot be cancelled" if action == CANCEL
+               else f"{filters.status} jobs have not finished")
+        raise InvalidInput(f"{why}: --status takes {_join(eligible)}")
+
+
+def error_outcome(error: DispatchError) -> tuple[str, bool]:
+    """How an error on one row counts, and whether the run stops: a row not (or no longer) in a state to act
+    on is skipped; a failure of the database or of Jenkins as a whole would fail every row after it too."""
+    from .jenkins import JenkinsError
+
+    if isinstance(error, Conflict | NotFound):
+        return "skipped", False
+    if isinstance(error, DatabaseUnavailable | DatabaseBusy | SchemaMissing | ConfigError | JenkinsError):
+        return "failed", True
+    return "failed", False
+
+
+def _jobs(n: int) -> str:
+    return f"{n} job" if n == 1 else f"{n} jobs"
+
+
+def _ids(ids: Sequence[int]) -> str:
+    shown = ", ".join(str(i) for i in ids[:IDS_SHOWN])
+    more = f" and {len(ids) - IDS_SHOWN} more" if len(ids) > IDS_SHOWN else ""
+    return f"{'id' if len(ids) == 1 else 'ids'} {shown}{more}"
+
+
+def match_line(action: str, ids: Sequence[int], total: int, limit: int) -> str:
+    """What a dry run says: how many jobs match, which, and how to act on them."""
+    if total == 0:
+        return "no jobs match"
+    if total > len(ids):
+        return (f"{total} jobs match; --limit {limit} keeps the first {len(ids)} ({_ids(ids)}); "
+                f"run again with --yes to {action} those")
+    matches = "1 job matches" if total == 1 else f"{total} jobs match"
+    return f"{matches} ({_ids(ids)}); run again with --yes to {action} {'it' if total == 1 else 'them'}"
+
+
+def _counts(outcomes: Sequence[Outcome]) -> dict[str, int]:
+    return {kind: sum(o.outcome == kind for o in outcomes) for kind in ("done", "skipped", "failed", "not_attempted")}
+
+
+def report(action: str, outcomes: Sequence[Outcome], total: int) -> dict:
+    """A confirmed run for scripts (`--json`): the counts and every row's outcome."""
+    return {"action": action, "dry_run": False, "matched": total, **_counts(outcomes),
+            "jobs": [asdict(o) for o in outcomes]}
+
+
+def summary_line(action: str, outcomes: Sequence[Outcome], total: int) -> str:
+    """What a confirmed run says at the end: done of attempted, then what was skipped, failed, left."""
+    count = _counts(outcomes)
+    parts = [f"{PAST_TENSE[action]} {count['done']} of {_jobs(len(outcomes))}"]
+    if count["skipped"]:
+        parts.append(f"{count['skipped']} skipped (it changed meanwhile or could not be {PAST_TENSE[action]})")
+    if count["failed"]:
+        parts.append(f"{count['failed']} failed")
+    if count["not_attempted"]:
+        parts.append(f"stopped after a failure: {count['not_attempted']} not attempted")
+    if total > len(outcomes):
+        parts.append(f"{total - len(outcomes)} more match: run again for them")
+    return "; ".join(parts)
+
+
+def progress_line(outcome: Outcome) -> str | None:
+    """The line a row's outcome prints as it happens; rows never attempted are only counted at the end."""
+    if outcome.outcome == "done":
+        return outcome.message
+    if outcome.outcome == "not_attempted":
+        return None
+    return f"{outcome.outcome}: {outcome.message}"
+
+
+def failure_line(action: str, outcomes: Sequence[Outcome]) -> str | None:
+    """The error a run with failed rows ends on (None when none failed): how many, and the first reason."""
+    failed = [o for o in outcomes if o.outcome == "failed"]
+    if not failed:
+        return None
+    return f"{len(failed)} of {_jobs(len(outcomes))} could not be {PAST_TENSE[action]}; first: {failed[0].message}"
+
+
+# --------------------------------------------------------------------------- I/O
+
+
+def select_targets(queue: Queue, action: str, filters: Filters, limit: int) -> Selection:
+    """One statement: the rows ``filters`` select for ``action``, by id, at most ``limit``."""
+    rows, total = queue.jobs_matching(final=action == RETRY, status=filters.status, job_name=filters.job_name,
+                                      since=filters.since, error_like=filters.error_like, limit=limit)
+    return Selection([Target(r["id"], r["updated_at"]) for r in rows], total)
+
+
+def _act_on_one(queue: Queue, settings: Settings, action: str, target: Target, reason: str) -> tuple[str, str]:
+    if action == RETRY:
+        queue.retry_final(target.id, unchanged_since=target.updated_at)
+        return "pending", f"job {target.id} is pending again"
+    from .operator import cancel_job
+
+    outcome = cancel_job(queue, target.id, settings, reason=reason)
+    return outcome["status"], outcome["message"]
+
+
+def act(queue: Queue, settings: Settings, action: str, targets: Sequence[Target], *,
+        reason: str = "cancelled by operator", progress: Callable[[Outcome], None] | None = None) -> list[Outcome]:
+    """Act on each target in turn through the single-job path; after a failure of the database or of Jenkins
+    as a whole the rest are left (not_attempted). ``reason``: a cancel's last_error. ``progress`` hears of each
+    row as it is done."""
+    outcomes: list[Outcome] = []
+    stopped = False
+    for target in targets:
+        if stopped:
+            result = Outcome(target.id, "not_attempted", None, f"job {target.id} not attempted: stopped after a failure")
+        else:
+            try:
+                status, message = _act_on_one(queue, settings, action, target, reason)
+                result = Outcome(target.id, "done", status, message)
+            except DispatchError as error:
+                kind, stopped = error_outcome(error)
+                result = Outcome(target.id, kind, None, str(error))
+        outcomes.append(result)
+        if progress is not None:
+            progress(result)
+    return outcomes
