@@ -19,6 +19,7 @@ from jenkins_dispatch.doctor import (
     SKIP,
     Check,
     DoctorOptions,
+    database_unreachable_check,
     display_url,
     healthy,
     jenkins_checks,
@@ -69,6 +70,21 @@ def run_cli(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess:
 
 
 # --------------------------------------------------------------------------- pure decisions, table-driven
+
+
+@pytest.mark.parametrize("message, fix", [
+    ("cannot connect to PostgreSQL at 127.0.0.1:9 (database q): Connection refused", "start PostgreSQL"),
+    ('cannot connect to PostgreSQL at h:5432 (database q): password authentication failed for user "ops" '
+     "(SQLSTATE 28P01)", "user or password"),
+    ('cannot connect to PostgreSQL at h:5432 (database q): database "q" does not exist (SQLSTATE 3D000)',
+     "create the database"),
+    ("cannot connect to PostgreSQL at h:5432 (database q): the server's TLS certificate could not be verified",
+     "DB_CA_BUNDLE"),
+    ("DB_CA_BUNDLE: cannot load CA bundle /ca.pem: [Errno 2] No such file", "readable PEM"),
+])
+def test_database_unreachable_check(message, fix):
+    check = database_unreachable_check(message)
+    assert check.status == FAIL and check.detail == message and fix in check.fix
 
 
 @pytest.mark.parametrize("applied, status, words", [
@@ -218,6 +234,26 @@ def test_database_not_configured_names_the_variable_and_jenkins_is_still_checked
     assert checks["schema"].status == SKIP and checks["oldest transaction"].status == SKIP
     assert checks["queued jobs"].status == SKIP and "no database configured" in checks["queued jobs"].detail
     assert checks["jenkins"].status == PASS and checks["credentials"].status == PASS
+
+
+def test_database_that_does_not_exist(database_url, jenkins):
+    url = database_url.rsplit("/", 1)[0] + "/jd_doctor_no_such_database"
+    checks = by_name(run_checks(DoctorOptions(), env_for(url, jenkins.base_url)))
+    assert checks["database"].status == FAIL and "create the database" in checks["database"].fix
+    assert checks["schema"].status == SKIP and "database unreachable" in checks["schema"].detail
+
+
+def test_queue_table_gone_is_a_failure_not_a_skip(database_url, jenkins):
+    from jenkins_dispatch.queue import migrate
+
+    with postgres_server() as (admin_url, _), scratch_database(admin_url, prefix="jd_doctor") as url:
+        with Database(parse_database_url(url)) as db:
+            migrate(db)
+            db.run("DROP TABLE jenkins_jobs_queue CASCADE")
+        checks = run_checks(DoctorOptions(), env_for(url, jenkins.base_url))
+    queued = by_name(checks)["queued jobs"]
+    assert queued.status == FAIL and "jenkins-dispatch migrate" in queued.detail, queued
+    assert not healthy(checks)
 
 
 def test_schema_not_applied(database_url, jenkins):

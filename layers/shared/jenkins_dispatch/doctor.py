@@ -91,6 +91,8 @@ def database_unreachable_check(message: str) -> Check:
         fix = "correct the user or password in DATABASE_URL (on AWS: the secret named by DB_SECRET_ARN)"
     elif "does not exist" in lowered and "database" in lowered:
         fix = "create the database, or correct its name at the end of DATABASE_URL"
+    elif "ca bundle" in lowered:
+        fix = "point DB_CA_BUNDLE (or sslrootcert= in DATABASE_URL) at a readable PEM file of CA certificates"
     elif "certificate" in lowered or "tls" in lowered or "ssl" in lowered:
         fix = "the server's TLS certificate was not verified: set DB_CA_BUNDLE to its CA (RDS: the RDS CA bundle)"
     elif "no pg_hba.conf entry" in lowered:
@@ -322,6 +324,7 @@ class _Findings:
     waiting: list[tuple[str, int]] | None = None  # job names waiting and their row counts; None: unknown
     waiting_total: int = 0
     waiting_unknown_because: str = ""
+    waiting_read_failed: Check | None = None  # the queue could not be read although the database answers
 
 
 def _settings_check(env: Mapping[str, str] | None) -> Check:
@@ -337,13 +340,13 @@ def _database_checks(env, fetch_secret, options: DoctorOptions) -> _Findings:
     from .queue import Queue, migration_files
 
     found = _Findings()
-    names = ("schema", "oldest transaction", "queued jobs")
+    dependent = ("schema", "oldest transaction")
     try:
         settings = load_database_settings(env, fetch_secret)
     except ConfigError as exc:
         found.checks.append(Check("database", FAIL, str(exc),
                                   "set DATABASE_URL=postgresql://USER:PASSWORD@HOST:PORT/DB (on AWS: DB_SECRET_ARN)"))
-        found.checks += [_skip(n, "no database configured") for n in names[:2]]
+        found.checks += [_skip(n, "no database configured") for n in dependent]
         found.waiting_unknown_because = "no database configured"
         return found
     db = Database(settings, application_name="jenkins-dispatch-doctor")
@@ -353,7 +356,7 @@ def _database_checks(env, fetch_secret, options: DoctorOptions) -> _Findings:
             who = queue.server_identity()
         except DispatchError as exc:
             found.checks.append(database_unreachable_check(str(exc)))
-            found.checks += [_skip(n, "database unreachable") for n in names[:2]]
+            found.checks += [_skip(n, "database unreachable") for n in dependent]
             found.waiting_unknown_because = "database unreachable"
             return found
         found.checks.append(Check("database", PASS, f"{settings.describe()} as {who['user_name']}, "
@@ -372,7 +375,8 @@ def _database_checks(env, fetch_secret, options: DoctorOptions) -> _Findings:
         try:
             rows = queue.waiting_job_names(options.max_jobs_checked)
         except DispatchError as exc:
-            found.waiting_unknown_because = f"cannot read the queue: {exc}"
+            found.waiting_read_failed = Check("queued jobs", FAIL, f"cannot read the job names waiting: {exc}",
+                                              "run doctor again; if it persists, read the database server's log")
             return found
         found.waiting = [(r["job_name"], int(r["waiting"])) for r in rows]
         found.waiting_total = int(rows[0]["job_names"]) if rows else 0
@@ -404,7 +408,7 @@ def _jenkins_checks(env, fetch_secret, found: _Findings) -> list[Check]:
         checks.append(Check("jenkins", FAIL, problem, "set JENKINS_URL, JENKINS_USER and JENKINS_API_TOKEN "
                                                       "(on AWS: JENKINS_SECRET_ARN)"))
         checks.append(_skip("credentials", "Jenkins is not configured"))
-        checks.append(_queued_skip(found, "Jenkins is not configured"))
+        checks.append(_queued_row(found, "Jenkins is not configured"))
         return checks
     with JenkinsClient(settings.url, settings.user, settings.api_token, settings.timeout_seconds,
                        verify_tls=settings.verify_tls) as client:
@@ -415,11 +419,11 @@ def _jenkins_checks(env, fetch_secret, found: _Findings) -> list[Check]:
                                   _skip("credentials", "Jenkins unreachable"))
         checks += [reach, credentials]
         if reach.status != PASS or credentials.status != PASS:
-            checks.append(_queued_skip(found, "Jenkins unreachable" if reach.status != PASS
-                                       else "Jenkins rejected the credentials"))
+            checks.append(_queued_row(found, "Jenkins unreachable" if reach.status != PASS
+                                      else "Jenkins rejected the credentials"))
             return checks
         if found.waiting is None:
-            checks.append(_skip("queued jobs", found.waiting_unknown_because))
+            checks.append(_queued_row(found, "the queue was not read"))
             return checks
         problems: list[Check] = []
         try:
@@ -436,7 +440,10 @@ def _jenkins_checks(env, fetch_secret, found: _Findings) -> list[Check]:
         return checks + problems
 
 
-def _queued_skip(found: _Findings, because: str) -> Check:
+def _queued_row(found: _Findings, because: str) -> Check:
+    """The "queued jobs" row when the jobs cannot be checked: the queue's read failure, else a skip saying why."""
+    if found.waiting_read_failed is not None:
+        return found.waiting_read_failed
     return _skip("queued jobs", found.waiting_unknown_because or because)
 
 
