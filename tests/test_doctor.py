@@ -228,6 +228,19 @@ def test_every_check_passes_against_a_healthy_setup(database_url, queue, jenkins
     assert healthy(checks)
 
 
+def test_a_bad_tuning_setting_fails_its_row_and_everything_else_is_still_checked(database_url, jenkins):
+    checks = by_name(run_checks(DoctorOptions(), env_for(database_url, jenkins.base_url, LEASE_SECONDS="1")))
+    assert checks["settings"].status == FAIL and "LEASE_SECONDS" in checks["settings"].detail
+    assert checks["database"].status == PASS and checks["credentials"].status == PASS
+
+
+def test_credentials_taken_as_anonymous(database_url, make_jenkins):
+    sso = make_jenkins(bad_credentials="anonymous")  # a realm that ignores credentials it does not know
+    checks = by_name(run_checks(DoctorOptions(), env_for(database_url, sso.base_url, JENKINS_API_TOKEN="wrong")))
+    assert checks["jenkins"].status == PASS
+    assert checks["credentials"].status == FAIL and "as anonymous" in checks["credentials"].detail
+
+
 def test_database_not_configured_names_the_variable_and_jenkins_is_still_checked(jenkins):
     checks = by_name(run_checks(DoctorOptions(), env_for(None, jenkins.base_url)))
     assert checks["database"].status == FAIL and "DATABASE_URL" in checks["database"].detail
