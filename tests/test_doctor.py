@@ -204,7 +204,7 @@ def test_display_url_hides_user_info_and_query():
 def test_healthy_only_when_nothing_fails_and_render_gives_each_failure_its_fix():
     checks = [Check("database", PASS, "ok"), Check("webhook", SKIP, "skipped: no --webhook-url given")]
     assert healthy(checks)
-    assert render(checks).splitlines()[-1] == "all 1 checks pass"
+    assert render(checks).splitlines()[-1] == "all 1 checks pass (1 skipped)"
     checks.append(Check("schema", FAIL, "not applied", "run migrate"))
     assert not healthy(checks)
     lines = render(checks).splitlines()
@@ -365,7 +365,7 @@ def test_doctor_command_against_serve_exits_0_and_the_probe_changes_nothing(data
         proc = run_cli(env, "--webhook-url", url)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert proc.stdout.splitlines()[0].split() == ["CHECK", "RESULT", "DETAIL"]
-        assert proc.stdout.strip().endswith("checks pass") and proc.stderr == ""
+        assert proc.stdout.strip().endswith("all 9 checks pass") and proc.stderr == ""
 
         proc = run_cli({**env, "WEBHOOK_SECRET": "not-the-webhooks-secret"}, "--webhook-url", url, "--json")
         assert proc.returncode == 1

@@ -308,8 +308,10 @@ def render(checks: Sequence[Check]) -> str:
             lines.append(f"{''.ljust(name_width)}  {''.ljust(result_width)}  fix: {check.fix}")
     failed = [c.name for c in checks if c.status == FAIL]
     passed = sum(c.status == PASS for c in checks)
+    skipped = sum(c.status == SKIP for c in checks)
     lines.append("")
-    lines.append(f"{len(failed)} failed: {', '.join(failed)}" if failed else f"all {passed} checks pass")
+    lines.append(f"{len(failed)} failed: {', '.join(failed)}" if failed else
+                 f"all {passed} checks pass" + (f" ({skipped} skipped)" if skipped else ""))
     return "\n".join(lines)
 
 
