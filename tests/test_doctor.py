@@ -81,6 +81,8 @@ def run_cli(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess:
     ("cannot connect to PostgreSQL at h:5432 (database q): the server's TLS certificate could not be verified",
      "DB_CA_BUNDLE"),
     ("DB_CA_BUNDLE: cannot load CA bundle /ca.pem: [Errno 2] No such file", "readable PEM"),
+    ('cannot connect to PostgreSQL at h:5432 (database q): no pg_hba.conf entry for host "10.0.0.5", user "ops", '
+     'database "q", SSL off (SQLSTATE 28000)', "pg_hba.conf"),
 ])
 def test_database_unreachable_check(message, fix):
     check = database_unreachable_check(message)

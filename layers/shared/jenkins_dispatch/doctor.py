@@ -18,6 +18,7 @@ import json
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from .config import (
@@ -30,13 +31,16 @@ from .config import (
 from .errors import ConfigError, DispatchError, SchemaMissing
 from .jenkins_answers import DISPATCH_ID_PARAMETER, JobInfo, job_path_error
 
+if TYPE_CHECKING:
+    from .jenkins import WhoAmIAnswer
+
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 
 DEFAULT_MAX_TRANSACTION_AGE_SECONDS = 300.0
 DEFAULT_MAX_JOBS_CHECKED = 50
 WEBHOOK_PROBE_TIMEOUT_SECONDS = 10.0
-# A dispatch id `doctor` sends to the webhook: not of the dispatcher's form (jd-ID-HEX, legacy-ID), so it can
-# never name a row, and the webhook answers 404 after reading, and changing, nothing.
+# The DISPATCH_ID of the probe `doctor` sends to the webhook: not of the dispatcher's form (jd-ID-HEX, legacy-ID),
+# so no row can carry it; the webhook looks it up, changes nothing and answers 404 "unknown dispatch id".
 PROBE_DISPATCH_PREFIX = "doctor-probe-"
 PROBE_JOB = "jenkins-dispatch-doctor"
 
@@ -91,12 +95,12 @@ def database_unreachable_check(message: str) -> Check:
         fix = "correct the user or password in DATABASE_URL (on AWS: the secret named by DB_SECRET_ARN)"
     elif "does not exist" in lowered and "database" in lowered:
         fix = "create the database, or correct its name at the end of DATABASE_URL"
+    elif "no pg_hba.conf entry" in lowered:  # before the TLS test: its message says "SSL off"
+        fix = "allow this client's address in the server's pg_hba.conf (or use TLS: ?sslmode=verify-full)"
     elif "ca bundle" in lowered:
         fix = "point DB_CA_BUNDLE (or sslrootcert= in DATABASE_URL) at a readable PEM file of CA certificates"
     elif "certificate" in lowered or "tls" in lowered or "ssl" in lowered:
         fix = "the server's TLS certificate was not verified: set DB_CA_BUNDLE to its CA (RDS: the RDS CA bundle)"
-    elif "no pg_hba.conf entry" in lowered:
-        fix = "allow this client's address in the server's pg_hba.conf (or use TLS: ?sslmode=verify-full)"
     else:
         fix = ("start PostgreSQL, or correct the host and port in DATABASE_URL; check the network path from here "
                "(security group, VPC, firewall)")
@@ -146,8 +150,8 @@ def transaction_check(oldest: Mapping[str, object], max_age_seconds: float) -> C
 # --------------------------------------------------------------------------- pure decisions: Jenkins
 
 
-def jenkins_checks(answer, user: str, where: str) -> tuple[Check, Check]:
-    """The "jenkins" (reachable) and "credentials" rows from the answer to whoAmI (a ``WhoAmIAnswer``)."""
+def jenkins_checks(answer: WhoAmIAnswer, user: str, where: str) -> tuple[Check, Check]:
+    """The "jenkins" (reachable) and "credentials" rows from Jenkins's answer to whoAmI."""
     version = f"Jenkins {answer.version}" if answer.version else "Jenkins"
     status = answer.status
     if status in (401, 403):
