@@ -438,6 +438,30 @@ def cmd_serve(ctx: Context, args) -> None:
     serve(ctx.settings, host=args.host, port=args.port, interval=args.interval)
 
 
+def cmd_doctor(ctx: Context, args) -> int:
+    from .doctor import FAIL, DoctorOptions, healthy, render, run_checks
+
+    checks = run_checks(DoctorOptions(webhook_url=args.webhook_url, max_transaction_age_seconds=args.max_transaction_age,
+                                      max_jobs_checked=args.max_jobs))
+    ok = healthy(checks)
+    if args.json:
+        print_json({"ok": ok, "checks": [c.as_dict() for c in checks]})
+    else:
+        print(render(checks))
+    if ok:
+        return 0
+    failed = [c.name for c in checks if c.status == FAIL]
+    print(f"jenkins-dispatch: error: {len(failed)} of {len(checks)} checks failed: {', '.join(failed)}",
+          file=sys.stderr)
+    return EXIT_FAILED
+
+
+def http_url(text: str) -> str:
+    if not re.match(r"^https?://[^/\s]+", text):  # not echoed: a URL may carry a token
+        raise argparse.ArgumentTypeError("expected an http:// or https:// URL")
+    return text
+
+
 # --------------------------------------------------------------------------- parser
 
 
@@ -537,6 +561,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a pass at least every S seconds even without news")
     p.add_argument("--port", type=non_negative_int, default=8080, help="webhook and /healthz port")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on")
+
+    from .doctor import DEFAULT_MAX_JOBS_CHECKED, DEFAULT_MAX_TRANSACTION_AGE_SECONDS
+
+    p = command("doctor", cmd_doctor, "check the database, schema, Jenkins, the queued jobs and the webhook; "
+                                      "exit 0 only if every check passes")
+    p.add_argument("--webhook-url", type=http_url, metavar="URL",
+                   help="also probe the webhook (serve: http://HOST:PORT/jenkins/notify); the probe changes nothing")
+    p.add_argument("--max-transaction-age", type=non_negative_float, default=DEFAULT_MAX_TRANSACTION_AGE_SECONDS,
+                   metavar="S", help="fail when a transaction has been open longer than S seconds")
+    p.add_argument("--max-jobs", type=positive_int, default=DEFAULT_MAX_JOBS_CHECKED, metavar="N",
+                   help="check at most N job names waiting in the queue, those with the most rows first")
     return parser
 
 

@@ -388,14 +388,44 @@ def _jenkins(env: Mapping[str, str], fetch: SecretFetcher | None, timeout: float
     )
 
 
-def load_settings(env: Mapping[str, str] | None = None, fetch_secret: SecretFetcher | None = None) -> Settings:
-    """Read and validate every setting. Raises ConfigError naming the variable at fault."""
+def _sources(env: Mapping[str, str] | None, fetch_secret: SecretFetcher | None) -> tuple[Mapping[str, str], SecretFetcher | None]:
+    """The environment to read (``os.environ`` by default) and, when a ``*_SECRET_ARN`` is set, Secrets Manager."""
     env = os.environ if env is None else env
     if fetch_secret is None and any(_text(env, k) for k in ("DB_SECRET_ARN", "JENKINS_SECRET_ARN", "WEBHOOK_SECRET_ARN")):
         from .secrets import fetch_secret_string
 
         fetch_secret = fetch_secret_string
+    return env, fetch_secret
 
+
+def load_database_settings(env: Mapping[str, str] | None = None,
+                           fetch_secret: SecretFetcher | None = None) -> DatabaseSettings:
+    """The database part of the settings alone (DATABASE_URL or DB_SECRET_ARN, DB_* timeouts)."""
+    env, fetch_secret = _sources(env, fetch_secret)
+    return _database(env, fetch_secret)
+
+
+def load_jenkins_settings(env: Mapping[str, str] | None = None,
+                          fetch_secret: SecretFetcher | None = None) -> JenkinsSettings | None:
+    """The Jenkins part of the settings alone; None when no JENKINS_* variable (nor JENKINS_SECRET_ARN) is set."""
+    env, fetch_secret = _sources(env, fetch_secret)
+    return _jenkins(env, fetch_secret, _float(env, "JENKINS_TIMEOUT_SECONDS", 0.1))
+
+
+def load_webhook_secret(env: Mapping[str, str] | None = None, fetch_secret: SecretFetcher | None = None) -> str | None:
+    """The webhook's shared secret (WEBHOOK_SECRET, else the secret named by WEBHOOK_SECRET_ARN), None if unset."""
+    env, fetch_secret = _sources(env, fetch_secret)
+    webhook_secret = _text(env, "WEBHOOK_SECRET") or None
+    webhook_arn = _text(env, "WEBHOOK_SECRET_ARN")
+    if not webhook_secret and webhook_arn:
+        webhook_secret = _secret_text(fetch_secret, "WEBHOOK_SECRET_ARN", webhook_arn, "token")
+    return webhook_secret
+
+
+def load_tuning(env: Mapping[str, str] | None = None) -> dict[str, object]:
+    """Every setting but the database, Jenkins and the webhook secret (batch sizes, lease, retries...),
+    validated, as keyword arguments of ``Settings``."""
+    env = os.environ if env is None else env
     timeout = _float(env, "JENKINS_TIMEOUT_SECONDS", 0.1)
     lease = _int(env, "LEASE_SECONDS", 1)
     if lease < timeout + LEASE_SAFETY_SECONDS + CLAIM_ROOM_SECONDS:
@@ -404,20 +434,10 @@ def load_settings(env: Mapping[str, str] | None = None, fetch_secret: SecretFetc
             f"{LEASE_SAFETY_SECONDS + CLAIM_ROOM_SECONDS:g} s: a claimed row's trigger must end within its "
             "lease, so a shorter lease would never send one"
         )
-    max_in_flight = _int(env, "MAX_IN_FLIGHT", 1)
-
-    webhook_secret = _text(env, "WEBHOOK_SECRET") or None
-    webhook_arn = _text(env, "WEBHOOK_SECRET_ARN")
-    if not webhook_secret and webhook_arn:
-        webhook_secret = _secret_text(fetch_secret, "WEBHOOK_SECRET_ARN", webhook_arn, "token")
-
-    return Settings(
-        database=_database(env, fetch_secret),
-        jenkins=_jenkins(env, fetch_secret, timeout),
-        webhook_secret=webhook_secret,
+    return dict(
         batch_size=_int(env, "BATCH_SIZE", 1),
         max_parallel_triggers=_int(env, "MAX_PARALLEL_TRIGGERS", 1),
-        max_in_flight=max_in_flight,
+        max_in_flight=_int(env, "MAX_IN_FLIGHT", 1),
         lease_seconds=lease,
         unstable_is_success=not _bool(env, "UNSTABLE_IS_FAILURE"),
         retry_base_seconds=_float(env, "RETRY_BASE_SECONDS", 0.0),
@@ -427,4 +447,16 @@ def load_settings(env: Mapping[str, str] | None = None, fetch_secret: SecretFetc
         dispatcher_mode=_choice(env, "DISPATCHER_MODE", DISPATCHER_MODES),
         max_resends=_int(env, "MAX_RESENDS", 0),
         resend_quiet_seconds=_float(env, "RESEND_QUIET_SECONDS", 0.0, default=RESEND_QUIET_LEASES * lease),
+    )
+
+
+def load_settings(env: Mapping[str, str] | None = None, fetch_secret: SecretFetcher | None = None) -> Settings:
+    """Read and validate every setting. Raises ConfigError naming the variable at fault."""
+    env, fetch_secret = _sources(env, fetch_secret)
+    tuning = load_tuning(env)
+    return Settings(
+        database=load_database_settings(env, fetch_secret),
+        jenkins=load_jenkins_settings(env, fetch_secret),
+        webhook_secret=load_webhook_secret(env, fetch_secret),
+        **tuning,
     )

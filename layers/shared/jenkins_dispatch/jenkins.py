@@ -41,6 +41,7 @@ from .jenkins_answers import (
     BuildState,
     CrumbRequired,
     Forbidden,
+    Identity,
     JobForbidden,
     JobInfo,
     OutcomeUnknown,
@@ -143,6 +144,17 @@ class _Answer:
     text: str
     size: int = 0  # bytes read
     oversized: bool = False  # the body went past _BODY_LIMIT and was cut there
+
+
+@dataclass(frozen=True)
+class WhoAmIAnswer:
+    """Jenkins's answer to ``whoAmI/api/json``, as it came: for ``doctor``, which tells people what it means."""
+
+    status: int
+    version: str | None  # the X-Jenkins header: absent when something other than Jenkins answered
+    identity: Identity | None  # None unless the answer was whoAmI's JSON document
+    location: str | None = None  # where a redirect points
+    excerpt: str = ""  # the start of the body, one line, for an answer that is neither
 
 
 class _NotSent(Exception):
@@ -366,6 +378,23 @@ class JenkinsClient:
             raise JenkinsUnavailable(f"Jenkins at {self._where()} did not answer whoAmI")
         if verdict is False:
             raise JenkinsAuthRejected(credentials_rejected_detail(self.user))
+
+    def who_am_i(self) -> WhoAmIAnswer:
+        """One ``whoAmI`` request, its answer as it came; raises JenkinsUnavailable only when none came."""
+        try:
+            answer = self._send("GET", "whoAmI/api/json", deadline=time.monotonic() + self.timeout_seconds)
+        except (_NotSent, _MaybeSent) as exc:
+            raise JenkinsUnavailable(str(exc)) from None
+        headers = {k.lower(): v for k, v in answer.headers.items()}
+        identity = None
+        if answer.status == 200:
+            try:
+                doc = json.loads(answer.text)
+            except ValueError:
+                doc = None
+            identity = parse_who_am_i(doc) if isinstance(doc, dict) else None
+        return WhoAmIAnswer(answer.status, headers.get("x-jenkins"), identity, headers.get("location"),
+                            answer_text(answer.text, 120))
 
     def _ask_who_am_i(self, deadline: float) -> bool | None:
         try:

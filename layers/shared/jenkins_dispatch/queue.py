@@ -439,6 +439,25 @@ class Queue:
     def in_flight_counts(self) -> dict[str, int]:
         return {r["job_name"]: r["n"] for r in self._run("in_flight_counts")}
 
+    # ------------------------------------------------------------------ doctor
+    def server_identity(self) -> Row:
+        """The session's user, database and the server's version."""
+        return self._run("server_identity")[0]
+
+    def applied_migrations(self) -> dict[int, str]:
+        """Version → name of each migration `migrate` applied; raises SchemaMissing before the first."""
+        return {r["version"]: r["name"] for r in self._run("applied_migrations")}
+
+    def oldest_transaction(self) -> Row:
+        """pid, user_name, application_name, state and age (``seconds``) of the oldest transaction open in this
+        database besides ours (all None when none is), and ``hidden_sessions``: sessions we may not see into."""
+        return self._run("oldest_transaction")[0]
+
+    def waiting_job_names(self, limit: int) -> list[Row]:
+        """Up to ``limit`` job names of pending or processing rows, most rows first: job_name, waiting (rows),
+        job_names (how many distinct names in all)."""
+        return self._run("waiting_job_names", limit=limit)
+
 
 # --------------------------------------------------------------------------- migrations
 

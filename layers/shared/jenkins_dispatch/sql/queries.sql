@@ -538,3 +538,34 @@ ORDER BY n.job_name;
 -- name: in_flight_counts
 -- For metrics and the benchmark's cap sampler.
 SELECT job_name, count(*) AS n FROM jenkins_jobs_queue WHERE status = 'processing' GROUP BY job_name;
+
+-- name: server_identity
+-- `doctor`: who we are on which server, proving the session works.
+SELECT current_user AS user_name, current_database() AS dbname, current_setting('server_version') AS server_version;
+
+-- name: applied_migrations
+-- `doctor`: the schema versions `migrate` recorded (the table is missing before the first migrate).
+SELECT version, name FROM jenkins_dispatch_migrations ORDER BY version;
+
+-- name: oldest_transaction
+-- `doctor`: the oldest transaction open in this database, besides ours (one row; its columns null when none),
+-- and how many sessions hide their details from us (pg_stat_activity shows other users' transactions only to
+-- superusers and members of pg_read_all_stats).
+WITH sessions AS (
+    SELECT pid, usename, application_name, state, xact_start, query = '<insufficient privilege>' AS hidden
+    FROM pg_stat_activity
+    WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()
+), oldest AS (
+    SELECT * FROM sessions WHERE xact_start IS NOT NULL ORDER BY xact_start LIMIT 1
+)
+SELECT o.pid, o.usename AS user_name, o.application_name, o.state,
+       extract(epoch FROM now() - o.xact_start)::float8 AS seconds,
+       (SELECT count(*) FROM sessions WHERE hidden) AS hidden_sessions
+FROM (SELECT 1) AS one LEFT JOIN oldest o ON true;
+
+-- name: waiting_job_names
+-- `doctor`: the distinct job names of unfinished rows, those with the most rows first, each with its count, and
+-- how many names there are in all (the partial indexes of unfinished rows only).
+SELECT job_name, count(*) AS waiting, count(*) OVER () AS job_names
+FROM jenkins_jobs_queue WHERE status IN ('pending', 'processing')
+GROUP BY job_name ORDER BY count(*) DESC, job_name LIMIT :limit;

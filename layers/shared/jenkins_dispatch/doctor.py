@@ -1,0 +1,513 @@
+"""`jenkins-dispatch doctor`: is everything this package needs in place? One row per check, the fix for each failure.
+
+Every check runs, whatever failed before it: a check that cannot run because another failed (no schema to read
+when the database is down) says ``skip`` and names the failure. A check is ``pass``, ``fail`` or ``skip``; there is
+no "warning": a condition worth a person's attention (a transaction open for too long) is a failure, with a
+threshold the operator can set. Skipped checks never fail the run (they either were not asked for, like the webhook
+probe without ``--webhook-url``, or follow a failure that does), so the run is healthy exactly when nothing fails.
+
+Secrets never appear in a row: the database is named by host, port and database, Jenkins by URL and user, the
+webhook by scheme, host and path (its query string may hold the token).
+
+Deciding what an answer means is pure (``*_check`` functions, table-tested); ``run_checks`` does the I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from .config import (
+    SecretFetcher,
+    load_database_settings,
+    load_jenkins_settings,
+    load_tuning,
+    load_webhook_secret,
+)
+from .errors import ConfigError, DispatchError, SchemaMissing
+from .jenkins_answers import DISPATCH_ID_PARAMETER, JobInfo, job_path_error
+
+if TYPE_CHECKING:
+    from .jenkins import WhoAmIAnswer
+
+PASS, FAIL, SKIP = "pass", "fail", "skip"
+
+DEFAULT_MAX_TRANSACTION_AGE_SECONDS = 300.0
+DEFAULT_MAX_JOBS_CHECKED = 50
+WEBHOOK_PROBE_TIMEOUT_SECONDS = 10.0
+# The DISPATCH_ID of the probe `doctor` sends to the webhook: not of the dispatcher's form (jd-ID-HEX, legacy-ID),
+# so no row can carry it; the webhook looks it up, changes nothing and answers 404 "unknown dispatch id".
+PROBE_DISPATCH_PREFIX = "doctor-probe-"
+PROBE_JOB = "jenkins-dispatch-doctor"
+
+MIGRATE_FIX = "run `jenkins-dispatch migrate` (on AWS the stack's migrate custom resource does it on deploy)"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One row of the report: what was checked, how it went, what was seen, and (on failure) what to do."""
+
+    name: str
+    status: str  # PASS, FAIL or SKIP
+    detail: str
+    fix: str | None = None
+
+    def as_dict(self) -> dict[str, str | None]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class DoctorOptions:
+    webhook_url: str | None = None
+    max_transaction_age_seconds: float = DEFAULT_MAX_TRANSACTION_AGE_SECONDS
+    max_jobs_checked: int = DEFAULT_MAX_JOBS_CHECKED
+
+
+def healthy(checks: Sequence[Check]) -> bool:
+    """Exit 0 exactly when this holds: no check failed (skips follow a failure or were not asked for)."""
+    return not any(c.status == FAIL for c in checks)
+
+
+def _skip(name: str, because: str) -> Check:
+    return Check(name, SKIP, f"skipped: {because}")
+
+
+def _age(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds < 120:
+        return f"{seconds}s"
+    if seconds < 7200:
+        return f"{seconds // 60}m"
+    return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
+
+
+# --------------------------------------------------------------------------- pure decisions: database
+
+
+def database_unreachable_check(message: str) -> Check:
+    """The database row when no session could be opened; ``message`` is DatabaseUnavailable's (no password)."""
+    lowered = message.lower()
+    if "password authentication failed" in lowered or "28p01" in lowered or "no password" in lowered:
+        fix = "correct the user or password in DATABASE_URL (on AWS: the secret named by DB_SECRET_ARN)"
+    elif "does not exist" in lowered and "database" in lowered:
+        fix = "create the database, or correct its name at the end of DATABASE_URL"
+    elif "no pg_hba.conf entry" in lowered:  # before the TLS test: its message says "SSL off"
+        fix = "allow this client's address in the server's pg_hba.conf (or use TLS: ?sslmode=verify-full)"
+    elif "ca bundle" in lowered:
+        fix = "point DB_CA_BUNDLE (or sslrootcert= in DATABASE_URL) at a readable PEM file of CA certificates"
+    elif "certificate" in lowered or "tls" in lowered or "ssl" in lowered:
+        fix = "the server's TLS certificate was not verified: set DB_CA_BUNDLE to its CA (RDS: the RDS CA bundle)"
+    else:
+        fix = ("start PostgreSQL, or correct the host and port in DATABASE_URL; check the network path from here "
+               "(security group, VPC, firewall)")
+    return Check("database", FAIL, message, fix)
+
+
+def schema_check(applied: Mapping[int, str] | None, known: Sequence[tuple[int, str]]) -> Check:
+    """Applied migrations (None: not even the migrations table) against the migration files of this version."""
+    if applied is None:
+        return Check("schema", FAIL, "the schema is not applied (no jenkins_dispatch_migrations table)", MIGRATE_FIX)
+    known_versions = {version for version, _ in known}
+    missing = [f"{version:04d}_{name}" for version, name in known if version not in applied]
+    unknown = [f"{version:04d}_{name}" for version, name in sorted(applied.items()) if version not in known_versions]
+    if missing:
+        return Check("schema", FAIL, f"{len(missing)} of {len(known)} migrations not applied: {', '.join(missing)}",
+                     MIGRATE_FIX)
+    if unknown:
+        return Check("schema", FAIL,
+                     f"the database has migrations this version of jenkins-dispatch does not know: {', '.join(unknown)}",
+                     "upgrade jenkins-dispatch here to the version that applied them (the schema is newer than this code)")
+    latest = f"{known[-1][0]:04d}_{known[-1][1]}" if known else "none"
+    return Check("schema", PASS, f"current: all {len(known)} migrations applied (latest {latest})")
+
+
+def transaction_check(oldest: Mapping[str, object], max_age_seconds: float) -> Check:
+    """The oldest open transaction (a row of ``Queue.oldest_transaction``) against the threshold."""
+    hidden = int(oldest.get("hidden_sessions") or 0)
+    note = (f"; {hidden} sessions of other users are hidden from us (grant pg_read_all_stats to see them)"
+            if hidden else "")
+    seconds = oldest.get("seconds")
+    if seconds is None:
+        return Check("oldest transaction", PASS, f"no other transaction is open{note}")
+    where = (f"pid {oldest.get('pid')}, user {oldest.get('user_name')}, "
+             f"application {oldest.get('application_name') or '-'}, {oldest.get('state') or 'state unknown'}")
+    if float(seconds) <= max_age_seconds:
+        return Check("oldest transaction", PASS,
+                     f"{_age(float(seconds))} ({where}), within {_age(max_age_seconds)}{note}")
+    return Check(
+        "oldest transaction", FAIL,
+        f"open for {_age(float(seconds))}, over {_age(max_age_seconds)} ({where}): it holds back vacuum and may "
+        f"hold locks the dispatcher waits for{note}",
+        f"find it in pg_stat_activity (pid {oldest.get('pid')}) and end it: "
+        f"SELECT pg_terminate_backend({oldest.get('pid')}); then fix the client that left it open",
+    )
+
+
+# --------------------------------------------------------------------------- pure decisions: Jenkins
+
+
+def jenkins_checks(answer: WhoAmIAnswer, user: str, where: str) -> tuple[Check, Check]:
+    """The "jenkins" (reachable) and "credentials" rows from Jenkins's answer to whoAmI."""
+    version = f"Jenkins {answer.version}" if answer.version else "Jenkins"
+    status = answer.status
+    if status in (401, 403):
+        reach = Check("jenkins", PASS, f"{version} answers at {where}")
+        if status == 401:
+            return reach, Check(
+                "credentials", FAIL, f"Jenkins rejected the API token of user {user} (HTTP 401)",
+                f"create an API token for {user} in Jenkins (user menu > Security > API Token) and set "
+                "JENKINS_API_TOKEN to it; JENKINS_USER must be the user's id",
+            )
+        return reach, Check(
+            "credentials", FAIL, f"Jenkins refused whoAmI to user {user} (HTTP 403)",
+            f"grant {user} Overall/Read; if a proxy or firewall in front of Jenkins answered, let this client through",
+        )
+    if status == 200 and answer.identity is not None:
+        reach = Check("jenkins", PASS, f"{version} answers at {where}")
+        identity = answer.identity
+        if identity.is_user(user):
+            return reach, Check("credentials", PASS, f"Jenkins takes our requests as user {identity.name}")
+        seen = "anonymous" if identity.anonymous or not identity.name else f"user {identity.name}"
+        return reach, Check(
+            "credentials", FAIL, f"Jenkins takes our requests as {seen}, not as user {user}",
+            f"check JENKINS_USER and JENKINS_API_TOKEN (a new API token for {user}); a single sign-on realm or a "
+            "proxy may drop credentials it does not know",
+        )
+    skipped = _skip("credentials", "Jenkins did not answer whoAmI")
+    if status >= 500:
+        return Check(
+            "jenkins", FAIL, f"Jenkins at {where} answered HTTP {status} ({answer.excerpt or 'no text'})",
+            "Jenkins is starting, restarting or failing: wait for it to finish starting, else read its log "
+            "(or the proxy's, if one answered)",
+        ), skipped
+    if 300 <= status < 400:
+        return Check(
+            "jenkins", FAIL, f"{where} redirects whoAmI (HTTP {status}) to {answer.location or 'somewhere'}",
+            "set JENKINS_URL to the URL Jenkins really serves (https://, its host name, its context path)",
+        ), skipped
+    if status == 404:
+        return Check(
+            "jenkins", FAIL, f"{where} has no whoAmI (HTTP 404): it is not Jenkins's root URL",
+            "set JENKINS_URL to Jenkins's root URL, with its context path (https://ci.example.com/jenkins/)",
+        ), skipped
+    return Check(
+        "jenkins", FAIL,
+        f"{where} answered whoAmI with HTTP {status} but not Jenkins's JSON ({answer.excerpt or 'no text'})",
+        "check that JENKINS_URL points at Jenkins itself, not a login page or a proxy in front of it",
+    ), skipped
+
+
+JENKINS_UNREACHABLE_FIX = ("start Jenkins, or correct JENKINS_URL; check the network path from here (firewall, "
+                           "security group, VPC)")
+
+
+def job_check(job_name: str, waiting: int, info: JobInfo | None, user: str) -> Check | None:
+    """A row for one job name waiting in the queue, or None when Jenkins has it ready for dispatch. ``info`` is
+    None for a name no Jenkins item can have (never asked)."""
+    name = f"job {job_name}"
+    rows = f"{waiting} row{'s' if waiting != 1 else ''} waiting"
+    if (invalid := job_path_error(job_name)) is not None:
+        return Check(name, FAIL, f"{invalid} ({rows})",
+                     f"cancel its rows (jenkins-dispatch ls --job '{job_name}', then jenkins-dispatch cancel ID) "
+                     "and enqueue them under the job's real path")
+    if info is None:
+        raise ValueError(f"what Jenkins says of {job_name!r} is needed to check it")
+    if info.forbidden is not None:
+        return Check(name, FAIL, f"user {user} lacks {info.forbidden.permission} on {job_name} ({rows})",
+                     f"grant user {user} Job/Read and Job/Build on {job_name} (or on its folder)")
+    if not info.exists:
+        return Check(name, FAIL, f"Jenkins has no job {job_name} (HTTP 404; {rows})",
+                     f"create {job_name} in Jenkins, or cancel its rows: jenkins-dispatch ls --job '{job_name}', "
+                     "then jenkins-dispatch cancel ID")
+    if not info.buildable:
+        return Check(name, FAIL, f"Jenkins will not build {job_name}: it is disabled, or a folder ({rows})",
+                     f"enable {job_name} in Jenkins (or queue a job inside the folder)")
+    if not info.declares_dispatch_id:
+        has = f"its parameters are {', '.join(info.parameter_names)}" if info.parameter_names else "it has no parameters"
+        return Check(name, FAIL, f"{job_name} declares no {DISPATCH_ID_PARAMETER} parameter: {has} ({rows})",
+                     f"add a String parameter named {DISPATCH_ID_PARAMETER} to {job_name} (This project is "
+                     "parameterized): without it no build can be matched to its row")
+    return None
+
+
+def queued_jobs_summary(checked: int, total: int, failures: int) -> Check:
+    """The "queued jobs" row above the per-job rows (only the failing jobs get a row of their own)."""
+    if total == 0:
+        return Check("queued jobs", PASS, "no job is waiting in the queue")
+    scope = f"the {checked} job names with the most rows waiting, of {total}" if checked < total else (
+        f"{total} job name{'s' if total != 1 else ''} waiting")
+    if failures:
+        return Check("queued jobs", FAIL, f"{failures} of {scope} cannot be dispatched (rows below)",
+                     "fix each job below in Jenkins, or cancel its rows")
+    return Check("queued jobs", PASS, f"{scope}: each exists, is buildable and declares {DISPATCH_ID_PARAMETER}")
+
+
+# --------------------------------------------------------------------------- pure decisions: webhook
+
+
+def display_url(url: str) -> str:
+    """scheme://host[:port]/path: never the user info or the query string, where a token may sit."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        port = ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+def webhook_check(status: int | None, body: object, error: str | None, where: str) -> Check:
+    """What the webhook's answer to the probe (an authenticated notification for a dispatch id no row can have)
+    means. ``status`` None: no answer, ``error`` says why."""
+    if status is None:
+        return Check("webhook", FAIL, f"no answer from {where}: {error}",
+                     "start the webhook (`jenkins-dispatch serve`, or deploy the stack), or correct --webhook-url")
+    outcome = body.get("outcome") if isinstance(body, dict) else None
+    message = body.get("message") if isinstance(body, dict) else None
+    said = f": {message}" if isinstance(message, str) and message else ""
+    if status == 404 and outcome == "unknown":
+        return Check("webhook", PASS, f"{where} took the secret and read the database (404 unknown dispatch id, "
+                                      "as expected for the probe)")
+    if status == 401:
+        return Check("webhook", FAIL, f"{where} refused WEBHOOK_SECRET (HTTP 401)",
+                     "give the webhook and this command the same WEBHOOK_SECRET (and Jenkins's notification URL "
+                     "the same token)")
+    if status == 404:
+        return Check("webhook", FAIL, f"nothing at {where} takes notifications (HTTP 404{said})",
+                     "the webhook's URL ends in /jenkins/notify (serve: http://HOST:PORT/jenkins/notify; AWS: the "
+                     "stack's WebhookUrl output)")
+    if status == 503:
+        return Check("webhook", FAIL, f"{where} is up but cannot work (HTTP 503{said})",
+                     "read the webhook's log: its database is unreachable or not migrated, or its settings are "
+                     "wrong (WEBHOOK_SECRET unset there)")
+    return Check("webhook", FAIL, f"{where} answered the probe with HTTP {status}{said}",
+                 "check that --webhook-url is jenkins-dispatch's webhook (POST /jenkins/notify)")
+
+
+def probe_notification(dispatch_id: str) -> dict:
+    """The probe's body: a well-formed QUEUED notification whose DISPATCH_ID no row can carry."""
+    return {
+        "name": PROBE_JOB,
+        "url": f"job/{PROBE_JOB}/",
+        "build": {"phase": "QUEUED", "queue_id": 1, "parameters": {DISPATCH_ID_PARAMETER: dispatch_id}},
+    }
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def render(checks: Sequence[Check]) -> str:
+    """The report for people: CHECK, RESULT, DETAIL columns, a `fix:` line under each failure, and a verdict."""
+    name_width = max([len("CHECK"), *(len(c.name) for c in checks)])
+    result_width = len("RESULT")
+    lines = [f"{'CHECK'.ljust(name_width)}  {'RESULT'.ljust(result_width)}  DETAIL"]
+    for check in checks:
+        result = check.status.upper() if check.status == FAIL else check.status
+        lines.append(f"{check.name.ljust(name_width)}  {result.ljust(result_width)}  {check.detail}")
+        if check.status == FAIL and check.fix:
+            lines.append(f"{''.ljust(name_width)}  {''.ljust(result_width)}  fix: {check.fix}")
+    failed = [c.name for c in checks if c.status == FAIL]
+    passed = sum(c.status == PASS for c in checks)
+    skipped = sum(c.status == SKIP for c in checks)
+    lines.append("")
+    lines.append(f"{len(failed)} failed: {', '.join(failed)}" if failed else
+                 f"all {passed} checks pass" + (f" ({skipped} skipped)" if skipped else ""))
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- the checks, with their I/O
+
+
+@dataclass
+class _Findings:
+    """What one group of checks learnt that another needs."""
+
+    checks: list[Check] = field(default_factory=list)
+    waiting: list[tuple[str, int]] | None = None  # job names waiting and their row counts; None: unknown
+    waiting_total: int = 0
+    waiting_unknown_because: str = ""
+    waiting_read_failed: Check | None = None  # the queue could not be read although the database answers
+
+
+def _settings_check(env: Mapping[str, str] | None) -> Check:
+    try:
+        load_tuning(env)
+    except ConfigError as exc:
+        return Check("settings", FAIL, str(exc), "correct the variable named, or unset it to use its default")
+    return Check("settings", PASS, "BATCH_SIZE, LEASE_SECONDS and the other tuning settings are valid")
+
+
+def _database_checks(env, fetch_secret, options: DoctorOptions) -> _Findings:
+    from .db import Database
+    from .queue import Queue, migration_files
+
+    found = _Findings()
+    dependent = ("schema", "oldest transaction")
+    try:
+        settings = load_database_settings(env, fetch_secret)
+    except ConfigError as exc:
+        found.checks.append(Check("database", FAIL, str(exc),
+                                  "set DATABASE_URL=postgresql://USER:PASSWORD@HOST:PORT/DB (on AWS: DB_SECRET_ARN)"))
+        found.checks += [_skip(n, "no database configured") for n in dependent]
+        found.waiting_unknown_because = "no database configured"
+        return found
+    db = Database(settings, application_name="jenkins-dispatch-doctor")
+    try:
+        queue = Queue(db)
+        try:
+            who = queue.server_identity()
+        except DispatchError as exc:
+            found.checks.append(database_unreachable_check(str(exc)))
+            found.checks += [_skip(n, "database unreachable") for n in dependent]
+            found.waiting_unknown_because = "database unreachable"
+            return found
+        found.checks.append(Check("database", PASS, f"{settings.describe()} as {who['user_name']}, "
+                                                    f"PostgreSQL {str(who['server_version']).split()[0]}"))
+        try:
+            applied: dict[int, str] | None = queue.applied_migrations()
+        except SchemaMissing:
+            applied = None
+        schema = schema_check(applied, [(version, name) for version, name, _ in migration_files()])
+        found.checks.append(schema)
+        found.checks.append(_guarded("oldest transaction", lambda: transaction_check(
+            queue.oldest_transaction(), options.max_transaction_age_seconds)))
+        if applied is None:
+            found.waiting_unknown_because = "the schema is not applied"
+            return found
+        try:
+            rows = queue.waiting_job_names(options.max_jobs_checked)
+        except DispatchError as exc:
+            found.waiting_read_failed = Check("queued jobs", FAIL, f"cannot read the job names waiting: {exc}",
+                                              "run doctor again; if it persists, read the database server's log")
+            return found
+        found.waiting = [(r["job_name"], int(r["waiting"])) for r in rows]
+        found.waiting_total = int(rows[0]["job_names"]) if rows else 0
+        return found
+    finally:
+        db.close()
+
+
+def _guarded(name: str, run) -> Check:
+    """A check whose database read may still fail after the session opened (a timeout, a lost session)."""
+    try:
+        return run()
+    except DispatchError as exc:
+        return Check(name, FAIL, str(exc), "run doctor again; if it persists, read the database server's log")
+
+
+def _jenkins_checks(env, fetch_secret, found: _Findings) -> list[Check]:
+    from .jenkins import JenkinsClient, JenkinsError
+
+    checks: list[Check] = []
+    try:
+        settings = load_jenkins_settings(env, fetch_secret)
+    except ConfigError as exc:
+        settings, problem = None, str(exc)
+    else:
+        problem = ("Jenkins is not configured: JENKINS_URL, JENKINS_USER and JENKINS_API_TOKEN are unset "
+                   "(nor JENKINS_SECRET_ARN)")
+    if settings is None:
+        checks.append(Check("jenkins", FAIL, problem, "set JENKINS_URL, JENKINS_USER and JENKINS_API_TOKEN "
+                                                      "(on AWS: JENKINS_SECRET_ARN)"))
+        checks.append(_skip("credentials", "Jenkins is not configured"))
+        checks.append(_queued_row(found, "Jenkins is not configured"))
+        return checks
+    with JenkinsClient(settings.url, settings.user, settings.api_token, settings.timeout_seconds,
+                       verify_tls=settings.verify_tls) as client:
+        try:
+            reach, credentials = jenkins_checks(client.who_am_i(), settings.user, display_url(settings.url))
+        except JenkinsError as exc:
+            reach, credentials = (Check("jenkins", FAIL, str(exc), JENKINS_UNREACHABLE_FIX),
+                                  _skip("credentials", "Jenkins unreachable"))
+        checks += [reach, credentials]
+        if reach.status != PASS or credentials.status != PASS:
+            checks.append(_queued_row(found, "Jenkins unreachable" if reach.status != PASS
+                                      else "Jenkins rejected the credentials"))
+            return checks
+        if found.waiting is None:
+            checks.append(_queued_row(found, "the queue was not read"))
+            return checks
+        problems: list[Check] = []
+        try:
+            for job_name, waiting in found.waiting:
+                info = None if job_path_error(job_name) else client.job_info(job_name)
+                problem = job_check(job_name, waiting, info, settings.user)
+                if problem is not None:
+                    problems.append(problem)
+        except JenkinsError as exc:
+            checks.append(Check("queued jobs", FAIL, f"Jenkins failed while the jobs were read: {exc}",
+                                "run doctor again; if it persists, see Jenkins's log"))
+            return checks + problems
+        checks.append(queued_jobs_summary(len(found.waiting), found.waiting_total, len(problems)))
+        return checks + problems
+
+
+def _queued_row(found: _Findings, because: str) -> Check:
+    """The "queued jobs" row when the jobs cannot be checked: the queue's read failure, else a skip saying why."""
+    if found.waiting_read_failed is not None:
+        return found.waiting_read_failed
+    return _skip("queued jobs", found.waiting_unknown_because or because)
+
+
+def _webhook_checks(env, fetch_secret, options: DoctorOptions) -> list[Check]:
+    try:
+        secret = load_webhook_secret(env, fetch_secret)
+    except ConfigError as exc:
+        secret, problem = None, str(exc)
+    else:
+        problem = "neither WEBHOOK_SECRET nor WEBHOOK_SECRET_ARN is set: the webhook answers 503 to every notification"
+    if secret is None:
+        checks = [Check("webhook secret", FAIL, problem,
+                        "set WEBHOOK_SECRET to a long random string (on AWS: WEBHOOK_SECRET_ARN), the same for the "
+                        "webhook, this command and the token in Jenkins's notification URL")]
+        if options.webhook_url:
+            checks.append(_skip("webhook", "no webhook secret to probe with"))
+        else:
+            checks.append(_skip("webhook", "no --webhook-url given"))
+        return checks
+    checks = [Check("webhook secret", PASS, "set")]
+    if not options.webhook_url:
+        return checks + [_skip("webhook", "no --webhook-url given")]
+    status, body, error = _probe_webhook(options.webhook_url, secret)
+    return checks + [webhook_check(status, body, error, display_url(options.webhook_url))]
+
+
+def _probe_webhook(url: str, secret: str) -> tuple[int | None, object, str | None]:
+    """POST the probe; (status, JSON body or None, None) or (None, None, why no answer came)."""
+    import requests
+
+    with requests.Session() as session:
+        session.trust_env = False  # a .netrc must not add a second token, nor a proxy read it
+        try:
+            response = session.post(
+                url, data=json.dumps(probe_notification(PROBE_DISPATCH_PREFIX + secrets.token_hex(8))),
+                headers={"Content-Type": "application/json", "X-Jenkins-Dispatch-Token": secret},
+                timeout=WEBHOOK_PROBE_TIMEOUT_SECONDS, allow_redirects=False,
+            )
+        except requests.exceptions.ConnectionError as exc:
+            # requests's message repeats the URL, query string and all: say only what kind of failure it was.
+            refused = "refused" in str(exc).lower()
+            return None, None, "connection refused" if refused else f"cannot connect ({type(exc).__name__})"
+        except requests.exceptions.RequestException as exc:
+            return None, None, type(exc).__name__
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        return response.status_code, body, None
+
+
+def run_checks(options: DoctorOptions, env: Mapping[str, str] | None = None,
+               fetch_secret: SecretFetcher | None = None) -> list[Check]:
+    """Every check, in order: settings; database, schema, oldest transaction; Jenkins, credentials, the jobs
+    waiting in the queue; the webhook's secret and (with ``options.webhook_url``) the webhook itself."""
+    checks = [_settings_check(env)]
+    found = _database_checks(env, fetch_secret, options)
+    checks += found.checks
+    checks += _jenkins_checks(env, fetch_secret, found)
+    checks += _webhook_checks(env, fetch_secret, options)
+    return checks
