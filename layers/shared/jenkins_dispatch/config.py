@@ -84,6 +84,9 @@ class Settings:
     # ...held this long in Jenkins's queue (a quiet period), so that an original Jenkins acts on late
     # merges with it instead of building twice. Default: RESEND_QUIET_LEASES leases.
     resend_quiet_seconds: float = 900.0
+    # Print CloudWatch EMF metric lines (METRICS_EMF; default: only inside Lambda, where CloudWatch reads
+    # them). Outside Lambda `serve` exposes Prometheus metrics at GET /metrics instead.
+    metrics_emf: bool = False
 
     def require_jenkins(self) -> JenkinsSettings:
         if self.jenkins is None:
@@ -309,6 +312,13 @@ def _jenkins(env: Mapping[str, str], fetch: SecretFetcher | None, timeout: float
     )
 
 
+def emf_wanted(env: Mapping[str, str]) -> bool:
+    """Whether metrics go out as CloudWatch EMF lines on stdout: METRICS_EMF when set, else only in Lambda
+    (AWS_LAMBDA_FUNCTION_NAME set), where CloudWatch Logs turns them into metrics. Elsewhere they would
+    only crowd the log."""
+    return _bool(env, "METRICS_EMF", bool(env.get("AWS_LAMBDA_FUNCTION_NAME", "").strip()))
+
+
 def load_settings(env: Mapping[str, str] | None = None, fetch_secret: SecretFetcher | None = None) -> Settings:
     """Read and validate every setting. Raises ConfigError naming the variable at fault."""
     env = os.environ if env is None else env
@@ -348,4 +358,5 @@ def load_settings(env: Mapping[str, str] | None = None, fetch_secret: SecretFetc
         dispatcher_mode=_choice(env, "DISPATCHER_MODE", "continuous", DISPATCHER_MODES),
         max_resends=_int(env, "MAX_RESENDS", 3, 0),
         resend_quiet_seconds=_float(env, "RESEND_QUIET_SECONDS", RESEND_QUIET_LEASES * lease, 0.0),
+        metrics_emf=emf_wanted(env),
     )

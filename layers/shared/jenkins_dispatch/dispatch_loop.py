@@ -76,6 +76,7 @@ class Health:
         self.jenkins = Condition()
         self.passes = 0
         self.last_pass_at: str | None = None
+        self.last_pass_unix: float | None = None  # the same moment, for Prometheus
         self.last_pass: dict[str, Any] | None = None
 
     def _set(self, condition: Condition, ok: bool, reason: str | None = None) -> None:
@@ -103,8 +104,19 @@ class Health:
     def record_pass(self, summary: dict[str, Any]) -> None:
         with self._lock:
             self.passes += 1
-            self.last_pass_at = _now_iso()
+            now = datetime.now(UTC)
+            self.last_pass_at = now.isoformat(timespec="seconds")
+            self.last_pass_unix = now.timestamp()
             self.last_pass = summary
+
+    def readings(self) -> dict[str, float | None]:
+        """Numbers for metrics: 1/0 per dependency (None: not known yet), and the last pass's Unix time."""
+        with self._lock:
+            return {
+                "database_up": None if self.database.ok is None else float(self.database.ok),
+                "jenkins_up": None if self.jenkins.ok is None else float(self.jenkins.ok),
+                "last_pass_timestamp_seconds": self.last_pass_unix,
+            }
 
     def report(self) -> tuple[int, dict[str, Any]]:
         """200 while the database answers (the webhook can work); Jenkins's state is reported, not

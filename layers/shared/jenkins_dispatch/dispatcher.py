@@ -156,6 +156,8 @@ class Dispatcher:
                             ("RetriedLater", s.retried_later), ("TriggerOutcomeUnknown", s.outcome_unknown)):
             metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
         metrics.add_metric(name="PassDurationMs", unit=MetricUnit.Milliseconds, value=s.duration_ms)
+        # One per pass that ran to its end, Jenkins up or not: its absence is what "no dispatcher" looks like.
+        metrics.add_metric(name="PassesCompleted", unit=MetricUnit.Count, value=1)
         try:
             # Read once a pass: a capped pass that claimed nothing has just read them (_why_nothing_claimed).
             gauges = self.gauges = self.gauges or self.queue.gauges()
@@ -165,6 +167,9 @@ class Dispatcher:
         metrics.add_metric(name="OldestPendingAgeSeconds", unit=MetricUnit.Seconds,
                            value=gauges["oldest_pending_seconds"] or 0)
         metrics.add_metric(name="InFlight", unit=MetricUnit.Count, value=gauges["processing"])
+        metrics.add_metric(name="Pending", unit=MetricUnit.Count, value=gauges["pending"])
+        metrics.add_metric(name="OldestTransactionAgeSeconds", unit=MetricUnit.Seconds,
+                           value=gauges["oldest_transaction_seconds"] or 0)
 
     # ------------------------------------------------------------------ reconcile
     def reconcile(self) -> None:

@@ -482,7 +482,8 @@ SELECT
 
 -- name: gauges
 -- What the dispatcher reports after each pass, and when it must look again (the next pending row that
--- becomes due, the next lease that expires): partial-index reads only.
+-- becomes due, the next lease that expires): partial-index reads only, and the database's oldest open
+-- transaction.
 SELECT
     (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing') AS processing,
     (SELECT extract(epoch FROM now() - min(scheduled_at))::float8 FROM jenkins_jobs_queue
@@ -490,7 +491,13 @@ SELECT
     (SELECT extract(epoch FROM min(scheduled_at) - now())::float8 FROM jenkins_jobs_queue
       WHERE status = 'pending' AND scheduled_at > now()) AS next_due_seconds,
     (SELECT extract(epoch FROM min(lease_expires_at) - now())::float8 FROM jenkins_jobs_queue
-      WHERE status = 'processing') AS next_lease_seconds;
+      WHERE status = 'processing') AS next_lease_seconds,
+    (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'pending') AS pending,
+    -- A long-open transaction holds back vacuum: dead rows pile up and claims slow down (sessions of other
+    -- users are visible only with pg_read_all_stats).
+    (SELECT extract(epoch FROM now() - min(xact_start))::float8 FROM pg_stat_activity
+      WHERE xact_start IS NOT NULL AND pid <> pg_backend_pid() AND datname = current_database()
+        AND backend_type = 'client backend') AS oldest_transaction_seconds;
 
 -- name: stats_per_job
 -- Each status is read on its own so that each read matches its partial index (never the history).
