@@ -21,6 +21,7 @@ from .config import Settings
 from .db import Database
 from .dispatch_loop import DispatchLoop, Health
 from .errors import ConfigError
+from .heartbeat import Heartbeat
 from .observability import PROMETHEUS_PREFIX, logger, metrics
 from .wakeup import NotificationSignal
 
@@ -131,7 +132,7 @@ def dispatch_forever(settings: Settings, interval: float, stop: threading.Event,
     """The dispatcher loop on its own session (which also LISTENs), until ``stop`` is set."""
     with Database(settings.database, application_name="jenkins-dispatch-serve") as db:
         loop = DispatchLoop(settings, db, NotificationSignal(db, stop), interval=interval, shutdown=stop,
-                            health=health)
+                            health=health, heartbeat=Heartbeat("serve", interval=interval))
         loop.run()
 
 

@@ -530,3 +530,53 @@ ORDER BY n.job_name;
 -- name: in_flight_counts
 -- For metrics and the benchmark's cap sampler.
 SELECT job_name, count(*) AS n FROM jenkins_jobs_queue WHERE status = 'processing' GROUP BY job_name;
+
+-- ============================================================================ dispatcher heartbeats
+-- One row per dispatcher (sql/migrations/0005_dispatchers.sql); a tiny table, read whole.
+
+-- name: record_heartbeat
+-- After each pass: upsert the dispatcher's row, and drop rows not seen for a day. The Jenkins state is
+-- changed only by a pass that asked Jenkins (:jenkins_ok NULL: not asked, keep what is known); an outage
+-- keeps its first "since" until Jenkins answers again.
+WITH gone AS (
+    DELETE FROM jenkins_dispatchers WHERE last_pass_at < now() - interval '1 day' AND id <> :id
+)
+INSERT INTO jenkins_dispatchers AS d (id, kind, host, pid, started_at, stale_after_seconds, last_pass_at,
+                                      last_outcome, last_detail, passes, jenkins_checked_at,
+                                      jenkins_unavailable_since, jenkins_reason)
+VALUES (:id, :kind, :host, :pid, :started_at, :stale_after_seconds, now(), :outcome, :detail, :passes,
+        CASE WHEN CAST(:jenkins_ok AS boolean) IS NOT NULL THEN now() END,
+        CASE WHEN NOT CAST(:jenkins_ok AS boolean) THEN now() END,
+        CASE WHEN NOT CAST(:jenkins_ok AS boolean) THEN CAST(:jenkins_reason AS text) END)
+ON CONFLICT (id) DO UPDATE SET
+    kind = EXCLUDED.kind, host = EXCLUDED.host, pid = EXCLUDED.pid, started_at = EXCLUDED.started_at,
+    stale_after_seconds = EXCLUDED.stale_after_seconds, last_pass_at = now(),
+    last_outcome = EXCLUDED.last_outcome, last_detail = EXCLUDED.last_detail, passes = EXCLUDED.passes,
+    jenkins_checked_at = coalesce(EXCLUDED.jenkins_checked_at, d.jenkins_checked_at),
+    jenkins_unavailable_since = CASE
+        WHEN CAST(:jenkins_ok AS boolean) IS NULL THEN d.jenkins_unavailable_since
+        WHEN CAST(:jenkins_ok AS boolean) THEN NULL
+        ELSE coalesce(d.jenkins_unavailable_since, now()) END,
+    jenkins_reason = CASE
+        WHEN CAST(:jenkins_ok AS boolean) IS NULL THEN d.jenkins_reason
+        WHEN CAST(:jenkins_ok AS boolean) THEN NULL
+        ELSE CAST(:jenkins_reason AS text) END;
+
+-- name: dispatchers
+-- Every dispatcher seen in the last day, the most recent pass first.
+SELECT id, kind, host, pid, started_at, last_pass_at,
+       extract(epoch FROM now() - last_pass_at)::float8 AS last_pass_seconds,
+       last_pass_at > now() - make_interval(secs => stale_after_seconds) AS live,
+       last_outcome, last_detail, passes, jenkins_unavailable_since, jenkins_reason
+FROM jenkins_dispatchers
+WHERE last_pass_at > now() - interval '1 day'
+ORDER BY last_pass_at DESC, id;
+
+-- name: jenkins_outage
+-- The latest word about Jenkins among live dispatchers: the one that asked Jenkins last.
+SELECT id AS dispatcher_id, jenkins_unavailable_since AS since, jenkins_reason AS reason,
+       jenkins_checked_at AS checked_at
+FROM jenkins_dispatchers
+WHERE jenkins_checked_at IS NOT NULL AND last_pass_at > now() - make_interval(secs => stale_after_seconds)
+ORDER BY jenkins_checked_at DESC, id
+LIMIT 1;
