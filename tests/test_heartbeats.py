@@ -154,6 +154,9 @@ def test_the_loop_records_every_pass_even_idle(jenkins, queue, no_dispatchers):
         finally:
             stop.set()
             runner.join(10)
+    # Stopped on request (SIGTERM): it says so, and is no longer counted as live.
+    [row] = queue.dispatchers()
+    assert (row["last_outcome"], row["live"]) == ("stopped", False)
 
 
 def test_the_loop_records_jenkins_unavailable_and_its_end(jenkins, queue, no_dispatchers):

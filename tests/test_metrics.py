@@ -132,6 +132,7 @@ def test_serve_prints_only_json_logs_and_exposes_prometheus_metrics(jenkins, dat
         assert http_post(served.base + "/jenkins/notify?token=wrong", body)[0] == 401
         time.sleep(0.8)  # a few idle passes
         content_type, text = _scrape(served.base)
+        assert [d["kind"] for d in queue.dispatchers() if d["live"]].count("serve") >= 1  # its heartbeat
     finally:
         assert served.stop() == 0
     assert content_type.startswith("text/plain") and "version=" in content_type

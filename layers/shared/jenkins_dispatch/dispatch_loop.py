@@ -251,6 +251,10 @@ class DispatchLoop:
                 self._wait_for_work(left, last_stop)
         finally:
             client.close()
+        # `serve` shutting down says so (not live any more), unless the database is away: not worth a wait.
+        if summary.stopped_because == "stop requested" and self.heartbeat is not None \
+                and self.health.database.ok is not False:
+            self.heartbeat.stopped(Queue(self.db))
         return summary.as_dict()
 
     def _one_pass(self, client, left: Callable[[], float], summary: LoopSummary):
@@ -324,7 +328,7 @@ class DispatchLoop:
         return None, stopped, client
 
     def _beat(self, outcome: str, detail: str, **jenkins) -> None:
-        """Record how the pass ended (never when the database is unreachable: that write would fail too)."""
+        """Record how the pass ended (not called when the database is unreachable: that write would fail too)."""
         if self.heartbeat is not None:
             self.heartbeat.record(Queue(self.db), outcome, detail, **jenkins)
 

@@ -12,14 +12,18 @@ from __future__ import annotations
 import os
 import socket
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .observability import logger
+
+if TYPE_CHECKING:
+    from .queue import Queue
 
 # A dispatcher counts as live this long after its last pass at least: a pass may last a lease, and a
 # Jenkins or database outage backs off between passes; it also covers a one-pass-per-minute schedule.
 MIN_LIVE_SECONDS = 300.0
 LIVE_PERIODS = 3  # ...or three of its periods, for one that passes less often than that
+STOPPED = "stopped"  # the outcome a dispatcher records when it shuts down (queries.sql: never live)
 DETAIL_CHARS = 500  # an exception's text can be long; the table keeps a readable line
 
 
@@ -68,10 +72,18 @@ class Heartbeat:
         self.stale_after = stale_after_seconds(interval)
         self.passes = 0
 
-    def record(self, queue: Any, outcome: str, detail: str | None, *, jenkins_ok: bool | None = None,
+    def record(self, queue: Queue, outcome: str, detail: str | None, *, jenkins_ok: bool | None = None,
                jenkins_reason: str | None = None) -> bool:
-        """Upsert this dispatcher's row; False (and a warning) when it could not be written."""
+        """Upsert this dispatcher's row after a pass; False (and a warning) when it could not be written."""
         self.passes += 1
+        return self._write(queue, outcome, detail, jenkins_ok, jenkins_reason)
+
+    def stopped(self, queue: Queue, detail: str = "stop requested") -> bool:
+        """Say that this dispatcher stopped (a shutdown, not a pass): it no longer counts as live."""
+        return self._write(queue, STOPPED, detail, None, None)
+
+    def _write(self, queue: Queue, outcome: str, detail: str | None, jenkins_ok: bool | None,
+               jenkins_reason: str | None) -> bool:
         try:
             queue.record_heartbeat(
                 dispatcher_id=self.dispatcher_id, kind=self.kind, host=self.host, pid=self.pid,
@@ -85,7 +97,7 @@ class Heartbeat:
             return False
         return True
 
-    def after_pass(self, queue: Any, summary: dict[str, Any], talked_to_jenkins: bool) -> bool:
+    def after_pass(self, queue: Queue, summary: dict[str, Any], talked_to_jenkins: bool) -> bool:
         """Record a pass that ran to its end."""
         outcome, detail = pass_outcome(summary)
         jenkins_ok, reason = jenkins_state(summary, talked_to_jenkins)

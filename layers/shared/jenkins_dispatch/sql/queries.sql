@@ -563,10 +563,11 @@ ON CONFLICT (id) DO UPDATE SET
         ELSE CAST(:jenkins_reason AS text) END;
 
 -- name: dispatchers
--- Every dispatcher seen in the last day, the most recent pass first.
+-- Every dispatcher seen in the last day, the most recent pass first. Live: it passed within its window and
+-- did not say it stopped.
 SELECT id, kind, host, pid, started_at, last_pass_at,
        extract(epoch FROM now() - last_pass_at)::float8 AS last_pass_seconds,
-       last_pass_at > now() - make_interval(secs => stale_after_seconds) AS live,
+       last_pass_at > now() - make_interval(secs => stale_after_seconds) AND last_outcome <> 'stopped' AS live,
        last_outcome, last_detail, passes, jenkins_unavailable_since, jenkins_reason
 FROM jenkins_dispatchers
 WHERE last_pass_at > now() - interval '1 day'
@@ -578,5 +579,6 @@ SELECT id AS dispatcher_id, jenkins_unavailable_since AS since, jenkins_reason A
        jenkins_checked_at AS checked_at
 FROM jenkins_dispatchers
 WHERE jenkins_checked_at IS NOT NULL AND last_pass_at > now() - make_interval(secs => stale_after_seconds)
+  AND last_outcome <> 'stopped'
 ORDER BY jenkins_checked_at DESC, id
 LIMIT 1;

@@ -11,7 +11,7 @@ CREATE TABLE IF NOT EXISTS jenkins_dispatchers (
     -- Live while its last pass is more recent than this (it knows how often it passes).
     stale_after_seconds       float8 NOT NULL CHECK (stale_after_seconds > 0),
     last_pass_at              timestamptz NOT NULL DEFAULT now(),
-    last_outcome              text NOT NULL,  -- ok, jenkins_unavailable, database_busy, failed, crashed
+    last_outcome              text NOT NULL,  -- ok, jenkins_unavailable, database_busy, failed, crashed, stopped
     last_detail               text,           -- why the pass stopped, or what failed
     passes                    bigint NOT NULL DEFAULT 0,
     jenkins_checked_at        timestamptz,    -- when this dispatcher last learned how Jenkins stands
