@@ -268,8 +268,7 @@ def test_cli_dispatch_prints_only_the_summary_on_stdout(jenkins, queue, monkeypa
     from jenkins_dispatch.cli import main
 
     for key, value in {"JENKINS_URL": jenkins.base_url, "JENKINS_USER": "admin", "JENKINS_API_TOKEN": "admin-token",
-                       "LEASE_SECONDS": "3", "JENKINS_TIMEOUT_SECONDS": "1",
-                       "AWS_LAMBDA_FUNCTION_NAME": "jd-dispatcher"}.items():
+                       "LEASE_SECONDS": "3", "JENKINS_TIMEOUT_SECONDS": "1"}.items():
         monkeypatch.setenv(key, value)
     queue.enqueue("deploy")
     queue.enqueue("no/such/job")
