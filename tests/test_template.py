@@ -22,7 +22,8 @@ BIN = Path(sys.executable).parent
 
 QUEUE_METRICS = [
     "Claimed", "Triggered", "TriggerErrors", "AdoptedAfterCrash", "LeasesExpired", "PassDurationMs",
-    "OldestPendingAgeSeconds", "InFlight", "JobsFailed", "JobsCompleted",
+    "OldestPendingAgeSeconds", "InFlight", "JobsFailed", "JobsCompleted", "PassesCompleted", "JenkinsUnavailable",
+    "OldestTransactionAgeSeconds", "Pending",
 ]
 WEBHOOK_METRICS = [
     "NotificationsAccepted", "NotificationsDuplicate", "NotificationsStale", "NotificationsUnknown",
@@ -352,6 +353,37 @@ def test_alarms(resources):
     for name in ("Webhook4xxRateAlarm", "Webhook5xxRateAlarm"):
         exprs = [m["Expression"] for m in alarms[name]["Properties"]["Metrics"] if "Expression" in m]
         assert exprs and "/ requests" in exprs[0], name
+
+
+def test_alarms_that_page_when_jenkins_rejects_us_no_pass_completes_or_a_transaction_stays_open(resources, template):
+    """Jenkins rejecting the credentials used to page no one until the 15-minute oldest-pending alarm; a
+    dispatcher that stopped passing, or a transaction held open for hours, paged no one at all."""
+    alarms = {k: v["Properties"] for k, v in resources.items() if v["Type"] == "AWS::CloudWatch::Alarm"}
+    topic = {"Fn::If": ["HasAlarmTopic", [{"Ref": "AlarmTopicArn"}], {"Ref": "AWS::NoValue"}]}
+    expected = {
+        # name: (metric, statistic, period, threshold, comparison, missing data)
+        "JenkinsUnavailableAlarm": ("JenkinsUnavailable", "Sum", 300, 1, "GreaterThanOrEqualToThreshold",
+                                    "notBreaching"),
+        "NoDispatcherPassAlarm": ("PassesCompleted", "Sum", 60, 1, "LessThanThreshold", "breaching"),
+        "OldestTransactionAgeAlarm": ("OldestTransactionAgeSeconds", "Maximum", 300,
+                                      {"Ref": "OldestTransactionAlarmSeconds"}, "GreaterThanThreshold",
+                                      "notBreaching"),
+    }
+    for name, (metric, stat, period, threshold, comparison, missing) in expected.items():
+        props = alarms[name]
+        assert (props["Namespace"], props["MetricName"], props["Statistic"], props["Period"], props["Threshold"],
+                props["ComparisonOperator"], props["TreatMissingData"]) == (
+            "JenkinsDispatch", metric, stat, period, threshold, comparison, missing), name
+        assert props["AlarmActions"] == topic and props["OKActions"] == topic, name
+    # N minutes without a pass: N one-minute periods, every one of them empty.
+    no_pass = alarms["NoDispatcherPassAlarm"]
+    assert no_pass["EvaluationPeriods"] == no_pass["DatapointsToAlarm"] == {"Ref": "NoDispatcherPassAlarmMinutes"}
+    params = template["Parameters"]
+    assert int(params["NoDispatcherPassAlarmMinutes"]["Default"]) == 5
+    assert int(params["OldestTransactionAlarmSeconds"]["Default"]) == 300
+    body = resources["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"][0]
+    for name in expected:
+        assert f"${{{name}.Arn}}" in body, f"{name} is not on the dashboard's alarm widget"
 
 
 def test_dashboard_shows_every_queue_metric(resources):

@@ -47,6 +47,7 @@ lambda_handler = _load_handler()
 def webhook_env(monkeypatch, database_url):
     monkeypatch.setenv("WEBHOOK_SECRET", SECRET)
     monkeypatch.setenv("DATABASE_URL", database_url)
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "jd-webhook")  # the Lambda's way: metrics as EMF lines
     monkeypatch.delenv("WEBHOOK_SECRET_ARN", raising=False)
     monkeypatch.delenv("UNSTABLE_IS_FAILURE", raising=False)
     runtime.reset()

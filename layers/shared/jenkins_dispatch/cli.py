@@ -295,8 +295,9 @@ def cmd_show(ctx: Context, args) -> None:
 def cmd_stats(ctx: Context, args) -> None:
     stats = ctx.queue.stats()
     per_job = ctx.queue.stats_per_job()
+    dispatchers = ctx.queue.dispatchers()
     if args.json:
-        print_json({"totals": stats, "jobs": per_job})
+        print_json({"totals": stats, "jobs": per_job, "dispatchers": dispatchers})
         return
     print(
         f"pending {stats['pending']} (due {stats['due']})  processing {stats['processing']} "
@@ -306,6 +307,7 @@ def cmd_stats(ctx: Context, args) -> None:
         f"last hour: completed {stats['completed_last_hour']}  failed {stats['failed_last_hour']}  "
         f"cancelled {stats['cancelled_last_hour']}   oldest open transaction {age(stats['oldest_transaction_seconds'])}"
     )
+    print(dispatchers_line(dispatchers))
     print()
     rows = [
         dict(r, in_flight=f"{r['in_flight']}/{r['cap'] if r['cap'] is not None else '-'}",
@@ -314,6 +316,21 @@ def cmd_stats(ctx: Context, args) -> None:
     ]
     print_table(rows, ["job_name", "pending", "in_flight", "completed_last_hour", "failed_last_hour", "oldest_pending"],
                 empty="no jobs")
+
+
+def dispatchers_line(dispatchers: Sequence[dict]) -> str:
+    """One line: the live dispatchers with the age and outcome of each one's last pass, or plainly none."""
+
+    def last_pass(d: dict) -> str:
+        detail = f" ({d['last_detail']})" if d.get("last_detail") else ""
+        return f"{d['id']} {age(d['last_pass_seconds'])} ago: {d['last_outcome']}{detail}"
+
+    live = [d for d in dispatchers if d["live"]]
+    if live:
+        return f"dispatchers: {len(live)} live - " + "; ".join(last_pass(d) for d in live)
+    if dispatchers:
+        return "dispatchers: none live; the last pass was " + last_pass(dispatchers[0])
+    return "dispatchers: none live; no dispatcher has passed in the last day"
 
 
 def cmd_cancel(ctx: Context, args) -> int:
@@ -421,9 +438,10 @@ def cmd_limits_ls(ctx: Context, args) -> None:
 
 def cmd_dispatch(ctx: Context, args) -> int:
     from .dispatcher import run_pass
+    from .heartbeat import Heartbeat
     from .observability import metrics
 
-    summary = run_pass(ctx.settings, max_jobs=args.max_jobs)
+    summary = run_pass(ctx.settings, max_jobs=args.max_jobs, heartbeat=Heartbeat("cli"))
     metrics.clear_metrics()  # CloudWatch EMF lines are for Lambda and serve, not for a command's output
     print_json(summary)
     if summary.get("jenkins_unavailable"):
@@ -521,7 +539,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("show", cmd_show, "every field of a job, its Jenkins links and its history")
     p.add_argument("id", type=positive_int, help="the job's id")
 
-    command("stats", cmd_stats, "queue counts, in flight per job vs cap, oldest pending age")
+    command("stats", cmd_stats, "queue counts, in flight per job vs cap, oldest pending age, live dispatchers")
 
     p = command("cancel", cmd_cancel, "cancel pending or processing jobs: those named, or those the filters "
                 "select (with --yes)")

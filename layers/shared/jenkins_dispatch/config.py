@@ -86,6 +86,8 @@ ENVIRONMENT: tuple[Variable, ...] = (
     Variable("MAX_RESENDS", "times a dispatch Jenkins shows no trace of is sent again", 3),
     Variable("RESEND_QUIET_SECONDS", "quiet period asked of Jenkins for such a re-send",
              default_text=f"{RESEND_QUIET_LEASES} x LEASE_SECONDS"),
+    Variable("METRICS_EMF", "print metrics as CloudWatch EMF lines on stdout", default_text="true in Lambda only"),
+    Variable("AWS_LAMBDA_FUNCTION_NAME", "set by Lambda: metrics default to EMF there"),
 )
 VARIABLES = {variable.name: variable for variable in ENVIRONMENT}
 
@@ -153,6 +155,9 @@ class Settings:
     # ...held this long in Jenkins's queue (a quiet period), so that an original Jenkins acts on late
     # merges with it instead of building twice. Default: RESEND_QUIET_LEASES leases.
     resend_quiet_seconds: float = 900.0
+    # Print CloudWatch EMF metric lines (METRICS_EMF; default: only inside Lambda, where CloudWatch reads
+    # them). Outside Lambda `serve` exposes Prometheus metrics at GET /metrics instead.
+    metrics_emf: bool = False
 
     def require_jenkins(self) -> JenkinsSettings:
         if self.jenkins is None:
@@ -388,6 +393,15 @@ def _jenkins(env: Mapping[str, str], fetch: SecretFetcher | None, timeout: float
     )
 
 
+def emf_wanted(env: Mapping[str, str]) -> bool:
+    """Whether metrics go out as CloudWatch EMF lines on stdout: METRICS_EMF when set, else only in Lambda
+    (AWS_LAMBDA_FUNCTION_NAME set), where CloudWatch Logs turns them into metrics. Elsewhere they would
+    only crowd the log."""
+    if _text(env, "METRICS_EMF") == "":
+        return bool(_text(env, "AWS_LAMBDA_FUNCTION_NAME"))
+    return _bool(env, "METRICS_EMF")
+
+
 def _sources(env: Mapping[str, str] | None, fetch_secret: SecretFetcher | None) -> tuple[Mapping[str, str], SecretFetcher | None]:
     """The environment to read (``os.environ`` by default) and, when a ``*_SECRET_ARN`` is set, Secrets Manager."""
     env = os.environ if env is None else env
@@ -447,6 +461,7 @@ def load_tuning(env: Mapping[str, str] | None = None) -> dict[str, object]:
         dispatcher_mode=_choice(env, "DISPATCHER_MODE", DISPATCHER_MODES),
         max_resends=_int(env, "MAX_RESENDS", 0),
         resend_quiet_seconds=_float(env, "RESEND_QUIET_SECONDS", 0.0, default=RESEND_QUIET_LEASES * lease),
+        metrics_emf=emf_wanted(env),
     )
 
 

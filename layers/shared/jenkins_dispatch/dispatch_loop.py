@@ -26,8 +26,10 @@ from .config import Settings
 from .db import Database
 from .decisions import backoff_seconds
 from .errors import ConfigError, DatabaseBusy, DatabaseUnavailable, DispatchError
+from .heartbeat import Heartbeat
 from .jenkins import JenkinsError
 from .observability import logger, metrics
+from .queue import Queue
 from .wakeup import SLOT, WorkSignal
 
 # How soon a failed dependency is tried again: doubling from the base up to the cap, with jitter.
@@ -76,6 +78,7 @@ class Health:
         self.jenkins = Condition()
         self.passes = 0
         self.last_pass_at: str | None = None
+        self.last_pass_unix: float | None = None  # the same moment, for Prometheus
         self.last_pass: dict[str, Any] | None = None
 
     def _set(self, condition: Condition, ok: bool, reason: str | None = None) -> None:
@@ -103,8 +106,19 @@ class Health:
     def record_pass(self, summary: dict[str, Any]) -> None:
         with self._lock:
             self.passes += 1
-            self.last_pass_at = _now_iso()
+            now = datetime.now(UTC)
+            self.last_pass_at = now.isoformat(timespec="seconds")
+            self.last_pass_unix = now.timestamp()
             self.last_pass = summary
+
+    def readings(self) -> dict[str, float | None]:
+        """Numbers for metrics: 1/0 per dependency (None: not known yet), and the last pass's Unix time."""
+        with self._lock:
+            return {
+                "database_up": None if self.database.ok is None else float(self.database.ok),
+                "jenkins_up": None if self.jenkins.ok is None else float(self.jenkins.ok),
+                "last_pass_timestamp_seconds": self.last_pass_unix,
+            }
 
     def report(self) -> tuple[int, dict[str, Any]]:
         """200 while the database answers (the webhook can work); Jenkins's state is reported, not
@@ -198,6 +212,7 @@ class DispatchLoop:
         health: Health | None = None,
         pass_budget_seconds: float | None = None,
         rng: random.Random | None = None,
+        heartbeat: Heartbeat | None = None,
     ):
         self.settings = settings
         self.db = db
@@ -207,6 +222,7 @@ class DispatchLoop:
         self.health = health or Health()
         self.pass_budget_seconds = pass_budget_seconds or default_pass_budget(settings)
         self.rng = rng or random.Random()
+        self.heartbeat = heartbeat  # None: this loop records no heartbeat (tests)
         self.gauges: dict[str, Any] | None = None
         self.watching = 0
         timeout = settings.jenkins.timeout_seconds if settings.jenkins else 0.0
@@ -235,6 +251,10 @@ class DispatchLoop:
                 self._wait_for_work(left, last_stop)
         finally:
             client.close()
+        # `serve` shutting down says so (not live any more), unless the database is away: not worth a wait.
+        if summary.stopped_because == "stop requested" and self.heartbeat is not None \
+                and self.health.database.ok is not False:
+            self.heartbeat.stopped(Queue(self.db))
         return summary.as_dict()
 
     def _one_pass(self, client, left: Callable[[], float], summary: LoopSummary):
@@ -254,6 +274,7 @@ class DispatchLoop:
         except DatabaseBusy as exc:
             logger.warning("pass ended early: the database is busy; trying again shortly", extra={"reason": str(exc)})
             self.health.database_ok()
+            self._beat("database_busy", str(exc))
             return BUSY_RETRY_SECONDS, "database busy", client
         except DatabaseUnavailable as exc:
             failures = self.health.database_failed(str(exc))
@@ -263,9 +284,11 @@ class DispatchLoop:
             return pause, "database unavailable", client
         except DispatchError as exc:
             logger.error("pass failed", extra={"reason": str(exc)})
+            self._beat("failed", str(exc))
             return backoff_seconds(1, *DATABASE_RETRY, self.rng), str(exc), client
         except Exception as exc:  # a defect: keep serving callbacks, say what broke, try again later
             logger.exception("pass crashed", extra={"reason": f"{type(exc).__name__}: {exc}"})
+            self._beat("crashed", f"{type(exc).__name__}: {exc}")
             return backoff_seconds(3, *DATABASE_RETRY, self.rng), "crashed", client
         finally:
             try:
@@ -280,6 +303,7 @@ class DispatchLoop:
         add_up(summary.totals, {k: v for k, v in result.items() if k != "stopped_because"})
         stopped = result.get("stopped_because", "")
         if result.get("jenkins_unavailable"):
+            self._beat_after(result, talked_to_jenkins=True)
             failures = self.health.jenkins_failed(stopped)
             pause = backoff_seconds(failures, *JENKINS_RETRY, self.rng)
             logger.error("Jenkins unavailable: the pass released what it had not sent; retrying",
@@ -293,10 +317,24 @@ class DispatchLoop:
             try:
                 client.check()
             except JenkinsError as exc:
-                failures = self.health.jenkins_failed(f"Jenkins unavailable: {exc}")
+                reason = f"Jenkins unavailable: {exc}"
+                failures = self.health.jenkins_failed(reason)
+                self._beat("jenkins_unavailable", reason, jenkins_ok=False, jenkins_reason=reason)
                 return backoff_seconds(failures, *JENKINS_RETRY, self.rng), stopped, client
             self.health.jenkins_ok()
+            self._beat_after(result, talked_to_jenkins=True)
+            return None, stopped, client
+        self._beat_after(result, talked_to_jenkins=dispatcher.talked_to_jenkins)
         return None, stopped, client
+
+    def _beat(self, outcome: str, detail: str, **jenkins) -> None:
+        """Record how the pass ended (not called when the database is unreachable: that write would fail too)."""
+        if self.heartbeat is not None:
+            self.heartbeat.record(Queue(self.db), outcome, detail, **jenkins)
+
+    def _beat_after(self, result: dict[str, Any], talked_to_jenkins: bool) -> None:
+        if self.heartbeat is not None:
+            self.heartbeat.after_pass(Queue(self.db), result, talked_to_jenkins)
 
     def _wait_for_work(self, left: Callable[[], float], last_stop: str) -> None:
         if last_stop in MORE_TO_DO:

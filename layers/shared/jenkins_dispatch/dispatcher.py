@@ -28,7 +28,8 @@ from .cancelling import settle_stopped, stop_dispatch
 from .config import LEASE_SAFETY_SECONDS, Settings
 from .db import Database
 from .decisions import Act, Decision, backoff_seconds, check_job, decide_trigger
-from .errors import DispatchError, InvalidInput
+from .errors import DatabaseUnavailable, DispatchError, InvalidInput
+from .heartbeat import Heartbeat
 from .jenkins import JenkinsAuthRejected, JenkinsClient, JenkinsError
 from .jenkins_answers import JobInfo, job_path_error
 from .observability import MetricUnit, logger, metrics, subsegment
@@ -156,6 +157,8 @@ class Dispatcher:
                             ("RetriedLater", s.retried_later), ("TriggerOutcomeUnknown", s.outcome_unknown)):
             metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
         metrics.add_metric(name="PassDurationMs", unit=MetricUnit.Milliseconds, value=s.duration_ms)
+        # One per pass that ran to its end, Jenkins up or not: its absence is what "no dispatcher" looks like.
+        metrics.add_metric(name="PassesCompleted", unit=MetricUnit.Count, value=1)
         try:
             # Read once a pass: a capped pass that claimed nothing has just read them (_why_nothing_claimed).
             gauges = self.gauges = self.gauges or self.queue.gauges()
@@ -165,6 +168,9 @@ class Dispatcher:
         metrics.add_metric(name="OldestPendingAgeSeconds", unit=MetricUnit.Seconds,
                            value=gauges["oldest_pending_seconds"] or 0)
         metrics.add_metric(name="InFlight", unit=MetricUnit.Count, value=gauges["processing"])
+        metrics.add_metric(name="Pending", unit=MetricUnit.Count, value=gauges["pending"])
+        metrics.add_metric(name="OldestTransactionAgeSeconds", unit=MetricUnit.Seconds,
+                           value=gauges["oldest_transaction_seconds"] or 0)
 
     # ------------------------------------------------------------------ reconcile
     def reconcile(self) -> None:
@@ -396,13 +402,26 @@ def run_pass(
     remaining_ms: Callable[[], int] | None = None,
     db: Database | None = None,
     stop: threading.Event | None = None,
+    heartbeat: Heartbeat | None = None,
 ) -> dict[str, Any]:
-    """One pass with a fresh HTTP session (and a fresh database session unless one is given)."""
+    """One pass with a fresh HTTP session (and a fresh database session unless one is given); with a
+    ``heartbeat``, the dispatcher's row records how it ended."""
     own_db = db is None
     db = db or Database(settings.database, application_name="jenkins-dispatch-dispatcher")
     try:
         with jenkins_client(settings) as client:
-            return Dispatcher(settings, db, client, remaining_ms=remaining_ms, stop=stop).run(max_jobs)
+            dispatcher = Dispatcher(settings, db, client, remaining_ms=remaining_ms, stop=stop)
+            try:
+                summary = dispatcher.run(max_jobs)
+            except DatabaseUnavailable:
+                raise  # nowhere to record it
+            except DispatchError as exc:
+                if heartbeat is not None:
+                    heartbeat.record(dispatcher.queue, "failed", str(exc))
+                raise
+            if heartbeat is not None:
+                heartbeat.after_pass(dispatcher.queue, summary, dispatcher.talked_to_jenkins)
+            return summary
     finally:
         if own_db:
             db.close()
@@ -439,6 +458,23 @@ def handle_event(event: Any, context: Any) -> dict[str, Any]:
         settings.check_pass_budget(remaining() / 1000, "the dispatcher function's time left (DispatcherTimeoutSeconds)")
     db = runtime.database()
     if settings.dispatcher_mode == "single" or max_jobs is not None or remaining is None:
-        return run_pass(settings, max_jobs=max_jobs, remaining_ms=remaining, db=db)
-    loop = DispatchLoop(settings, db, NotificationSignal(db), interval=LAMBDA_INTERVAL_SECONDS)
+        return run_pass(settings, max_jobs=max_jobs, remaining_ms=remaining, db=db,
+                        heartbeat=_lambda_heartbeat(context, None))
+    loop = DispatchLoop(settings, db, NotificationSignal(db), interval=LAMBDA_INTERVAL_SECONDS,
+                        heartbeat=_lambda_heartbeat(context, LAMBDA_INTERVAL_SECONDS))
     return loop.run(seconds_left=lambda: remaining() / 1000)
+
+
+_heartbeats: dict[str | None, Heartbeat] = {}
+
+
+def _lambda_heartbeat(context: Any, interval: float | None) -> Heartbeat:
+    """This container's heartbeat (its log stream names it), kept between warm invocations: one row per
+    container, its passes adding up."""
+    function = getattr(context, "function_name", None)
+    stream = getattr(context, "log_stream_name", None)
+    instance = f"{function}/{stream}" if isinstance(function, str) and isinstance(stream, str) else None
+    beat = _heartbeats.get(instance)
+    if beat is None:
+        beat = _heartbeats[instance] = Heartbeat("lambda", interval=interval, instance=instance)
+    return beat

@@ -1,22 +1,30 @@
-"""Logger, metrics and tracing shared by every part of the package (Powertools).
+"""Logger, metrics and tracing shared by every part of the package (Powertools, and Prometheus for `serve`).
 
-Logs are JSON, one line per event, with job id and dispatch id as keys. Metrics are EMF lines that
-CloudWatch turns into metrics; outside Lambda they are printed like any log line. Tracing (X-Ray) is
-loaded only when it is switched on: importing its SDK costs about 0.3 s of every cold start.
+Logs are JSON, one line per event, with job id and dispatch id as keys. Every metric goes through one call,
+``metrics.add_metric(name=..., unit=..., value=...)``, which feeds two sinks:
+- CloudWatch EMF lines on stdout (Powertools), which CloudWatch Logs turns into metrics: on in Lambda, off
+  elsewhere unless METRICS_EMF=true (config.emf_wanted), where they would only crowd the log;
+- Prometheus (prometheus_client, its own registry), once `serve` enables it for its GET /metrics.
+Tracing (X-Ray) is loaded only when it is switched on: importing its SDK costs about 0.3 s of every cold start.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
 
 SERVICE = "jenkins-dispatch"
 NAMESPACE = "JenkinsDispatch"
+PROMETHEUS_PREFIX = "jenkins_dispatch_"
 
 # Powertools reads these at construction; give local runs sane values without touching Lambda's.
 os.environ.setdefault("POWERTOOLS_SERVICE_NAME", SERVICE)
@@ -27,47 +35,201 @@ if "AWS_LAMBDA_FUNCTION_NAME" not in os.environ:
 logger = Logger(service=SERVICE)
 
 
-class SerializedMetrics:
-    """Powertools' Metrics behind one lock.
+# --------------------------------------------------------------------------- what each metric means
 
-    Its metric set is shared by every user in the process, and `serve` adds and flushes from the
+# Readings of a level (the latest value is the truth), as opposed to counts of events that add up.
+GAUGES = frozenset({"InFlight", "Pending", "OldestPendingAgeSeconds", "OldestTransactionAgeSeconds"})
+
+# Every metric the package emits under a fixed name, with its unit and meaning. Prometheus shows each from
+# the start (a counter at 0), so an alert on one needs no first event; a name not listed here (trigger
+# errors per class) appears when it first happens.
+CATALOGUE: dict[str, tuple[MetricUnit, str]] = {
+    "Claimed": (MetricUnit.Count, "Rows claimed by dispatcher passes."),
+    "Triggered": (MetricUnit.Count, "Jobs Jenkins accepted (queue item recorded)."),
+    "JobsCompleted": (MetricUnit.Count, "Jobs settled completed (dispatcher, reconciler or webhook)."),
+    "JobsFailed": (MetricUnit.Count, "Jobs settled failed (build failed, permanent dispatch error, attempts spent)."),
+    "RetriedLater": (MetricUnit.Count, "Triggers that failed for one job and were put back with a backoff."),
+    "TriggerOutcomeUnknown": (MetricUnit.Count, "Triggers whose outcome is unknown (the reconciler searches later)."),
+    "TriggerErrors": (MetricUnit.Count, "Triggers Jenkins refused or that failed, all classes."),
+    "AdoptedAfterCrash": (MetricUnit.Count, "Expired leases whose build was found in Jenkins and adopted."),
+    "LeasesExpired": (MetricUnit.Count, "Expired leases the reconciler looked at."),
+    "SearchInconclusive": (MetricUnit.Count, "Searches for a dispatch in Jenkins that could not tell."),
+    "DuplicatesCancelled": (MetricUnit.Count, "Copies of a dispatch cancelled in Jenkins's queue."),
+    "DuplicatesSeen": (MetricUnit.Count, "Copies of a dispatch seen in Jenkins that could not be cancelled."),
+    "JenkinsUnavailable": (MetricUnit.Count, "Passes stopped because Jenkins as a whole failed (down, 5xx, 401/403)."),
+    "PassesCompleted": (MetricUnit.Count, "Dispatcher passes that ran to their end."),
+    "PassDurationMs": (MetricUnit.Milliseconds, "How long dispatcher passes took."),
+    "InFlight": (MetricUnit.Count, "Jobs processing (claimed, queued or running in Jenkins), after the last pass."),
+    "Pending": (MetricUnit.Count, "Jobs pending (due or scheduled later), after the last pass."),
+    "OldestPendingAgeSeconds": (MetricUnit.Seconds, "Age of the oldest due pending job, after the last pass."),
+    "OldestTransactionAgeSeconds": (MetricUnit.Seconds,
+                                    "Age of the database's oldest open transaction, after the last pass."),
+    "NotificationsAccepted": (MetricUnit.Count, "Jenkins notifications applied."),
+    "NotificationsDuplicate": (MetricUnit.Count, "Jenkins notifications already applied (repeats)."),
+    "NotificationsIgnored": (MetricUnit.Count, "Notifications of builds that are not the dispatched job."),
+    "NotificationsStale": (MetricUnit.Count, "Notifications of an earlier attempt's dispatch id."),
+    "NotificationsUnknown": (MetricUnit.Count, "Notifications naming an unknown dispatch id."),
+    "NotificationsRejectedAuth": (MetricUnit.Count, "Webhook requests without the right token (401)."),
+    "NotificationsMalformed": (MetricUnit.Count, "Webhook requests answered 400 or 413."),
+    "WebhookUnavailable": (MetricUnit.Count, "Webhook requests answered 503 (database unavailable)."),
+    "WebhookNoRoute": (MetricUnit.Count, "Webhook requests to no known endpoint."),
+    "WebhookInternalError": (MetricUnit.Count, "Webhook requests that failed unexpectedly (500)."),
+    "NotificationLatency": (MetricUnit.Milliseconds, "Time to apply one Jenkins notification."),
+}
+
+_WORD_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_TIME_UNITS = {"Milliseconds": 1000.0, "Seconds": 1.0}
+
+
+def _unit_text(unit: MetricUnit | str) -> str:
+    return unit.value if isinstance(unit, MetricUnit) else str(unit)
+
+
+def prometheus_name(name: str, unit: MetricUnit | str) -> tuple[str, str]:
+    """(kind, name) of a CloudWatch metric in Prometheus: "counter", "gauge" or "histogram" (times, in
+    seconds); snake_case with the package's prefix (a counter's ``_total`` is added by the client)."""
+    unit_text = _unit_text(unit)
+    kind = "gauge" if name in GAUGES else ("histogram" if unit_text in _TIME_UNITS else "counter")
+    base = name[:-2] if unit_text == "Milliseconds" and name.endswith("Ms") else name
+    snake = _WORD_BOUNDARY.sub("_", base).lower()
+    if unit_text in _TIME_UNITS and not snake.endswith("_seconds"):
+        snake += "_seconds"
+    return kind, PROMETHEUS_PREFIX + snake
+
+
+# --------------------------------------------------------------------------- sinks
+
+
+class PrometheusSink:
+    """Each metric as a Prometheus counter, gauge or histogram in a registry of its own (never the client's
+    global one, which would mix in whatever else the process registered)."""
+
+    # Pass durations run from milliseconds (idle) to a lease; notification latencies stay well under a second.
+    BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+
+    def __init__(self) -> None:
+        from prometheus_client import CollectorRegistry
+
+        self.registry = CollectorRegistry(auto_describe=True)
+        self._lock = threading.Lock()
+        self._families: dict[str, tuple[str, Any, float]] = {}
+        self._extra: Callable[[], Iterable[Any]] | None = None
+        self.registry.register(self)  # collect() below: the extra families of whoever runs the server
+        for name, (unit, _help) in CATALOGUE.items():
+            self._family(name, unit)
+
+    def _family(self, name: str, unit: MetricUnit | str) -> tuple[str, Any, float]:
+        with self._lock:
+            found = self._families.get(name)
+            if found is None:
+                from prometheus_client import Counter, Gauge, Histogram
+
+                kind, full_name = prometheus_name(name, unit)
+                help_text = CATALOGUE[name][1] if name in CATALOGUE else f"{name} ({_unit_text(unit)})."
+                if kind == "counter":
+                    family = Counter(full_name, help_text, registry=self.registry)
+                elif kind == "gauge":
+                    family = Gauge(full_name, help_text, registry=self.registry)
+                else:
+                    family = Histogram(full_name, help_text, registry=self.registry, buckets=self.BUCKETS)
+                found = self._families[name] = (kind, family, _TIME_UNITS.get(_unit_text(unit), 1.0))
+            return found
+
+    def record(self, name: str, unit: MetricUnit | str, value: float) -> None:
+        kind, family, divisor = self._family(name, unit)
+        if kind == "counter":
+            if value > 0:
+                family.inc(value)
+        elif kind == "gauge":
+            family.set(value / divisor)
+        else:
+            family.observe(value / divisor)
+
+    def also_collect(self, source: Callable[[], Iterable[Any]] | None) -> None:
+        """Add families read at scrape time (`serve`'s health: last pass, Jenkins and database up)."""
+        self._extra = source
+
+    def collect(self) -> Iterator[Any]:
+        source = self._extra
+        if source is not None:
+            yield from source()
+
+    def describe(self) -> list:
+        return []  # the extra families change with the server; nothing to check at registration
+
+
+class MetricsFacade:
+    """The one place metrics are recorded: EMF (when enabled) and Prometheus (when enabled), under a lock.
+
+    The EMF metric set is shared by every thread in the process, and `serve` adds and flushes from the
     dispatcher thread and the webhook's threads at once: unguarded, a flush could iterate the set while
-    another thread adds to it ("dictionary changed size during iteration") or flush a set another
-    thread just emptied — and crash the process.
+    another thread adds to it ("dictionary changed size during iteration") or flush a set another thread
+    just emptied — and crash the process.
     """
 
-    def __init__(self, inner: Metrics):
-        self._inner = inner
+    def __init__(self) -> None:
+        self._emf = AmazonCloudWatchEMFProvider(namespace=NAMESPACE, service=SERVICE)
         self._lock = threading.RLock()
+        self._emf_enabled: bool | None = None  # None: as the environment says (config.emf_wanted)
+        self.prometheus: PrometheusSink | None = None
 
-    def add_metric(self, **kwargs) -> None:
-        with self._lock:
-            self._inner.add_metric(**kwargs)
+    @property
+    def emf_enabled(self) -> bool:
+        if self._emf_enabled is None:
+            from .config import emf_wanted
+            from .errors import ConfigError
 
-    def flush_metrics(self, **kwargs) -> None:
+            try:
+                self._emf_enabled = emf_wanted(os.environ)
+            except ConfigError:  # load_settings refuses the value with a proper message; stay quiet here
+                self._emf_enabled = False
+        return self._emf_enabled
+
+    def configure(self, *, emf: bool | None) -> None:
+        """Print EMF lines or not (from Settings.metrics_emf; None: back to what the environment says)."""
         with self._lock:
-            self._inner.flush_metrics(**kwargs)
+            if emf is False:
+                self._emf.clear_metrics()
+            self._emf_enabled = emf
+
+    def enable_prometheus(self) -> Any:
+        """Start feeding Prometheus (idempotent); returns its CollectorRegistry."""
+        with self._lock:
+            if self.prometheus is None:
+                self.prometheus = PrometheusSink()
+            return self.prometheus.registry
+
+    def add_metric(self, *, name: str, unit: MetricUnit | str, value: float) -> None:
+        with self._lock:
+            if self.emf_enabled:
+                self._emf.add_metric(name=name, unit=unit, value=value)
+        if self.prometheus is not None:
+            self.prometheus.record(name, unit, value)
 
     def flush_if_any(self) -> None:
-        """Flush what was added, if anything (an empty flush is an error in Powertools)."""
+        """Print what was added as one EMF line, if anything (an empty flush only warns, in Powertools)."""
         with self._lock:
-            if self._inner.metric_set:
-                self._inner.flush_metrics()
+            if self._emf.metric_set:
+                self._emf.flush_metrics()
 
     def clear_metrics(self) -> None:
         with self._lock:
-            self._inner.clear_metrics()
+            self._emf.clear_metrics()
 
-    @property
-    def metric_set(self) -> dict:
-        with self._lock:
-            return dict(self._inner.metric_set)
+    def log_metrics(self, handler: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+        """A Lambda handler's decorator: whatever is left is flushed when the invocation ends."""
 
-    def __getattr__(self, name: str):
-        return getattr(self._inner, name)  # log_metrics (Lambda handlers: one invocation at a time), …
+        @functools.wraps(handler)
+        def wrapper(event: Any, context: Any) -> Any:
+            try:
+                return handler(event, context)
+            finally:
+                self.flush_if_any()
+
+        return wrapper
 
 
-metrics = SerializedMetrics(Metrics(namespace=NAMESPACE, service=SERVICE))
+metrics = MetricsFacade()
 
 _tracer = None
 _tracer_lock = threading.Lock()
@@ -100,4 +262,5 @@ def subsegment(name: str) -> Iterator[None]:
         yield
 
 
-__all__ = ["logger", "metrics", "tracer", "subsegment", "MetricUnit", "SERVICE", "NAMESPACE"]
+__all__ = ["logger", "metrics", "tracer", "subsegment", "MetricUnit", "MetricsFacade", "prometheus_name", "SERVICE",
+           "NAMESPACE"]

@@ -458,6 +458,31 @@ class Queue:
         job_names (how many distinct names in all)."""
         return self._run("waiting_job_names", limit=limit)
 
+    # ------------------------------------------------------------------ dispatcher heartbeats
+    def record_heartbeat(
+        self, *, dispatcher_id: str, kind: str, host: str, pid: int, started_at: datetime,
+        stale_after_seconds: float, outcome: str, detail: str | None, passes: int,
+        jenkins_ok: bool | None = None, jenkins_reason: str | None = None,
+    ) -> None:
+        """Upsert one dispatcher's row after a pass (and drop rows not seen for a day). ``jenkins_ok``: what
+        the pass learned about Jenkins (None: not asked; the known state stands)."""
+        self._run(
+            "record_heartbeat", id=dispatcher_id, kind=kind, host=host, pid=pid, started_at=started_at,
+            stale_after_seconds=float(stale_after_seconds), outcome=outcome, detail=detail, passes=passes,
+            jenkins_ok=jenkins_ok, jenkins_reason=jenkins_reason,
+        )
+
+    def dispatchers(self) -> list[Row]:
+        """Dispatchers seen in the last day, the most recent pass first, each with ``live`` and the age of
+        its last pass (``last_pass_seconds``)."""
+        return self._run("dispatchers")
+
+    def jenkins_outage(self) -> Row | None:
+        """Since when (``since``), why (``reason``) and by whom (``dispatcher_id``) Jenkins is seen failing as a
+        whole, by the live dispatcher that asked it last; None while it answers, or no live one asked."""
+        rows = self._run("jenkins_outage")
+        return rows[0] if rows and rows[0]["since"] is not None else None
+
 
 # --------------------------------------------------------------------------- migrations
 

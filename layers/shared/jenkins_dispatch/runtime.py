@@ -16,6 +16,7 @@ from contextlib import contextmanager
 
 from .config import Settings, load_settings
 from .db import Database, SessionPool
+from .observability import metrics
 
 _lock = threading.Lock()
 _settings: Settings | None = None
@@ -29,6 +30,7 @@ def settings() -> Settings:
     with _lock:
         if _settings is None:
             _settings = load_settings()
+            metrics.configure(emf=_settings.metrics_emf)
         return _settings
 
 
@@ -73,6 +75,7 @@ def reset() -> None:
         if _pool is not None:
             _pool.close()
         _database = _pool = _settings = _pool_size = None
+        metrics.configure(emf=None)
 
 
 def install(given: Settings) -> None:
@@ -82,3 +85,4 @@ def install(given: Settings) -> None:
     with _lock:
         _settings = given
         _pool_size = given.webhook_db_pool_size
+        metrics.configure(emf=given.metrics_emf)

@@ -2,7 +2,7 @@
 
 The dispatcher loop (the Lambda's code path, woken by new work within milliseconds, at most
 ``interval`` seconds apart) on the main thread, and the webhook at ``POST /jenkins/notify`` (the same
-handler, fed HTTP API events) plus ``GET /healthz`` on HTTP threads sharing a bounded session pool.
+handler, fed HTTP API events) plus ``GET /healthz`` and ``GET /metrics`` (Prometheus) on HTTP threads sharing a bounded session pool.
 
 It exits only on SIGTERM / SIGINT (0: the current batch is finished or released, nothing stays
 claimed) or on a configuration error (non-zero, one line). Jenkins or database outages end passes,
@@ -21,11 +21,27 @@ from .config import Settings
 from .db import Database
 from .dispatch_loop import DispatchLoop, Health
 from .errors import ConfigError
-from .observability import logger
+from .heartbeat import Heartbeat
+from .observability import PROMETHEUS_PREFIX, logger, metrics
 from .wakeup import NotificationSignal
 
 MAX_BODY = 256 * 1024 + 1  # read one byte past the webhook's limit so it can answer 413
-def _handler_class(settings: Settings, health: Health):
+HEALTH_HELP = {
+    "database_up": "1 while the dispatcher's last statement reached the database, 0 while it cannot.",
+    "jenkins_up": "1 while Jenkins answered the dispatcher's last request, 0 while it fails as a whole.",
+    "last_pass_timestamp_seconds": "Unix time at which the dispatcher's last pass ended.",
+}
+
+
+def health_families(health: Health) -> list:
+    """The loop's health as Prometheus gauges, read when /metrics is scraped (nothing kept twice)."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    return [GaugeMetricFamily(PROMETHEUS_PREFIX + name, HEALTH_HELP[name], value=value)
+            for name, value in health.readings().items() if value is not None]
+
+
+def _handler_class(settings: Settings, health: Health, registry: Any):
     from . import webhook
 
     class Handler(BaseHTTPRequestHandler):
@@ -48,6 +64,11 @@ def _handler_class(settings: Settings, health: Health):
             if self.path.split("?")[0] == "/healthz":
                 status, doc = health.report()
                 self._answer(status, json.dumps(doc, default=str).encode())
+                return
+            if self.path.split("?")[0] == "/metrics" and registry is not None:
+                from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+                self._answer(200, generate_latest(registry), {"Content-Type": CONTENT_TYPE_LATEST})
                 return
             self._forward("GET")
 
@@ -84,11 +105,12 @@ class _Server(ThreadingHTTPServer):
 
 
 class WebhookServer:
-    """The webhook (and /healthz) over plain HTTP on a background thread."""
+    """The webhook, /healthz and (given a Prometheus registry) /metrics over plain HTTP on a background thread."""
 
-    def __init__(self, settings: Settings, host: str = "127.0.0.1", port: int = 0, health: Health | None = None):
+    def __init__(self, settings: Settings, host: str = "127.0.0.1", port: int = 0, health: Health | None = None,
+                 registry: Any = None):
         self.health = health or Health()
-        self.httpd = _Server((host, port), _handler_class(settings, self.health))
+        self.httpd = _Server((host, port), _handler_class(settings, self.health, registry))
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="webhook-http", daemon=True)
 
@@ -110,7 +132,7 @@ def dispatch_forever(settings: Settings, interval: float, stop: threading.Event,
     """The dispatcher loop on its own session (which also LISTENs), until ``stop`` is set."""
     with Database(settings.database, application_name="jenkins-dispatch-serve") as db:
         loop = DispatchLoop(settings, db, NotificationSignal(db, stop), interval=interval, shutdown=stop,
-                            health=health)
+                            health=health, heartbeat=Heartbeat("serve", interval=interval))
         loop.run()
 
 
@@ -123,11 +145,14 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8080, interva
     runtime.install(settings)
     stop = threading.Event()
     health = Health()
+    registry = metrics.enable_prometheus()
+    metrics.prometheus.also_collect(lambda: health_families(health))
     try:
-        server = WebhookServer(settings, host, port, health).start()
+        server = WebhookServer(settings, host, port, health, registry).start()
     except (OSError, OverflowError) as exc:  # port taken or out of range, address not ours
         raise ConfigError(f"serve cannot listen on {host}:{port}: {getattr(exc, 'strerror', None) or exc}") from None
     print(json.dumps({"message": "serving", "webhook": server.url + "jenkins/notify", "healthz": server.url + "healthz",
+                      "metrics": server.url + "metrics",
                       "interval_seconds": interval, "webhook_db_pool_size": settings.webhook_db_pool_size}),
           flush=True)
 

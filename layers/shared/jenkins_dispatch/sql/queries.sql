@@ -497,7 +497,8 @@ SELECT
 
 -- name: gauges
 -- What the dispatcher reports after each pass, and when it must look again (the next pending row that
--- becomes due, the next lease that expires): partial-index reads only.
+-- becomes due, the next lease that expires): partial-index reads only, and the database's oldest open
+-- transaction.
 SELECT
     (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing') AS processing,
     (SELECT extract(epoch FROM now() - min(scheduled_at))::float8 FROM jenkins_jobs_queue
@@ -505,7 +506,13 @@ SELECT
     (SELECT extract(epoch FROM min(scheduled_at) - now())::float8 FROM jenkins_jobs_queue
       WHERE status = 'pending' AND scheduled_at > now()) AS next_due_seconds,
     (SELECT extract(epoch FROM min(lease_expires_at) - now())::float8 FROM jenkins_jobs_queue
-      WHERE status = 'processing') AS next_lease_seconds;
+      WHERE status = 'processing') AS next_lease_seconds,
+    (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'pending') AS pending,
+    -- A long-open transaction holds back vacuum: dead rows pile up and claims slow down (sessions of other
+    -- users are visible only with pg_read_all_stats).
+    (SELECT extract(epoch FROM now() - min(xact_start))::float8 FROM pg_stat_activity
+      WHERE xact_start IS NOT NULL AND pid <> pg_backend_pid() AND datname = current_database()
+        AND backend_type = 'client backend') AS oldest_transaction_seconds;
 
 -- name: stats_per_job
 -- Each status is read on its own so that each read matches its partial index (never the history).
@@ -569,3 +576,55 @@ FROM (SELECT 1) AS one LEFT JOIN oldest o ON true;
 SELECT job_name, count(*) AS waiting, count(*) OVER () AS job_names
 FROM jenkins_jobs_queue WHERE status IN ('pending', 'processing')
 GROUP BY job_name ORDER BY count(*) DESC, job_name LIMIT :limit;
+
+-- ============================================================================ dispatcher heartbeats
+-- One row per dispatcher (sql/migrations/0005_dispatchers.sql); a tiny table, read whole.
+
+-- name: record_heartbeat
+-- After each pass: upsert the dispatcher's row, and drop rows not seen for a day. The Jenkins state is
+-- changed only by a pass that asked Jenkins (:jenkins_ok NULL: not asked, keep what is known); an outage
+-- keeps its first "since" until Jenkins answers again.
+WITH gone AS (
+    DELETE FROM jenkins_dispatchers WHERE last_pass_at < now() - interval '1 day' AND id <> :id
+)
+INSERT INTO jenkins_dispatchers AS d (id, kind, host, pid, started_at, stale_after_seconds, last_pass_at,
+                                      last_outcome, last_detail, passes, jenkins_checked_at,
+                                      jenkins_unavailable_since, jenkins_reason)
+VALUES (:id, :kind, :host, :pid, :started_at, :stale_after_seconds, now(), :outcome, :detail, :passes,
+        CASE WHEN CAST(:jenkins_ok AS boolean) IS NOT NULL THEN now() END,
+        CASE WHEN NOT CAST(:jenkins_ok AS boolean) THEN now() END,
+        CASE WHEN NOT CAST(:jenkins_ok AS boolean) THEN CAST(:jenkins_reason AS text) END)
+ON CONFLICT (id) DO UPDATE SET
+    kind = EXCLUDED.kind, host = EXCLUDED.host, pid = EXCLUDED.pid, started_at = EXCLUDED.started_at,
+    stale_after_seconds = EXCLUDED.stale_after_seconds, last_pass_at = now(),
+    last_outcome = EXCLUDED.last_outcome, last_detail = EXCLUDED.last_detail, passes = EXCLUDED.passes,
+    jenkins_checked_at = coalesce(EXCLUDED.jenkins_checked_at, d.jenkins_checked_at),
+    jenkins_unavailable_since = CASE
+        WHEN CAST(:jenkins_ok AS boolean) IS NULL THEN d.jenkins_unavailable_since
+        WHEN CAST(:jenkins_ok AS boolean) THEN NULL
+        ELSE coalesce(d.jenkins_unavailable_since, now()) END,
+    jenkins_reason = CASE
+        WHEN CAST(:jenkins_ok AS boolean) IS NULL THEN d.jenkins_reason
+        WHEN CAST(:jenkins_ok AS boolean) THEN NULL
+        ELSE CAST(:jenkins_reason AS text) END;
+
+-- name: dispatchers
+-- Every dispatcher seen in the last day, the most recent pass first. Live: it passed within its window and
+-- did not say it stopped.
+SELECT id, kind, host, pid, started_at, last_pass_at,
+       extract(epoch FROM now() - last_pass_at)::float8 AS last_pass_seconds,
+       last_pass_at > now() - make_interval(secs => stale_after_seconds) AND last_outcome <> 'stopped' AS live,
+       last_outcome, last_detail, passes, jenkins_unavailable_since, jenkins_reason
+FROM jenkins_dispatchers
+WHERE last_pass_at > now() - interval '1 day'
+ORDER BY last_pass_at DESC, id;
+
+-- name: jenkins_outage
+-- The latest word about Jenkins among live dispatchers: the one that asked Jenkins last.
+SELECT id AS dispatcher_id, jenkins_unavailable_since AS since, jenkins_reason AS reason,
+       jenkins_checked_at AS checked_at
+FROM jenkins_dispatchers
+WHERE jenkins_checked_at IS NOT NULL AND last_pass_at > now() - make_interval(secs => stale_after_seconds)
+  AND last_outcome <> 'stopped'
+ORDER BY jenkins_checked_at DESC, id
+LIMIT 1;
