@@ -3,6 +3,10 @@ commits, lifted with a wake-up. Real PostgreSQL; the race runs real threads, eac
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -196,3 +200,58 @@ def _wait(predicate, timeout: float = 10) -> bool:
             return True
         time.sleep(0.01)
     return predicate()
+
+
+# --------------------------------------------------------------------------- the command line
+
+
+def cli(*argv: str, database_url: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "jenkins_dispatch.cli", *argv], capture_output=True, text=True,
+                          timeout=30, env=dict(os.environ, DATABASE_URL=database_url))
+
+
+def test_pause_and_resume_from_the_command_line(queue, database_url):
+    queue.enqueue("deploy")
+    queue.enqueue("deploy")
+    paused = cli("pause", "deploy", "--reason", "release freeze", database_url=database_url)
+    assert paused.returncode == 0 and paused.stderr == ""
+    assert "paused deploy: 2 pending jobs wait" in paused.stdout and "already in Jenkins continue" in paused.stdout
+    again = cli("pause", "deploy", "--json", database_url=database_url)
+    doc = json.loads(again.stdout)
+    assert again.returncode == 0 and doc["created"] is False and doc["reason"] == "release freeze"
+    assert doc["paused_by"]  # who paused it is on record
+
+    stats = cli("stats", database_url=database_url).stdout
+    assert "paused: deploy since" in stats and "release freeze" in stats
+    assert any(line.split()[:4] == ["deploy", "2", "0/-", "paused"] for line in stats.splitlines())
+    assert json.loads(cli("stats", "--json", database_url=database_url).stdout)["jobs"][0]["paused"] is True
+
+    early = cli("pause", "nightly", database_url=database_url)
+    assert early.returncode == 0 and "no pending jobs of nightly now" in early.stdout
+
+    everything = cli("pause", database_url=database_url)
+    assert everything.returncode == 0 and "paused everything" in everything.stdout
+    assert "EVERYTHING IS PAUSED" in cli("stats", database_url=database_url).stdout
+
+    lifted = cli("resume", "--json", database_url=database_url)
+    doc = json.loads(lifted.stdout)
+    assert doc["resumed"] is True and doc["everything"] is True
+    assert sorted(p["job_name"] for p in doc["still_paused"]) == ["deploy", "nightly"]
+    resumed = cli("resume", "deploy", database_url=database_url)
+    assert resumed.returncode == 0 and "resumed deploy: 2 pending jobs may be dispatched again" in resumed.stdout
+    not_paused = cli("resume", "deploy", database_url=database_url)
+    assert not_paused.returncode == 0 and "deploy was not paused; nothing changed" in not_paused.stdout
+    assert [p.job_name for p in queue.pauses()] == ["nightly"]
+
+
+def test_pause_refuses_the_reserved_name_in_one_line(queue, database_url):
+    for argv in (["pause", "*"], ["resume", "*"]):
+        proc = cli(*argv, database_url=database_url)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "reserved" in proc.stderr
+        assert "Traceback" not in proc.stderr
+    assert queue.pauses() == []
+
+
+def test_the_help_explains_pause_and_what_a_cap_of_zero_does(database_url):
+    assert "until `resume`" in cli("pause", "--help", database_url=database_url).stdout
+    assert "pause JOB" in cli("limits", "set", "--help", database_url=database_url).stdout
