@@ -255,3 +255,27 @@ def test_pause_refuses_the_reserved_name_in_one_line(queue, database_url):
 def test_the_help_explains_pause_and_what_a_cap_of_zero_does(database_url):
     assert "until `resume`" in cli("pause", "--help", database_url=database_url).stdout
     assert "pause JOB" in cli("limits", "set", "--help", database_url=database_url).stdout
+
+
+# --------------------------------------------------------------------------- the dispatcher
+
+
+def test_a_pass_leaves_a_paused_job_alone_and_reports_pauses_as_metrics(jenkins, queue):
+    from jenkins_dispatch.dispatcher import run_pass
+    from jenkins_dispatch.observability import metrics
+
+    from .dispatch_helpers import dispatch_settings
+
+    held = queue.enqueue("deploy").id
+    sent = queue.enqueue("Test Job").id
+    queue.pause("deploy", reason="release freeze")
+    metrics.clear_metrics()
+    try:
+        summary = run_pass(dispatch_settings(jenkins.base_url))
+        gauges = {name: metric["Value"] for name, metric in metrics.metric_set.items()}
+    finally:
+        metrics.clear_metrics()
+    assert summary["triggered"] == 1 and queue.get(sent)["status"] == "processing"
+    assert queue.get(held)["status"] == "pending"
+    assert gauges["PausedJobs"] == [1.0] and gauges["EverythingPaused"] == [0.0]
+    assert gauges["OldestPendingAgeSeconds"] == [0.0]  # the paused job's row is not "waiting too long"

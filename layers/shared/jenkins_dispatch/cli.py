@@ -251,8 +251,8 @@ def cmd_show(ctx: Context, args) -> None:
     width = max(len(k) for k in job)
     for key, value in job.items():
         print(f"{key.ljust(width)}  {_cell(value)}")
-    if details["waiting"]:
-        print(f"{'waiting'.ljust(width)}  {details['waiting']['text']}")
+        if key == "status" and details["waiting"]:  # the first thing to know about a pending job
+            print(f"{'waiting'.ljust(width)}  {details['waiting']['text']}")
     for label, link in details["links"].items():
         print(f"{label.ljust(width)}  {link}")
     print()
@@ -348,8 +348,10 @@ def cmd_resume(ctx: Context, args) -> None:
     target = args.job or "everything"
     if result.resumed:
         print(f"resumed {target}: {_plural(result.pending, 'pending job')} may be dispatched again")
-    else:
+    elif args.job:
         print(f"{target} was not paused; nothing changed")
+    else:
+        print("everything was not paused (no pause of every job was in force); nothing changed")
     if args.job and result.pending == 0:
         print(f"no pending jobs of {args.job} now")
     everything = next((p for p in result.still_paused if p.job_name is None), None)

@@ -165,6 +165,9 @@ class Dispatcher:
         metrics.add_metric(name="OldestPendingAgeSeconds", unit=MetricUnit.Seconds,
                            value=gauges["oldest_pending_seconds"] or 0)
         metrics.add_metric(name="InFlight", unit=MetricUnit.Count, value=gauges["processing"])
+        # Pauses are an operator's choice: visible on the dashboard, left out of OldestPendingAgeSeconds.
+        metrics.add_metric(name="PausedJobs", unit=MetricUnit.Count, value=gauges["paused_jobs"])
+        metrics.add_metric(name="EverythingPaused", unit=MetricUnit.Count, value=int(gauges["everything_paused"]))
 
     # ------------------------------------------------------------------ reconcile
     def reconcile(self) -> None:

@@ -96,8 +96,7 @@ def why_waiting(
         return Waiting("not_due", f"not due until {when(scheduled_at)} (in {left})", scheduled_at)
     if job_cap is not None and job_in_flight >= job_cap:
         if job_cap == 0:
-            return Waiting("job_cap", "job cap full (0/0): a cap of 0 holds this job back "
-                                      "(`jenkins-dispatch limits rm` or a higher cap releases it)")
+            return Waiting("job_cap", "job cap full (0/0): a cap of 0 holds this job back")
         return Waiting("job_cap", f"job cap full ({job_in_flight}/{job_cap} in flight)")
     if global_cap is not None and total_in_flight >= global_cap:
         return Waiting("global_cap", f"global cap full ({total_in_flight}/{global_cap} in flight, MAX_IN_FLIGHT)")
