@@ -279,3 +279,20 @@ def test_a_pass_leaves_a_paused_job_alone_and_reports_pauses_as_metrics(jenkins,
     assert queue.get(held)["status"] == "pending"
     assert gauges["PausedJobs"] == [1.0] and gauges["EverythingPaused"] == [0.0]
     assert gauges["OldestPendingAgeSeconds"] == [0.0]  # the paused job's row is not "waiting too long"
+
+
+def test_serve_holds_a_paused_job_and_sends_it_within_a_second_of_resume(jenkins, queue, database_url, tmp_path):
+    from .serve_helpers import serve_env, start_serve
+
+    queue.pause("deploy")
+    queue.enqueue("deploy")
+    served = start_serve(serve_env(database_url, jenkins.base_url), tmp_path / "serve.log", "--interval", "60")
+    try:
+        time.sleep(1.0)  # its first pass is over and found nothing it may send
+        assert jenkins.counters()["trigger_requests"] == 0
+        resumed = time.monotonic()
+        queue.resume("deploy")
+        assert _wait(lambda: jenkins.counters()["trigger_requests"] >= 1, timeout=5), served.log()[-2000:]
+        assert time.monotonic() - resumed < 1.0  # woken by the resume, not by its 60-second pass
+    finally:
+        assert served.stop() == 0
