@@ -296,3 +296,22 @@ def test_serve_holds_a_paused_job_and_sends_it_within_a_second_of_resume(jenkins
         assert time.monotonic() - resumed < 1.0  # woken by the resume, not by its 60-second pass
     finally:
         assert served.stop() == 0
+
+
+STATEMENTS_OF_AN_EMPTY_PASS = 5
+
+
+def test_a_pass_says_when_everything_is_paused(jenkins, queue):
+    from jenkins_dispatch.dispatcher import run_pass
+    from jenkins_dispatch.observability import metrics
+
+    from .dispatch_helpers import dispatch_settings
+
+    queue.enqueue("deploy")
+    queue.pause(None)
+    try:
+        summary = run_pass(dispatch_settings(jenkins.base_url))
+    finally:
+        metrics.clear_metrics()
+    assert summary["claimed"] == 0 and summary["stopped_because"] == "everything paused"
+    assert summary["db_statements"] == STATEMENTS_OF_AN_EMPTY_PASS  # saying so costs no statement

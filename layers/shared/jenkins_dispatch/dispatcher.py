@@ -253,9 +253,12 @@ class Dispatcher:
         return max(0, math.floor(waves)) * self.settings.max_parallel_triggers
 
     def _why_nothing_claimed(self, capped: bool) -> str:
-        if capped:
-            self.gauges = self.queue.gauges()  # also the pass's gauges for metrics and the next wake-up
-        if capped and self.gauges["oldest_pending_seconds"] is not None:  # due rows left behind
+        # Read here rather than after the pass: the same read serves metrics and the next wake-up.
+        self.gauges = self.queue.gauges()
+        if self.gauges["everything_paused"]:
+            return "everything paused"
+        # Due rows left behind (paused jobs' rows are not counted): a cap holds them.
+        if capped and self.gauges["oldest_pending_seconds"] is not None:
             return "cap reached"
         return "queue empty"
 
