@@ -138,8 +138,12 @@ FROM claimed ORDER BY priority DESC, scheduled_at, id;
 -- name: pause_job
 -- Takes the pause lock exclusively (see jenkins_dispatch_paused_jobs in 0004_pauses.sql), so it commits only
 -- after every claim that read the pauses without it. A job already paused keeps its pause (created false).
--- :job_name '*' pauses everything. Also counts the job's pending rows (all of them for '*').
-WITH locked AS MATERIALIZED (
+-- :job_name '*' pauses everything. Also counts the job's pending rows (all of them for '*'), first: the
+-- queue is locked before the pauses, as everywhere (see gauges).
+WITH pending AS MATERIALIZED (
+    SELECT count(*) AS n FROM jenkins_jobs_queue
+    WHERE status = 'pending' AND (job_name = CAST(:job_name AS text) OR CAST(:job_name AS text) = '*')
+), locked AS MATERIALIZED (
     SELECT pg_advisory_xact_lock(4206101979)
 ), added AS (
     INSERT INTO jenkins_job_pauses (job_name, paused_by, reason)
@@ -152,21 +156,19 @@ WITH locked AS MATERIALIZED (
     SELECT job_name, paused_at, paused_by, reason, false FROM jenkins_job_pauses
     WHERE job_name = CAST(:job_name AS text) AND NOT EXISTS (SELECT 1 FROM added)
 )
-SELECT pause.*, (SELECT count(*) FROM jenkins_jobs_queue
-                 WHERE status = 'pending' AND (job_name = CAST(:job_name AS text) OR CAST(:job_name AS text) = '*')
-                ) AS pending
-FROM pause;
+SELECT pause.*, pending.n AS pending FROM pause, pending;
 
 -- name: resume_job
 -- Needs no lock: a claim that misses the resume only leaves the job for the next one, which the
 -- trigger on jenkins_job_pauses wakes.
-WITH lifted AS (
+WITH pending AS MATERIALIZED (
+    SELECT count(*) AS n FROM jenkins_jobs_queue
+    WHERE status = 'pending' AND (job_name = CAST(:job_name AS text) OR CAST(:job_name AS text) = '*')
+), lifted AS (
     DELETE FROM jenkins_job_pauses WHERE job_name = CAST(:job_name AS text)
-    RETURNING job_name, paused_at, paused_by, reason
+    RETURNING job_name
 )
-SELECT (SELECT count(*) FROM lifted) AS resumed,
-       (SELECT count(*) FROM jenkins_jobs_queue
-        WHERE status = 'pending' AND (job_name = CAST(:job_name AS text) OR CAST(:job_name AS text) = '*')) AS pending;
+SELECT (SELECT count(*) FROM lifted) AS resumed, pending.n AS pending FROM pending;
 
 -- name: list_pauses
 SELECT job_name, paused_at, paused_by, reason FROM jenkins_job_pauses ORDER BY job_name = '*' DESC, job_name;
@@ -536,15 +538,17 @@ SELECT
 -- What the dispatcher reports after each pass, and when it must look again (the next pending row that
 -- becomes due, the next lease that expires): partial-index reads only. The oldest pending age leaves out
 -- paused jobs (an operator's choice, not a stuck queue: no alarm for it); everything paused: none.
-WITH paused AS MATERIALIZED (SELECT job_name FROM jenkins_job_pauses)
+-- jenkins_jobs_queue is named before jenkins_job_pauses (no WITH): every statement locks the two in that
+-- order (a claim reads the pauses last, through its function), so none deadlocks with another that
+-- locks both, such as a TRUNCATE or an ALTER of both in that order.
 SELECT
     (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing') AS processing,
-    (SELECT extract(epoch FROM now() - min(scheduled_at))::float8 FROM jenkins_jobs_queue
+    (SELECT extract(epoch FROM now() - min(scheduled_at))::float8 FROM jenkins_jobs_queue q
       WHERE status = 'pending' AND scheduled_at <= now()
-        AND job_name NOT IN (SELECT job_name FROM paused)
-        AND NOT EXISTS (SELECT 1 FROM paused WHERE job_name = '*')) AS oldest_pending_seconds,
-    EXISTS (SELECT 1 FROM paused WHERE job_name = '*') AS everything_paused,
-    (SELECT count(*) FROM paused WHERE job_name <> '*') AS paused_jobs,
+        AND q.job_name NOT IN (SELECT p.job_name FROM jenkins_job_pauses p)
+        AND NOT EXISTS (SELECT 1 FROM jenkins_job_pauses p WHERE p.job_name = '*')) AS oldest_pending_seconds,
+    EXISTS (SELECT 1 FROM jenkins_job_pauses WHERE job_name = '*') AS everything_paused,
+    (SELECT count(*) FROM jenkins_job_pauses WHERE job_name <> '*') AS paused_jobs,
     (SELECT extract(epoch FROM min(scheduled_at) - now())::float8 FROM jenkins_jobs_queue
       WHERE status = 'pending' AND scheduled_at > now()) AS next_due_seconds,
     (SELECT extract(epoch FROM min(lease_expires_at) - now())::float8 FROM jenkins_jobs_queue
