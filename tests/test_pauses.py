@@ -66,13 +66,15 @@ def test_pause_and_resume_say_when_nothing_changed(queue):
     assert queue.pauses() == []
 
 
-def test_the_reserved_name_and_empty_names_are_refused(queue):
+def test_the_reserved_name_and_names_no_job_can_have_are_refused(queue):
     with pytest.raises(InvalidInput, match="reserved"):
         queue.pause("*")
     with pytest.raises(InvalidInput, match="empty"):
         queue.pause("  ")
     with pytest.raises(InvalidInput, match="reserved"):
         queue.resume("*")
+    with pytest.raises(InvalidInput, match="invalid Jenkins job name"):
+        queue.pause("team//deploy")
     assert queue.pauses() == []
 
 

@@ -472,6 +472,8 @@ class Queue:
         """Pause ``job_name`` (None: every job). Once this returns, no claim takes a pending row of it; rows
         already claimed carry on. Pausing a paused job keeps the pause in force (``created`` False)."""
         key = _pause_key(job_name)
+        if job_name is not None and (error := job_path_error(job_name)):
+            raise InvalidInput(error)  # as enqueue: no row of it could ever be dispatched
         rows = self._run("pause_job", job_name=key, paused_by=paused_by, reason=reason)
         if not rows:  # a concurrent pause of this job committed after the statement's snapshot: look again
             return self.pause(job_name, reason=reason, paused_by=paused_by)
