@@ -18,7 +18,7 @@ from jenkins_dispatch.queue import Queue, migrate  # noqa: E402
 from .emulator_fixtures import *  # noqa: E402,F401,F403
 from .pg_server import postgres_server, scratch_database  # noqa: E402
 
-TABLES = "jenkins_job_events, jenkins_jobs_queue, jenkins_job_limits, jenkins_dispatchers"
+TABLES = "jenkins_job_events, jenkins_jobs_queue, jenkins_job_limits, jenkins_job_pauses, jenkins_dispatchers"
 
 
 @pytest.fixture(scope="session")

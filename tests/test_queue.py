@@ -80,7 +80,7 @@ def test_a_settled_row_never_changes_again(queue):
     final = queue.get(job.id)
     assert not queue.settle(job.id, job.dispatch_id, "failed", result="FAILURE")
     assert not queue.record_progress(job.id, job.dispatch_id, build_number=5, started=True)
-    assert not queue.release(job.id, job.dispatch_id)
+    assert not queue.release(job.id, job.dispatch_id, "late")
     assert queue.retry_later(job.id, job.dispatch_id, 0, "x") is None
     assert not queue.cancel_pending(job.id)
     assert queue.claim_batch(10) == []
@@ -285,7 +285,7 @@ def test_batch_transitions_are_fenced_per_row(queue):
         queue.enqueue("a")
     jobs = queue.claim_batch(4)
     stale = jobs[3]
-    queue.release(stale.id, stale.dispatch_id)
+    queue.release(stale.id, stale.dispatch_id, "not sent")
     recorded = queue.mark_triggered_many([(j, 100 + j.id) for j in jobs])
     assert set(recorded) == {j.id for j in jobs[:3]} and not any(recorded.values())
     assert [queue.get(j.id)["jenkins_queue_id"] for j in jobs] == [101, 102, 103, None]
@@ -310,3 +310,28 @@ def test_a_relative_build_url_never_replaces_an_absolute_one(queue):
     assert queue.settle(job.id, job.dispatch_id, "completed", result="SUCCESS", build_url="job/a/4/")
     assert queue.get(job.id)["build_url"] == "https://ci.example.com/job/a/4/"
     assert [e["event"] for e in queue.events(job.id)].count("started") == 2
+
+
+def test_a_new_attempt_starts_with_a_clean_last_error_and_the_history_keeps_every_reason(queue):
+    queue.enqueue("a")
+    [job] = queue.claim_batch(1)
+    assert queue.release(job.id, job.dispatch_id, "not sent: the pass stopped before this trigger")
+    assert queue.get(job.id)["last_error"] == "not sent: the pass stopped before this trigger"
+    [again] = queue.claim_batch(1)
+    assert queue.get(again.id)["last_error"] is None  # processing, and no word of the earlier attempt
+    assert queue.retry_later(again.id, again.dispatch_id, 0, "Jenkins answered 500") == "pending"
+    [third] = queue.claim_batch(1)
+    assert queue.get(third.id)["last_error"] is None
+    details = {e["event"]: e["detail"] for e in queue.events(job.id)}
+    assert details["released"] == "not sent: the pass stopped before this trigger"
+    assert details["retry_scheduled"].startswith("Jenkins answered 500; next try not before")
+
+
+def test_a_release_or_a_backoff_without_a_reason_is_refused(queue):
+    queue.enqueue("a")
+    [job] = queue.claim_batch(1)
+    with pytest.raises(ValueError, match="reason"):
+        queue.release(job.id, job.dispatch_id, " ")
+    with pytest.raises(ValueError, match="reason"):
+        queue.retry_later(job.id, job.dispatch_id, 0, "")
+    assert queue.get(job.id)["status"] == "processing"

@@ -19,6 +19,7 @@ from .config import Settings, load_settings
 from .db import Database
 from .errors import DispatchError, InvalidInput
 from .queue import STATUSES, Queue, migrate
+from .waiting import when
 
 EXIT_FAILED = 1  # the operation failed: database or Jenkins unavailable, a pass stopped by Jenkins
 EXIT_BAD_INPUT = 2  # bad input or configuration: nothing changed
@@ -260,16 +261,19 @@ def cmd_enqueue(ctx: Context, args) -> None:
 
 
 LIST_COLUMNS = ["id", "job_name", "status", "priority", "attempts", "scheduled_at", "build_number",
-                "jenkins_result", "updated_at"]
+                "jenkins_result", "updated_at", "waiting"]
 
 
 def cmd_ls(ctx: Context, args) -> None:
-    rows = ctx.queue.list_jobs(status=args.status, job_name=args.job, since=args.since,
-                               before_id=args.before, limit=args.limit)
+    from .operator import list_jobs_waiting
+
+    rows = list_jobs_waiting(ctx.queue, ctx.settings.max_in_flight, status=args.status, job_name=args.job,
+                             since=args.since, before_id=args.before, limit=args.limit)
     if args.json:
         print_json(rows)
         return
-    print_table(rows, LIST_COLUMNS, empty="no jobs match")
+    print_table([dict(r, waiting=r["waiting"] and r["waiting"]["text"]) for r in rows], LIST_COLUMNS,
+                empty="no jobs match")
     if len(rows) == args.limit:
         print(f"(more: --before {rows[-1]['id']})")
 
@@ -285,6 +289,8 @@ def cmd_show(ctx: Context, args) -> None:
     width = max(len(k) for k in job)
     for key, value in job.items():
         print(f"{key.ljust(width)}  {_cell(value)}")
+        if key == "status" and details["waiting"]:  # the first thing to know about a pending job
+            print(f"{'waiting'.ljust(width)}  {details['waiting']['text']}")
     for label, link in details["links"].items():
         print(f"{label.ljust(width)}  {link}")
     print()
@@ -292,12 +298,31 @@ def cmd_show(ctx: Context, args) -> None:
                 empty="no history")
 
 
+def _held_back(job: dict) -> str:
+    """What keeps a job's pending rows out of Jenkins, for `stats`'s table ('-': nothing of the kind)."""
+    if job["paused"]:
+        return "paused"
+    if job["cap"] == 0:
+        return "cap 0"
+    if job["cap"] is not None and job["in_flight"] >= job["cap"] and job["pending"]:
+        return "cap full"
+    return "-"
+
+
+def _pause_text(pause) -> str:
+    who = f" by {pause.paused_by}" if pause.paused_by else ""
+    why = f": {pause.reason}" if pause.reason else ""
+    return f"since {when(pause.paused_at)}{who}{why}"
+
+
 def cmd_stats(ctx: Context, args) -> None:
     stats = ctx.queue.stats()
     per_job = ctx.queue.stats_per_job()
     dispatchers = ctx.queue.dispatchers()
+    pauses = ctx.queue.pauses()
     if args.json:
-        print_json({"totals": stats, "jobs": per_job, "dispatchers": dispatchers})
+        print_json({"totals": stats, "jobs": per_job, "pauses": [p.as_dict() for p in pauses],
+                    "dispatchers": dispatchers})
         return
     print(
         f"pending {stats['pending']} (due {stats['due']})  processing {stats['processing']} "
@@ -308,14 +333,76 @@ def cmd_stats(ctx: Context, args) -> None:
         f"cancelled {stats['cancelled_last_hour']}   oldest open transaction {age(stats['oldest_transaction_seconds'])}"
     )
     print(dispatchers_line(dispatchers))
+    for pause in pauses:
+        if pause.job_name is None:
+            print(f"EVERYTHING IS PAUSED {_pause_text(pause)}: nothing new is dispatched "
+                  "(`jenkins-dispatch resume` lifts it)")
+        else:
+            print(f"paused: {pause.job_name} {_pause_text(pause)}")
     print()
     rows = [
         dict(r, in_flight=f"{r['in_flight']}/{r['cap'] if r['cap'] is not None else '-'}",
-             oldest_pending=age(r["oldest_pending_seconds"]))
+             oldest_pending=age(r["oldest_pending_seconds"]), held_back=_held_back(r))
         for r in per_job
     ]
-    print_table(rows, ["job_name", "pending", "in_flight", "completed_last_hour", "failed_last_hour", "oldest_pending"],
-                empty="no jobs")
+    print_table(rows, ["job_name", "pending", "in_flight", "held_back", "completed_last_hour", "failed_last_hour",
+                       "oldest_pending"], empty="no jobs")
+
+
+def _operator_name() -> str | None:
+    """Who runs this command, for the record of a pause: user@host."""
+    import pwd
+    import socket
+
+    try:
+        return f"{pwd.getpwuid(os.getuid()).pw_name}@{socket.gethostname()}"
+    except (KeyError, OSError):
+        return None
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def cmd_pause(ctx: Context, args) -> None:
+    result = ctx.queue.pause(args.job, reason=args.reason, paused_by=_operator_name())
+    if args.json:
+        print_json(dict(result.as_dict(), created=result.created, pending=result.pending))
+        return
+    target = args.job or "everything"
+    resume = f"`jenkins-dispatch resume{' ' + args.job if args.job else ''}`"
+    if result.created:
+        print(f"paused {target}: {_plural(result.pending, 'pending job')} wait until {resume}; "
+              "jobs already in Jenkins continue")
+    else:
+        print(f"{target} was already paused ({_pause_text(result)}); nothing changed")
+    if args.job and result.pending == 0:
+        print(f"no pending jobs of {args.job} now")
+
+
+def cmd_resume(ctx: Context, args) -> None:
+    result = ctx.queue.resume(args.job)
+    if args.json:
+        print_json({"job_name": args.job, "everything": args.job is None, "resumed": result.resumed,
+                    "pending": result.pending, "still_paused": [p.as_dict() for p in result.still_paused]})
+        return
+    target = args.job or "everything"
+    if result.resumed:
+        print(f"resumed {target}: {_plural(result.pending, 'pending job')} may be dispatched again")
+    elif args.job:
+        print(f"{target} was not paused; nothing changed")
+    else:
+        print("everything was not paused (no pause of every job was in force); nothing changed")
+    if args.job and result.pending == 0:
+        print(f"no pending jobs of {args.job} now")
+    everything = next((p for p in result.still_paused if p.job_name is None), None)
+    own = [p.job_name for p in result.still_paused if p.job_name is not None]
+    if args.job and everything:
+        print(f"everything is still paused ({_pause_text(everything)}): `jenkins-dispatch resume` lifts it")
+    if args.job and args.job in own:
+        print(f"{args.job} is still paused")
+    if not args.job and own:
+        print(f"still paused on their own: {', '.join(own)} (`jenkins-dispatch resume JOB` lifts each)")
 
 
 def dispatchers_line(dispatchers: Sequence[dict]) -> str:
@@ -415,7 +502,9 @@ def cmd_limits_set(ctx: Context, args) -> None:
     if args.json:
         print_json({"job_name": args.job, "max_in_flight": args.n})
     else:
-        print(f"{args.job}: at most {args.n} in flight" + (" (paused)" if args.n == 0 else ""))
+        print(f"{args.job}: at most {args.n} in flight"
+              + (" (held back until the cap is raised or removed; to stop a job for a while, `jenkins-dispatch "
+                 f"pause {args.job}` says so everywhere)" if args.n == 0 else ""))
 
 
 def cmd_limits_rm(ctx: Context, args) -> None:
@@ -539,7 +628,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("show", cmd_show, "every field of a job, its Jenkins links and its history")
     p.add_argument("id", type=positive_int, help="the job's id")
 
-    command("stats", cmd_stats, "queue counts, in flight per job vs cap, oldest pending age, live dispatchers")
+    command("stats", cmd_stats, "queue counts, in flight per job vs cap, pauses, oldest pending age, live dispatchers")
+
+    p = command("pause", cmd_pause,
+                "stop dispatching JOB (every job without one) from the next claim of every dispatcher, until "
+                "`resume`; jobs already in Jenkins continue. Kept in the database. JOB need not have any row "
+                "yet. Pausing a paused job changes nothing (and says so).")
+    p.add_argument("job", nargs="?", help="exact job_name (default: everything)")
+    p.add_argument("--reason", help="why, shown by stats, show and ls")
+
+    p = command("resume", cmd_resume,
+                "lift the pause of JOB (without JOB: the pause of everything; jobs paused on their own stay "
+                "paused); dispatchers wake at once. Resuming a job that is not paused changes nothing.")
+    p.add_argument("job", nargs="?", help="exact job_name (default: everything)")
 
     p = command("cancel", cmd_cancel, "cancel pending or processing jobs: those named, or those the filters "
                 "select (with --yes)")
@@ -558,9 +659,11 @@ def build_parser() -> argparse.ArgumentParser:
     limits = sub.add_parser("limits", help="per-job caps on jobs in flight", description="per-job caps on jobs in flight")
     add_json_option(limits)
     limits_sub = limits.add_commands("limits_command")
-    p = limits_sub.add_parser("set", help="cap JOB at N in flight (0 pauses it)")
+    limit_help = ("cap JOB at N in flight (a cap of 0 holds the job back; to stop a job for a while use "
+                  "`pause JOB`, which stats, show and ls name)")
+    p = limits_sub.add_parser("set", help=limit_help, description=limit_help)
     p.add_argument("job", help="exact job_name")
-    p.add_argument("n", type=non_negative_int, help="most jobs in flight at once (0 pauses the job)")
+    p.add_argument("n", type=non_negative_int, help="jobs in flight at most (0: none)")
     add_json_option(p)
     p.set_defaults(func=cmd_limits_set)
     p = limits_sub.add_parser("rm", help="remove JOB's cap")

@@ -171,6 +171,9 @@ class Dispatcher:
         metrics.add_metric(name="Pending", unit=MetricUnit.Count, value=gauges["pending"])
         metrics.add_metric(name="OldestTransactionAgeSeconds", unit=MetricUnit.Seconds,
                            value=gauges["oldest_transaction_seconds"] or 0)
+        # Pauses are an operator's choice: visible on the dashboard, left out of OldestPendingAgeSeconds.
+        metrics.add_metric(name="PausedJobs", unit=MetricUnit.Count, value=gauges["paused_jobs"])
+        metrics.add_metric(name="EverythingPaused", unit=MetricUnit.Count, value=int(gauges["everything_paused"]))
 
     # ------------------------------------------------------------------ reconcile
     def reconcile(self) -> None:
@@ -256,9 +259,12 @@ class Dispatcher:
         return max(0, math.floor(waves)) * self.settings.max_parallel_triggers
 
     def _why_nothing_claimed(self, capped: bool) -> str:
-        if capped:
-            self.gauges = self.queue.gauges()  # also the pass's gauges for metrics and the next wake-up
-        if capped and self.gauges["oldest_pending_seconds"] is not None:  # due rows left behind
+        # Read here rather than after the pass: the same read serves metrics and the next wake-up.
+        self.gauges = self.queue.gauges()
+        if self.gauges["everything_paused"]:
+            return "everything paused"
+        # Due rows left behind (paused jobs' rows are not counted): a cap holds them.
+        if capped and self.gauges["oldest_pending_seconds"] is not None:
             return "cap reached"
         return "queue empty"
 

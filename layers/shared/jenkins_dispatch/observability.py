@@ -38,7 +38,8 @@ logger = Logger(service=SERVICE)
 # --------------------------------------------------------------------------- what each metric means
 
 # Readings of a level (the latest value is the truth), as opposed to counts of events that add up.
-GAUGES = frozenset({"InFlight", "Pending", "OldestPendingAgeSeconds", "OldestTransactionAgeSeconds"})
+GAUGES = frozenset({"InFlight", "Pending", "OldestPendingAgeSeconds", "OldestTransactionAgeSeconds", "PausedJobs",
+                    "EverythingPaused"})
 
 # Every metric the package emits under a fixed name, with its unit and meaning. Prometheus shows each from
 # the start (a counter at 0), so an alert on one needs no first event; a name not listed here (trigger
@@ -61,7 +62,10 @@ CATALOGUE: dict[str, tuple[MetricUnit, str]] = {
     "PassDurationMs": (MetricUnit.Milliseconds, "How long dispatcher passes took."),
     "InFlight": (MetricUnit.Count, "Jobs processing (claimed, queued or running in Jenkins), after the last pass."),
     "Pending": (MetricUnit.Count, "Jobs pending (due or scheduled later), after the last pass."),
-    "OldestPendingAgeSeconds": (MetricUnit.Seconds, "Age of the oldest due pending job, after the last pass."),
+    "OldestPendingAgeSeconds": (MetricUnit.Seconds,
+                                "Age of the oldest due pending job not held by a pause, after the last pass."),
+    "PausedJobs": (MetricUnit.Count, "Jobs paused one by one (`jenkins-dispatch pause JOB`), after the last pass."),
+    "EverythingPaused": (MetricUnit.Count, "1 while everything is paused (`jenkins-dispatch pause`), else 0."),
     "OldestTransactionAgeSeconds": (MetricUnit.Seconds,
                                     "Age of the database's oldest open transaction, after the last pass."),
     "NotificationsAccepted": (MetricUnit.Count, "Jenkins notifications applied."),

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from typing import Any
+
 from .config import Settings
 from .errors import Conflict, DispatchError
 from .queue import FINAL_STATUSES, Queue
+from .waiting import JenkinsOutage, Waiting, why_waiting
 
 
 def jenkins_links(settings: Settings, row: dict) -> dict[str, str]:
@@ -22,9 +26,44 @@ def jenkins_links(settings: Settings, row: dict) -> dict[str, str]:
     return links
 
 
-def job_details(queue: Queue, job_id: int, settings: Settings) -> dict:
+def why_rows_wait(queue: Queue, rows: list[dict], global_cap: int | None,
+                  jenkins_unavailable: JenkinsOutage | None = None) -> list[Waiting | None]:
+    """Why each pending row of ``rows`` waits (None for the others): one statement for all of them, none
+    when no row is pending. ``jenkins_unavailable``: Jenkins failing as a whole; by default what the live
+    dispatchers last recorded in their heartbeats."""
+    if not any(r["status"] == "pending" for r in rows):
+        return [None] * len(rows)
+    context = queue.waiting_context([r["job_name"] for r in rows if r["status"] == "pending"])
+    if jenkins_unavailable is None and context.jenkins_unavailable_since is not None:
+        jenkins_unavailable = JenkinsOutage(since=context.jenkins_unavailable_since,
+                                            reason=context.jenkins_reason or "no reason recorded")
+    now = datetime.now(UTC)
+    return [
+        why_waiting(r, now, job_cap=context.caps.get(r["job_name"]),
+                    job_in_flight=context.in_flight.get(r["job_name"], 0), global_cap=global_cap,
+                    total_in_flight=context.total_in_flight, pause=context.pause_of(r["job_name"]),
+                    jenkins_unavailable=jenkins_unavailable)
+        for r in rows
+    ]
+
+
+def list_jobs_waiting(queue: Queue, global_cap: int | None, *, jenkins_unavailable: JenkinsOutage | None = None,
+                      **filters: Any) -> list[dict]:
+    """``Queue.list_jobs`` (same filters), each row with ``waiting``: why it is not in Jenkins yet (a dict,
+    see ``Waiting``), or None when it is not pending. Two statements for the page."""
+    rows = queue.list_jobs(**filters)
+    reasons = why_rows_wait(queue, rows, global_cap, jenkins_unavailable)
+    return [dict(r, waiting=w.as_dict() if w else None) for r, w in zip(rows, reasons, strict=True)]
+
+
+def job_details(queue: Queue, job_id: int, settings: Settings,
+                jenkins_unavailable: JenkinsOutage | None = None) -> dict:
+    """Everything about one job: the row, its Jenkins links, why it waits (None unless pending; see
+    ``waiting.why_waiting``) and its history."""
     row = queue.get(job_id)
-    return {"job": row, "links": jenkins_links(settings, row), "history": queue.events(job_id)}
+    [waiting] = why_rows_wait(queue, [row], settings.max_in_flight, jenkins_unavailable)
+    return {"job": row, "links": jenkins_links(settings, row), "waiting": waiting.as_dict() if waiting else None,
+            "history": queue.events(job_id)}
 
 
 def cancel_job(queue: Queue, job_id: int, settings: Settings, reason: str = "cancelled by operator") -> dict:

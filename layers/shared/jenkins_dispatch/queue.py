@@ -26,6 +26,7 @@ MIGRATION_LOCK_KEY = 4206101978  # pg_advisory_xact_lock key, shared by every `m
 FINAL_STATUSES = ("completed", "failed", "cancelled")
 STATUSES = ("pending", "processing", *FINAL_STATUSES)
 LEGACY_DISPATCH_PREFIX = "legacy-"  # rows the migration found processing under the seed's dispatcher
+EVERYTHING = "*"  # jenkins_job_pauses.job_name of a pause of every job (Jenkins forbids '*' in item names)
 
 
 def _load_queries() -> dict[str, str]:
@@ -90,6 +91,74 @@ def like_contains(text: str) -> str:
     escaped (the statements say ``ESCAPE '\\'``)."""
     escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
+
+
+@dataclass(frozen=True)
+class Pause:
+    """A pause in force: ``job_name`` None means every job."""
+
+    job_name: str | None
+    paused_at: datetime
+    paused_by: str | None = None
+    reason: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"job_name": self.job_name, "everything": self.job_name is None, "paused_at": self.paused_at,
+                "paused_by": self.paused_by, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class PauseResult(Pause):
+    created: bool = True  # False: it was already paused (the pause in force is kept as it was)
+    pending: int = 0  # pending rows of the job (of every job for a pause of everything) now
+
+
+@dataclass(frozen=True)
+class ResumeResult:
+    job_name: str | None  # None: the pause of everything
+    resumed: bool  # False: it was not paused
+    pending: int  # pending rows of the job (every job's) now
+    still_paused: list[Pause]  # the pauses left in force
+
+
+@dataclass(frozen=True)
+class WaitingContext:
+    """What decides why pending rows wait, read once for a page of rows (``Queue.waiting_context``)."""
+
+    caps: dict[str, int]  # job_name → its cap (only the jobs that have one)
+    in_flight: dict[str, int]  # job_name → processing rows
+    total_in_flight: int
+    pauses: list[Pause]
+    jenkins_unavailable_since: datetime | None = None  # as the live dispatchers last found Jenkins
+    jenkins_reason: str | None = None
+
+    def pause_of(self, job_name: str) -> Pause | None:
+        """The pause holding ``job_name`` back: everything's first (it says most), else the job's own."""
+        found = {p.job_name: p for p in self.pauses}
+        return found.get(None) or found.get(job_name)
+
+
+def _timestamp(value: str | datetime | None) -> datetime | None:
+    """A timestamp read back from JSON (ISO text) or as itself."""
+    return datetime.fromisoformat(value) if isinstance(value, str) else value
+
+
+def _pause(row: Row) -> Pause:
+    name = row["job_name"]
+    return Pause(job_name=None if name == EVERYTHING else name,
+                 paused_at=_timestamp(row["paused_at"]),
+                 paused_by=row["paused_by"], reason=row["reason"])
+
+
+def _pause_key(job_name: str | None) -> str:
+    """The stored name of a pause of ``job_name`` (None: everything), refusing names no job can have."""
+    if job_name is None:
+        return EVERYTHING
+    if not isinstance(job_name, str) or not job_name.strip():
+        raise InvalidInput("job name must not be empty")
+    if job_name.strip() == EVERYTHING:
+        raise InvalidInput(f"{EVERYTHING!r} is reserved: give no job name to pause or resume everything")
+    return job_name
 
 
 def _json(value: Any) -> dict:
@@ -289,14 +358,21 @@ class Queue:
     def retry_later(
         self, job_id: int, dispatch_id: str, delay_seconds: float, error: str, *, actor: str = "dispatcher"
     ) -> str | None:
-        """Returns the new status ('pending', or 'failed' once attempts are spent), None if fenced out."""
+        """Back off after a transient error (``error`` goes into the history and ``last_error``). Returns the
+        new status ('pending', or 'failed' once attempts are spent), None if fenced out."""
+        if not error or not error.strip():
+            raise ValueError("a backoff needs a reason (it goes into the job's history)")
         rows = self._run(
             "retry_later", id=job_id, dispatch_id=dispatch_id, delay_seconds=float(delay_seconds),
             error=error, actor=actor,
         )
         return rows[0]["status"] if rows else None
 
-    def release(self, job_id: int, dispatch_id: str, reason: str | None = None, *, actor: str = "dispatcher") -> bool:
+    def release(self, job_id: int, dispatch_id: str, reason: str, *, actor: str = "dispatcher") -> bool:
+        """Back to pending, no attempt spent (its trigger was never sent). ``reason`` says why, in the history
+        and in ``last_error``."""
+        if not reason or not reason.strip():
+            raise ValueError("a release needs a reason (it goes into the job's history)")
         rows = self._run("release", id=job_id, dispatch_id=dispatch_id, reason=reason, actor=actor)
         return bool(rows)
 
@@ -416,7 +492,7 @@ class Queue:
 
     def set_limit(self, job_name: str, max_in_flight: int) -> None:
         if max_in_flight < 0:
-            raise InvalidInput("a cap must be 0 or more (0 pauses the job)")
+            raise InvalidInput("a cap must be 0 or more (0 holds the job back)")
         self._run("set_limit", job_name=job_name, max_in_flight=max_in_flight)
 
     def remove_limit(self, job_name: str) -> bool:
@@ -424,6 +500,46 @@ class Queue:
 
     def limits(self) -> list[Row]:
         return self._run("list_limits")
+
+    # ------------------------------------------------------------------ pauses
+    def pause(self, job_name: str | None, *, reason: str | None = None, paused_by: str | None = None) -> PauseResult:
+        """Pause ``job_name`` (None: every job). Once this returns, no claim takes a pending row of it; rows
+        already claimed carry on. Pausing a paused job keeps the pause in force (``created`` False)."""
+        key = _pause_key(job_name)
+        if job_name is not None and (error := job_path_error(job_name)):
+            raise InvalidInput(error)  # as enqueue: no row of it could ever be dispatched
+        rows = self._run("pause_job", job_name=key, paused_by=paused_by, reason=reason)
+        if not rows:  # a concurrent pause of this job committed after the statement's snapshot: look again
+            return self.pause(job_name, reason=reason, paused_by=paused_by)
+        row = rows[0]
+        return PauseResult(**vars(_pause(row)), created=row["created"], pending=row["pending"])
+
+    def resume(self, job_name: str | None) -> ResumeResult:
+        """Lift the pause of ``job_name`` (None: the pause of everything; each job's own pause stays).
+        Two round trips: the resume, then the pauses left."""
+        key = _pause_key(job_name)
+        row = self._run("resume_job", job_name=key)[0]
+        return ResumeResult(job_name=job_name, resumed=row["resumed"] > 0, pending=row["pending"],
+                            still_paused=self.pauses())
+
+    def pauses(self) -> list[Pause]:
+        """Every pause in force, the pause of everything first."""
+        return [_pause(r) for r in self._run("list_pauses")]
+
+    def waiting_context(self, job_names: list[str]) -> WaitingContext:
+        """Caps and in-flight counts of ``job_names``, every pause, and the total in flight: one statement
+        for a whole page of rows (see ``waiting.why_waiting``)."""
+        row = self._run("waiting_context", job_names=json.dumps(sorted(set(job_names))))[0]
+        jobs = row["jobs"] or {}
+        jenkins = row["jenkins"] or {}
+        return WaitingContext(
+            caps={name: j["cap"] for name, j in jobs.items() if j["cap"] is not None},
+            in_flight={name: j["in_flight"] for name, j in jobs.items()},
+            total_in_flight=row["total_in_flight"],
+            pauses=[_pause(p) for p in row["pauses"] or []],
+            jenkins_unavailable_since=_timestamp(jenkins.get("since")),
+            jenkins_reason=jenkins.get("reason"),
+        )
 
     def stats(self) -> Row:
         return self._run("stats")[0]

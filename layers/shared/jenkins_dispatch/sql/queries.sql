@@ -37,13 +37,19 @@ WHERE dedupe_key = :dedupe_key AND status IN ('pending', 'processing');
 -- name: claim_batch
 -- Eligible rows in the seed's order, locked without waiting on rows other workers hold, then marked
 -- processing with a fresh dispatch_id and a lease. Reads only the partial claim index.
-WITH picked AS MATERIALIZED (
+-- Paused jobs are read through jenkins_dispatch_paused_jobs() (0004_pauses.sql), which orders this claim
+-- against any pause: nothing of a paused job is claimed once its pause has committed.
+WITH paused AS MATERIALIZED (
+    SELECT job_name FROM jenkins_dispatch_paused_jobs() AS p(job_name)
+), picked AS MATERIALIZED (
     SELECT id FROM jenkins_jobs_queue q
     WHERE status = 'pending' AND scheduled_at <= now()
       -- A cap set while this dispatcher's pass runs uncapped: leave that job to the capped claim.
       -- NOT IN (a hashed filter) rather than NOT EXISTS: an anti-join would read every pending row
       -- before the LIMIT instead of walking the claim index in order.
       AND q.job_name NOT IN (SELECT l.job_name FROM jenkins_job_limits l)
+      AND q.job_name NOT IN (SELECT p.job_name FROM paused p)
+      AND NOT EXISTS (SELECT 1 FROM paused p WHERE p.job_name = '*')
     ORDER BY priority DESC, scheduled_at, id
     LIMIT :batch_size
     FOR UPDATE SKIP LOCKED
@@ -54,7 +60,8 @@ WITH picked AS MATERIALIZED (
         dispatch_id = 'jd-' || q.id || '-' || substr(md5(gen_random_uuid()::text), 1, 10),
         lease_expires_at = now() + make_interval(secs => :lease_seconds),
         jenkins_queue_id = NULL, build_number = NULL, build_url = NULL, jenkins_result = NULL,
-        started_at = NULL, updated_at = now()
+        -- A new attempt starts clean; the earlier error stays in the history (released, retry_scheduled).
+        last_error = NULL, started_at = NULL, updated_at = now()
     FROM picked
     WHERE q.id = picked.id
     RETURNING q.id, q.job_name, q.parameters, q.priority, q.scheduled_at, q.attempts, q.max_attempts,
@@ -76,7 +83,10 @@ SELECT pg_advisory_xact_lock(4206101977);
 -- name: claim_batch_capped
 -- As claim_batch, but never lets the processing rows of a job_name exceed its jenkins_job_limits
 -- entry, nor all processing rows exceed :max_in_flight (NULL: no global cap). Run after lock_caps.
-WITH in_flight AS (
+-- Paused jobs as in claim_batch.
+WITH paused AS MATERIALIZED (
+    SELECT job_name FROM jenkins_dispatch_paused_jobs() AS p(job_name)
+), in_flight AS (
     SELECT job_name, count(*) AS n FROM jenkins_jobs_queue WHERE status = 'processing' GROUP BY job_name
 ), job_room AS (
     SELECT l.job_name, greatest(l.max_in_flight - coalesce(f.n, 0), 0) AS room
@@ -90,6 +100,8 @@ WITH in_flight AS (
     SELECT q.id, q.job_name, q.priority, q.scheduled_at FROM jenkins_jobs_queue q
     WHERE q.status = 'pending' AND q.scheduled_at <= now()
       AND NOT EXISTS (SELECT 1 FROM job_room r WHERE r.job_name = q.job_name AND r.room = 0)
+      AND q.job_name NOT IN (SELECT p.job_name FROM paused p)
+      AND NOT EXISTS (SELECT 1 FROM paused p WHERE p.job_name = '*')
     ORDER BY q.priority DESC, q.scheduled_at, q.id
     LIMIT (SELECT room FROM global_room)
     FOR UPDATE SKIP LOCKED
@@ -106,7 +118,8 @@ WITH in_flight AS (
         dispatch_id = 'jd-' || q.id || '-' || substr(md5(gen_random_uuid()::text), 1, 10),
         lease_expires_at = now() + make_interval(secs => :lease_seconds),
         jenkins_queue_id = NULL, build_number = NULL, build_url = NULL, jenkins_result = NULL,
-        started_at = NULL, updated_at = now()
+        -- A new attempt starts clean; the earlier error stays in the history (released, retry_scheduled).
+        last_error = NULL, started_at = NULL, updated_at = now()
     -- By primary key: the planner cannot size "chosen" (its LIMIT is a subquery) and would otherwise
     -- hash-join it against a scan of the whole table.
     WHERE q.id = ANY (ARRAY(SELECT id FROM chosen))
@@ -121,6 +134,44 @@ WITH in_flight AS (
 -- parameters as text: read through the driver's JSON decoding, numbers would become floats (1.10 → 1.1).
 SELECT id, job_name, CAST(parameters AS text) AS parameters, attempts, max_attempts, dispatch_id
 FROM claimed ORDER BY priority DESC, scheduled_at, id;
+
+-- name: pause_job
+-- Takes the pause lock exclusively (see jenkins_dispatch_paused_jobs in 0004_pauses.sql), so it commits only
+-- after every claim that read the pauses without it. A job already paused keeps its pause (created false).
+-- :job_name '*' pauses everything. Also counts the job's pending rows (all of them for '*'), first: the
+-- queue is locked before the pauses, as everywhere (see gauges).
+WITH pending AS MATERIALIZED (
+    SELECT count(*) AS n FROM jenkins_jobs_queue
+    WHERE status = 'pending' AND (job_name = CAST(:job_name AS text) OR CAST(:job_name AS text) = '*')
+), locked AS MATERIALIZED (
+    SELECT pg_advisory_xact_lock(4206101979)
+), added AS (
+    INSERT INTO jenkins_job_pauses (job_name, paused_by, reason)
+    SELECT CAST(:job_name AS text), CAST(:paused_by AS text), CAST(:reason AS text) FROM locked
+    ON CONFLICT (job_name) DO NOTHING
+    RETURNING job_name, paused_at, paused_by, reason
+), pause AS (
+    SELECT job_name, paused_at, paused_by, reason, true AS created FROM added
+    UNION ALL
+    SELECT job_name, paused_at, paused_by, reason, false FROM jenkins_job_pauses
+    WHERE job_name = CAST(:job_name AS text) AND NOT EXISTS (SELECT 1 FROM added)
+)
+SELECT pause.*, pending.n AS pending FROM pause, pending;
+
+-- name: resume_job
+-- Needs no lock: a claim that misses the resume only leaves the job for the next one, which the
+-- trigger on jenkins_job_pauses wakes.
+WITH pending AS MATERIALIZED (
+    SELECT count(*) AS n FROM jenkins_jobs_queue
+    WHERE status = 'pending' AND (job_name = CAST(:job_name AS text) OR CAST(:job_name AS text) = '*')
+), lifted AS (
+    DELETE FROM jenkins_job_pauses WHERE job_name = CAST(:job_name AS text)
+    RETURNING job_name
+)
+SELECT (SELECT count(*) FROM lifted) AS resumed, pending.n AS pending FROM pending;
+
+-- name: list_pauses
+SELECT job_name, paused_at, paused_by, reason FROM jenkins_job_pauses ORDER BY job_name = '*' DESC, job_name;
 
 -- name: caps_in_force
 SELECT EXISTS (SELECT 1 FROM jenkins_job_limits) AS any_job_limits;
@@ -277,11 +328,12 @@ WITH changed AS (
 SELECT id, status FROM changed;
 
 -- name: release
--- Back to pending without spending an attempt: the trigger was never sent.
+-- Back to pending without spending an attempt: the trigger was never sent. The reason goes into the
+-- history and last_error (why the row is pending again).
 WITH changed AS (
     UPDATE jenkins_jobs_queue
     SET status = 'pending', attempts = greatest(attempts - 1, 0), lease_expires_at = NULL,
-        last_error = coalesce(CAST(:reason AS text), last_error), updated_at = now()
+        last_error = CAST(:reason AS text), updated_at = now()
     -- Only while our lease lasts: once it has expired a reconciler may own the row and be sending it
     -- again under this dispatch_id; releasing it then would let a new claim send it a second time.
     WHERE id = :id AND dispatch_id = :dispatch_id AND status = 'processing' AND jenkins_queue_id IS NULL
@@ -493,16 +545,26 @@ SELECT
     (SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'jenkins_jobs_queue'::regclass) AS rows_estimate,
     (SELECT extract(epoch FROM now() - min(xact_start))::float8 FROM pg_stat_activity
       WHERE xact_start IS NOT NULL AND pid <> pg_backend_pid() AND datname = current_database()
-        AND backend_type = 'client backend') AS oldest_transaction_seconds;
+        AND backend_type = 'client backend') AS oldest_transaction_seconds,
+    EXISTS (SELECT 1 FROM jenkins_job_pauses WHERE job_name = '*') AS everything_paused,
+    (SELECT count(*) FROM jenkins_job_pauses WHERE job_name <> '*') AS paused_jobs;
 
 -- name: gauges
 -- What the dispatcher reports after each pass, and when it must look again (the next pending row that
 -- becomes due, the next lease that expires): partial-index reads only, and the database's oldest open
--- transaction.
+-- transaction. The oldest pending age leaves out
+-- paused jobs (an operator's choice, not a stuck queue: no alarm for it); everything paused: none.
+-- jenkins_jobs_queue is named before jenkins_job_pauses (no WITH): every statement locks the two in that
+-- order (a claim reads the pauses last, through its function), so none deadlocks with another that
+-- locks both, such as a TRUNCATE or an ALTER of both in that order.
 SELECT
     (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing') AS processing,
-    (SELECT extract(epoch FROM now() - min(scheduled_at))::float8 FROM jenkins_jobs_queue
-      WHERE status = 'pending' AND scheduled_at <= now()) AS oldest_pending_seconds,
+    (SELECT extract(epoch FROM now() - min(scheduled_at))::float8 FROM jenkins_jobs_queue q
+      WHERE status = 'pending' AND scheduled_at <= now()
+        AND q.job_name NOT IN (SELECT p.job_name FROM jenkins_job_pauses p)
+        AND NOT EXISTS (SELECT 1 FROM jenkins_job_pauses p WHERE p.job_name = '*')) AS oldest_pending_seconds,
+    EXISTS (SELECT 1 FROM jenkins_job_pauses WHERE job_name = '*') AS everything_paused,
+    (SELECT count(*) FROM jenkins_job_pauses WHERE job_name <> '*') AS paused_jobs,
     (SELECT extract(epoch FROM min(scheduled_at) - now())::float8 FROM jenkins_jobs_queue
       WHERE status = 'pending' AND scheduled_at > now()) AS next_due_seconds,
     (SELECT extract(epoch FROM min(lease_expires_at) - now())::float8 FROM jenkins_jobs_queue
@@ -534,13 +596,40 @@ WITH waiting AS (
     FROM jenkins_jobs_queue WHERE finished_at > now() - interval '1 hour' GROUP BY job_name
 ), names AS (
     SELECT job_name FROM open UNION SELECT job_name FROM recent UNION SELECT job_name FROM jenkins_job_limits
+    UNION SELECT job_name FROM jenkins_job_pauses WHERE job_name <> '*'
 )
 SELECT n.job_name, coalesce(o.pending, 0) AS pending, coalesce(o.in_flight, 0) AS in_flight,
        l.max_in_flight AS cap, coalesce(r.completed_last_hour, 0) AS completed_last_hour,
-       coalesce(r.failed_last_hour, 0) AS failed_last_hour, o.oldest_pending_seconds
+       coalesce(r.failed_last_hour, 0) AS failed_last_hour, o.oldest_pending_seconds,
+       p.job_name IS NOT NULL AS paused, p.paused_at, p.reason AS pause_reason
 FROM names n
 LEFT JOIN open o USING (job_name) LEFT JOIN recent r USING (job_name) LEFT JOIN jenkins_job_limits l USING (job_name)
+LEFT JOIN jenkins_job_pauses p USING (job_name)
 ORDER BY n.job_name;
+
+-- name: waiting_context
+-- What decides why pending rows wait, for a page of rows in one statement: the caps and in-flight counts of
+-- the page's job names (:job_names, a JSON array), every pause, all rows in flight, and Jenkins's state.
+WITH wanted AS (
+    SELECT DISTINCT value AS job_name FROM jsonb_array_elements_text(CAST(:job_names AS jsonb))
+)
+SELECT
+    (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing') AS total_in_flight,
+    (SELECT coalesce(jsonb_object_agg(w.job_name,
+                jsonb_build_object('cap', l.max_in_flight,
+                                   'in_flight', (SELECT count(*) FROM jenkins_jobs_queue q
+                                                 WHERE q.status = 'processing' AND q.job_name = w.job_name))),
+            '{}')
+     FROM wanted w LEFT JOIN jenkins_job_limits l USING (job_name)) AS jobs,
+    (SELECT coalesce(jsonb_agg(jsonb_build_object('job_name', job_name, 'paused_at', paused_at,
+                                                  'paused_by', paused_by, 'reason', reason)), '[]')
+     FROM jenkins_job_pauses) AS pauses,
+    -- Jenkins as a whole, as the live dispatcher that asked it last found it (see jenkins_outage).
+    (SELECT jsonb_build_object('since', jenkins_unavailable_since, 'reason', jenkins_reason)
+     FROM jenkins_dispatchers
+     WHERE jenkins_checked_at IS NOT NULL AND last_pass_at > now() - make_interval(secs => stale_after_seconds)
+       AND last_outcome <> 'stopped'
+     ORDER BY jenkins_checked_at DESC, id LIMIT 1) AS jenkins;
 
 -- name: in_flight_counts
 -- For metrics and the benchmark's cap sampler.

@@ -1,0 +1,107 @@
+"""Why a pending job is not in Jenkins yet, in one line: a pure decision (no I/O), shared by `show`, `ls` and
+the web UI. The caller reads what it needs once (``Queue.waiting_context`` for a whole page of rows).
+
+When several reasons hold, the one a person must act on or know about first wins: paused (someone chose
+this), not due yet, backing off after an error, the job's cap, the global cap, Jenkins unavailable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from .queue import Pause
+
+
+@dataclass(frozen=True)
+class JenkinsOutage:
+    """Jenkins as a whole failing, as the dispatchers last saw it."""
+
+    since: datetime
+    reason: str
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """Why a pending row waits. ``code``: paused · not_due · backing_off · job_cap · global_cap ·
+    jenkins_unavailable · due (nothing holds it back: the next pass takes it)."""
+
+    code: str
+    text: str
+    until: datetime | None = None  # when it becomes due (not_due, backing_off)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "text": self.text, "until": self.until}
+
+
+def when(moment: datetime) -> str:
+    """A moment as people read it in this tool: UTC, to the second."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def duration(seconds: float) -> str:
+    """``45s``, ``12m``, ``3h05m``, ``2d04h``: rounded down, never negative."""
+    seconds = max(int(seconds), 0)
+    if seconds < 120:
+        return f"{seconds}s"
+    if seconds < 7200:
+        return f"{seconds // 60}m"
+    if seconds < 172800:
+        return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
+    return f"{seconds // 86400}d{(seconds % 86400) // 3600:02d}h"
+
+
+def _paused(pause: Pause) -> Waiting:
+    who = f" by {pause.paused_by}" if pause.paused_by else ""
+    why = f": {pause.reason}" if pause.reason else ""
+    if pause.job_name is None:
+        return Waiting("paused", f"everything is paused since {when(pause.paused_at)}{who}{why} "
+                                 "(`jenkins-dispatch resume` lifts it)")
+    return Waiting("paused", f"paused since {when(pause.paused_at)}{who}{why} "
+                             f"(`jenkins-dispatch resume {pause.job_name}` lifts it)")
+
+
+def why_waiting(
+    row: Mapping[str, Any],
+    now: datetime,
+    *,
+    job_cap: int | None,
+    job_in_flight: int,
+    global_cap: int | None,
+    total_in_flight: int,
+    pause: Pause | None,
+    jenkins_unavailable: JenkinsOutage | None = None,
+) -> Waiting | None:
+    """Why ``row`` (status, scheduled_at, attempts, max_attempts, last_error) is not in Jenkins yet; None
+    unless it is pending.
+
+    ``job_cap`` / ``job_in_flight``: the row's job's cap (None: none) and its rows in flight;
+    ``global_cap`` / ``total_in_flight``: MAX_IN_FLIGHT (None: none) and every row in flight; ``pause``: the
+    pause holding the job back (its own, or everything's), if any; ``jenkins_unavailable``: how the
+    dispatchers last found Jenkins, if it was failing.
+    """
+    if row["status"] != "pending":
+        return None
+    if pause is not None:
+        return _paused(pause)
+    scheduled_at: datetime = row["scheduled_at"]
+    if scheduled_at > now:
+        left = duration((scheduled_at - now).total_seconds())
+        if row["attempts"] > 0:
+            error = f": {row['last_error']}" if row.get("last_error") else ""
+            return Waiting("backing_off", f"backing off until {when(scheduled_at)} (in {left}) after attempt "
+                                          f"{row['attempts']} of {row['max_attempts']}{error}", scheduled_at)
+        return Waiting("not_due", f"not due until {when(scheduled_at)} (in {left})", scheduled_at)
+    if job_cap is not None and job_in_flight >= job_cap:
+        if job_cap == 0:
+            return Waiting("job_cap", "job cap full (0/0): a cap of 0 holds this job back")
+        return Waiting("job_cap", f"job cap full ({job_in_flight}/{job_cap} in flight)")
+    if global_cap is not None and total_in_flight >= global_cap:
+        return Waiting("global_cap", f"global cap full ({total_in_flight}/{global_cap} in flight, MAX_IN_FLIGHT)")
+    if jenkins_unavailable is not None:
+        return Waiting("jenkins_unavailable",
+                       f"Jenkins unavailable since {when(jenkins_unavailable.since)}: {jenkins_unavailable.reason}")
+    return Waiting("due", f"due for {duration((now - scheduled_at).total_seconds())}: the next dispatcher pass "
+                          "takes it")
