@@ -7,6 +7,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import jenkins as python_jenkins
@@ -605,21 +607,22 @@ def test_module_prints_its_url_first_and_serves() -> None:
         process.wait(timeout=5)
 
 
-def _start_module(*args: str) -> tuple[subprocess.Popen, list[str]]:
-    """``python -m jenkins_emulator ARGS`` on a free port; returns the process and the lines it printed at start."""
+@contextmanager
+def _module(*args: str) -> Iterator[tuple[subprocess.Popen, list[str]]]:
+    """``python -m jenkins_emulator ARGS`` on a free port, with the three lines it prints at start; ended afterwards."""
     process = subprocess.Popen([sys.executable, "-m", "jenkins_emulator", "--port", "0", *args], stdout=subprocess.PIPE, text=True)
-    return process, [process.stdout.readline().strip() for _ in range(3)]
-
-
-def test_module_prints_its_credentials_and_notifications_after_the_url() -> None:
-    process, lines = _start_module()
     try:
-        assert lines[0].startswith("http://127.0.0.1:")
-        assert lines[1] == "user admin: API token admin-token, password admin"
-        assert lines[2] == "notifications: off (--notify-url URL sends them)"
+        yield process, [process.stdout.readline().strip() for _ in range(3)]
     finally:
         process.terminate()
         process.wait(timeout=5)
+
+
+def test_module_prints_its_credentials_and_notifications_after_the_url() -> None:
+    with _module() as (_, lines):
+        assert lines[0].startswith("http://127.0.0.1:")
+        assert lines[1] == "user admin: API token admin-token, password admin"
+        assert lines[2] == "notifications: off (--notify-url URL sends them)"
 
 
 def test_help_names_the_default_user_and_token() -> None:
@@ -637,8 +640,7 @@ def test_default_jobs_all_declare_dispatch_id() -> None:
 
 
 def test_notify_url_option_makes_the_default_emulator_send_callbacks(receiver) -> None:
-    process, lines = _start_module("--notify-url", receiver.url + "/jenkins/notify?token=SECRET")
-    try:
+    with _module("--notify-url", receiver.url + "/jenkins/notify?token=SECRET") as (_, lines):
         assert lines[2] == f"notifications: POST to {receiver.url}/jenkins/notify"  # the token is not printed
         answer = requests.post(lines[0] + "job/nightly/buildWithParameters", data={"DISPATCH_ID": "n"}, auth=AUTH, timeout=5)
         assert answer.status_code == 201
@@ -647,9 +649,6 @@ def test_notify_url_option_makes_the_default_emulator_send_callbacks(receiver) -
             time.sleep(0.05)
         assert [r["json"]["build"]["phase"] for r in receiver.requests] == ["QUEUED", "STARTED", "COMPLETED", "FINALIZED"]
         assert receiver.requests[0]["path"] == "/jenkins/notify?token=SECRET"
-    finally:
-        process.terminate()
-        process.wait(timeout=5)
 
 
 @pytest.mark.parametrize(
