@@ -4,15 +4,41 @@ PYTHON ?= python3
 PY := $(VENV)/bin/python
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: install test test-fast lint bench demo clean chaos
+.PHONY: install install-demo lock test test-fast lint bench demo clean chaos
 
-$(VENV)/.installed: pyproject.toml
+LOCK := layers/shared/requirements.lock
+# The layer's own packages at the versions the lock gives the layer (hashes dropped: an editable install cannot
+# be hash-checked), so tests and the demo run what is deployed. Only these: pinning what they pull in
+# (botocore) would fight the SAM CLI's own pins.
+define lock_pins
+	sed -n 's/^\(\(pg8000\|requests\|aws-lambda-powertools\)==[^ ]*\).*/\1/p' $(LOCK) > $(VENV)/lock-pins.txt
+endef
+
+# Everything (the "dev" extra: tests, SAM CLI, linters); also satisfies `make demo`.
+$(VENV)/.installed: pyproject.toml $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(lock_pins)
+	$(PY) -m pip install --quiet -c $(VENV)/lock-pins.txt -e '.[dev]'
+	touch $@ $(VENV)/.installed-demo
+
+# `make demo` alone: the package and the "demo" extra (embedded PostgreSQL), not the SAM CLI or the test tools.
+$(VENV)/.installed-demo: pyproject.toml $(LOCK)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(lock_pins)
+	$(PY) -m pip install --quiet -c $(VENV)/lock-pins.txt -e '.[demo]'
 	touch $@
 
 install: $(VENV)/.installed
+install-demo: $(VENV)/.installed-demo
+
+# pyproject.toml is the one list of dependencies: regenerate the layer's requirements.txt from it, then pin it
+# (and everything it pulls in, with hashes) for the Lambda's Python 3.12 on x86_64 with uv's resolver.
+lock: install
+	$(PY) -m scripts.layer_requirements --write
+	$(VENV)/bin/uv pip compile layers/shared/requirements.txt --python-version 3.12 \
+		--python-platform x86_64-manylinux2014 --generate-hashes --custom-compile-command "make lock" \
+		--quiet -o $(LOCK)
 
 # The whole suite: lint, then every test against a real PostgreSQL (DATABASE_URL, else 127.0.0.1:5432,
 # else an embedded server) and the Jenkins emulator over real HTTP.
@@ -34,7 +60,7 @@ lint: install
 bench: install
 	$(PY) -m benchmarks
 
-demo: install
+demo: install-demo
 	$(PY) -m demo
 
 clean:

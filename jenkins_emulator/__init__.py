@@ -10,8 +10,11 @@ In-process::
         jenkins.triggers_for(dispatch_id)          # distinct queue items created with that DISPATCH_ID
         jenkins.set_user("bot", permissions={"deny_build": ["team/*"]})   # per-job permissions, at run time
 
-From a shell: ``python -m jenkins_emulator [--host H] [--port P] [--config FILE]`` prints its base URL as
-the first line of stdout and serves until interrupted; another process drives it through ``/_emulator/``:
+From a shell: ``python -m jenkins_emulator [--host H] [--port P] [--config FILE] [--notify-url URL]`` prints
+its base URL as the first line of stdout, then its users and credentials, then where notifications go, and
+serves until interrupted (``--help`` lists the default jobs and user: admin, API token admin-token). A config
+that is not of the shape below is refused in one line (exit 2). Another process drives it through
+``/_emulator/``:
 
     GET  /_emulator/state            settings, queue, jobs with their builds, counters, faults
     GET  /_emulator/counters         triggers per DISPATCH_ID and per parameter value, peaks in flight
@@ -122,7 +125,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
         {"path": "deploy", "parameters": [{"name": "DISPATCH_ID"}, {"name": "ENV", "default": "dev"}], "duration_seconds": 2},
         {"path": "build-app", "kind": "pipeline", "parameters": [{"name": "DISPATCH_ID"}, {"name": "BRANCH", "default": "main"}], "duration_seconds": 1},
         {"path": "team/app/deploy", "parameters": [{"name": "DISPATCH_ID"}, {"name": "VERSION", "default": ""}], "duration_seconds": 2},
-        {"path": "nightly", "parameterized": False, "duration_seconds": 1},
+        {"path": "nightly", "parameters": [{"name": "DISPATCH_ID"}], "duration_seconds": 1},
     ],
 }
 

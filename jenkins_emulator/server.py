@@ -20,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from .config_check import config_problem
 from .model import Build, Folder, Jenkins, Job, Permissions
 from .tree import TreeSyntaxError, parse_tree, prune
 
@@ -546,6 +547,9 @@ class JenkinsEmulator:
         from . import DEFAULT_CONFIG
 
         self.config = json.loads(json.dumps(config if config is not None else DEFAULT_CONFIG))
+        problem = config_problem(self.config)
+        if problem:
+            raise ValueError(problem)
         self.host, self.port = host, port
         self.jenkins = Jenkins(self.config)
         self.faults: list[Fault] = []

@@ -372,12 +372,13 @@ def cmd_pause(ctx: Context, args) -> None:
     target = args.job or "everything"
     resume = f"`jenkins-dispatch resume{' ' + args.job if args.job else ''}`"
     if result.created:
-        print(f"paused {target}: {_plural(result.pending, 'pending job')} wait until {resume}; "
-              "jobs already in Jenkins continue")
+        waiting = (f"no pending jobs of {args.job} now; any enqueued will wait" if args.job and result.pending == 0
+                   else f"{_plural(result.pending, 'pending job')} wait")
+        print(f"paused {target}: {waiting} until {resume}; jobs already in Jenkins continue")
     else:
         print(f"{target} was already paused ({_pause_text(result)}); nothing changed")
-    if args.job and result.pending == 0:
-        print(f"no pending jobs of {args.job} now")
+        if args.job and result.pending == 0:
+            print(f"no pending jobs of {args.job} now")
 
 
 def cmd_resume(ctx: Context, args) -> None:

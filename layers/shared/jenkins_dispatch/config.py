@@ -244,8 +244,8 @@ def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
 def _secret_json(fetch: SecretFetcher, name: str, arn: str) -> dict:
     try:
         raw = fetch(arn)
-    except ConfigError:
-        raise
+    except ConfigError as exc:
+        raise ConfigError(f"{name} is set, but {exc}") from None
     except Exception as exc:  # boto / powertools errors carry no secret values
         raise ConfigError(f"cannot read the secret named by {name} ({arn}): {type(exc).__name__}: {exc}") from None
     try:
@@ -261,6 +261,8 @@ def _secret_text(fetch: SecretFetcher, name: str, arn: str, key: str) -> str:
     """A secret that is either plain text or a JSON object holding ``key``."""
     try:
         raw = fetch(arn)
+    except ConfigError as exc:
+        raise ConfigError(f"{name} is set, but {exc}") from None
     except Exception as exc:
         raise ConfigError(f"cannot read the secret named by {name} ({arn}): {type(exc).__name__}: {exc}") from None
     try:

@@ -51,7 +51,11 @@ def tls_context(settings: DatabaseSettings) -> ssl.SSLContext:
 
 
 def _iam_token(settings: DatabaseSettings) -> str:
-    import boto3  # only on AWS, only with IAM auth
+    try:
+        import boto3  # only with IAM auth: the "aws" extra, which the Lambda runtime has
+    except ImportError:
+        raise ConfigError("DB_IAM_AUTH=true needs boto3 to make a token, which is not installed: "
+                          "pip install 'jenkins-dispatch[aws]'") from None
 
     client = boto3.client("rds", region_name=settings.region)
     return client.generate_db_auth_token(settings.host, settings.port, settings.user)

@@ -237,6 +237,7 @@ metrics = MetricsFacade()
 
 _tracer = None
 _tracer_lock = threading.Lock()
+_xray_missing = False  # tracing was asked for but the SDK is absent: said once, then off
 
 
 def tracing_enabled() -> bool:
@@ -244,14 +245,19 @@ def tracing_enabled() -> bool:
 
 
 def tracer():
-    """The Powertools Tracer, created on first use; None while tracing is off."""
-    global _tracer
-    if _tracer is None and tracing_enabled():
+    """The Powertools Tracer, created on first use; None while tracing is off (or its SDK is not installed)."""
+    global _tracer, _xray_missing
+    if _tracer is None and tracing_enabled() and not _xray_missing:
         with _tracer_lock:
             if _tracer is None:
-                from aws_lambda_powertools import Tracer
+                try:
+                    from aws_lambda_powertools import Tracer
 
-                _tracer = Tracer(service=SERVICE)
+                    _tracer = Tracer(service=SERVICE)
+                except ImportError as exc:  # the X-Ray SDK is the "aws" extra: trace nothing rather than fail
+                    logger.warning("tracing is on but the X-Ray SDK is not installed: pip install "
+                                   "'jenkins-dispatch[aws]'; tracing off", extra={"missing": exc.name})
+                    _xray_missing = True
     return _tracer
 
 
