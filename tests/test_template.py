@@ -23,7 +23,7 @@ BIN = Path(sys.executable).parent
 QUEUE_METRICS = [
     "Claimed", "Triggered", "TriggerErrors", "AdoptedAfterCrash", "LeasesExpired", "PassDurationMs",
     "OldestPendingAgeSeconds", "InFlight", "JobsFailed", "JobsCompleted", "PassesCompleted", "JenkinsUnavailable",
-    "OldestTransactionAgeSeconds", "Pending",
+    "OldestTransactionAgeSeconds", "Pending", "PausedJobs", "EverythingPaused",
 ]
 WEBHOOK_METRICS = [
     "NotificationsAccepted", "NotificationsDuplicate", "NotificationsStale", "NotificationsUnknown",
