@@ -1,4 +1,5 @@
-"""A Jenkins emulator: a real HTTP server that answers like Jenkins (see ``jenkins-api-notes.md``).
+"""A Jenkins emulator: a real HTTP server that answers like Jenkins (``docs/jenkins.md`` names, for each
+request, the emulator code that copies Jenkins).
 
 Test and demo tooling, never shipped in the Lambda layer. Standard library only.
 

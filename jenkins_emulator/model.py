@@ -814,7 +814,7 @@ class Jenkins:
         return {"_class": "hudson.model.Queue", "discoverableItems": discoverable, "items": items}
 
     # ------------------------------------------------------------------------------------------------------
-    # Notification plugin payloads (notes §7.1)
+    # Notification plugin payloads (docs/jenkins.md#notifications)
 
     def notification_payload(self, build: Build, phase: str, timestamp_ms: int) -> dict[str, Any]:
         job = build.job

@@ -1,4 +1,4 @@
-"""The emulator answers like Jenkins (jenkins-api-notes.md): payloads field by field, over real HTTP."""
+"""The emulator answers like Jenkins (docs/jenkins.md, each section's "Emulator" part): payloads field by field, over real HTTP."""
 
 from __future__ import annotations
 

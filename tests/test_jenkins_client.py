@@ -1,4 +1,4 @@
-"""The Jenkins client against the emulator over real HTTP: every row of the notes' behaviour table."""
+"""The Jenkins client against the emulator over real HTTP: every row of docs/jenkins.md's trigger-outcome table."""
 
 from __future__ import annotations
 

@@ -53,7 +53,7 @@ def encoded(payload) -> bytes:
     return json.dumps(payload).encode()
 
 
-# --------------------------------------------------------------------------- the notes' sample payloads
+# ------------------------------------- the Notification plugin's payloads (docs/jenkins.md#notifications)
 
 NOTES_SAMPLES = {
     # QUEUED: sent just before STARTED, no status, timestamp ≈ when it became buildable (0 without executor).
@@ -242,7 +242,7 @@ MALFORMED = {
     "not UTF-8": (b'{"build": {"phase": "\xff"}}', "not UTF-8"),
     "XML format": (b'<?xml version="1.0"?><job><build><phase>COMPLETED</phase></build></job>', "must use Format: JSON"),
     "XML after whitespace": (b"  \n<job/>", "must use Format: JSON"),
-    # A hand-rolled post { always { httpRequest ... } } payload (notes §7.2) has another shape.
+    # A hand-rolled post { always { httpRequest ... } } payload (not the Notification plugin) has another shape.
     "pipeline httpRequest payload": (
         b'{"jobName":"deploy","buildId":"42","result":"SUCCESS","params":{"BRANCH":"main"}}', "no 'build' object"
     ),

@@ -1,6 +1,6 @@
 """What Jenkins's HTTP answers mean: pure functions, no I/O.
 
-Every rule here follows ``jenkins-api-notes.md`` (the behaviour table in its section 0). The client in
+Every rule here is described in ``docs/jenkins.md`` (its first table: trigger outcomes at a glance). The client in
 ``jenkins.py`` sends requests and hands the answers to these functions; the dispatcher ``match``-es on the
 frozen dataclasses they return.
 """

@@ -4,7 +4,7 @@ A lease expires when nobody reported on a row for ``LEASE_SECONDS``: a dispatche
 trigger's answer was lost, the Notification plugin's callbacks never came. For each such row it asks
 Jenkins, and:
 - a known queue item or build is followed: progress recorded, the row settled from the build's result
-  (``decisions.row_status``, as the webhook and `cancel` do), or the lease renewed while it runs;
+  (``decisions.final_status``, as the webhook and `cancel` do), or the lease renewed while it runs;
 - a queue item Jenkins accepted that vanished without a build (a person cancelled it and Jenkins has
   since forgotten it, or a restart lost it) is NOT sent again: the row fails saying so;
 - a row with no trace is searched by its DISPATCH_ID (queue, then builds back to the claim) and adopted
