@@ -192,7 +192,15 @@ class Dispatcher:
         """The reconciler's re-send: the same trigger and bookkeeping as a claimed row, held in Jenkins's
         queue for ``quiet_seconds``."""
         decision = self._send(job, check_stop=False, delay_seconds=quiet_seconds)
-        self._apply([(job, decision)], actor="reconciler")
+        if decision is not None and decision.act not in (Act.STOP_PASS, Act.RETRY_LATER):
+            self._apply([(job, decision)], actor="reconciler")
+            return
+        # Never released nor backed off: the next claim would draw a new dispatch id, and a late original
+        # sent under this one could then build beside it.
+        sent = decision is not None and decision.act is Act.RETRY_LATER
+        reason = decision.reason if decision is not None else "re-send not sent: no time left in this pass"
+        if self.queue.resend_not_taken(job.id, job.dispatch_id, reason, sent=sent):
+            self._log("re-send not taken: the reconciler tries again after the lease", job, reason=reason)
 
     def _jenkins_wide_reason(self, exc: JenkinsError) -> str:
         if isinstance(exc, JenkinsAuthRejected):

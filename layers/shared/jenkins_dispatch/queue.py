@@ -400,6 +400,13 @@ class Queue:
         )
         return rows[0]["resends"] if rows else None
 
+    def resend_not_taken(self, job_id: int, dispatch_id: str, reason: str, *, sent: bool,
+                         actor: str = "reconciler") -> bool:
+        """A re-send Jenkins did not take keeps its row processing under the same dispatch id (see the SQL);
+        ``sent`` False (a Jenkins-wide failure) gives the re-send back."""
+        return bool(self._run("resend_not_taken", id=job_id, dispatch_id=dispatch_id, reason=reason, sent=sent,
+                              actor=actor))
+
     def request_cancel(self, job_id: int, dispatch_id: str, reason: str, *, actor: str = "operator") -> bool:
         """Record a cancel for a processing row whose trigger is in flight (False: it is no longer so)."""
         return bool(self._run("request_cancel", id=job_id, dispatch_id=dispatch_id, reason=reason, actor=actor))

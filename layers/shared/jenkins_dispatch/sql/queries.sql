@@ -391,6 +391,26 @@ WITH changed AS (
 )
 SELECT id, resends FROM changed;
 
+-- name: resend_not_taken
+-- A re-send Jenkins did not take: never sent (a Jenkins-wide failure; :sent false gives the re-send back)
+-- or refused for its job for now (a disabled job; :sent true, it counts). Either way the row keeps
+-- processing under the SAME dispatch_id: released or backed off, its next claim would draw a new one, and
+-- a late original under this one could then build beside it. The reconciler looks again when the lease
+-- that record_resend gave it ends.
+WITH changed AS (
+    UPDATE jenkins_jobs_queue
+    SET resends = CASE WHEN CAST(:sent AS boolean) THEN resends ELSE greatest(resends - 1, 0) END,
+        last_error = CAST(:reason AS text), updated_at = now()
+    WHERE id = :id AND dispatch_id = :dispatch_id AND status = 'processing' AND jenkins_queue_id IS NULL
+    RETURNING id, dispatch_id
+), logged AS (
+    INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
+    SELECT id, CASE WHEN CAST(:sent AS boolean) THEN 'resend_refused' ELSE 'resend_not_sent' END,
+           'processing', 'processing', dispatch_id, :actor, :reason
+    FROM changed
+)
+SELECT id FROM changed;
+
 -- name: request_cancel
 -- The operator cancels a row whose trigger is in flight: nothing to cancel in Jenkins yet. Recorded, so
 -- whoever next learns where it is in Jenkins cancels it there before settling the row.
