@@ -359,7 +359,8 @@ class Queue:
         self, job_id: int, dispatch_id: str, delay_seconds: float, error: str, *, actor: str = "dispatcher"
     ) -> str | None:
         """Back off after a transient error (``error`` goes into the history and ``last_error``). Returns the
-        new status ('pending', or 'failed' once attempts are spent), None if fenced out."""
+        new status ('pending'; 'failed' once attempts are spent; 'cancelled' when an operator asked while
+        the trigger was in flight), None if fenced out."""
         if not error or not error.strip():
             raise ValueError("a backoff needs a reason (it goes into the job's history)")
         rows = self._run(
@@ -369,8 +370,8 @@ class Queue:
         return rows[0]["status"] if rows else None
 
     def release(self, job_id: int, dispatch_id: str, reason: str, *, actor: str = "dispatcher") -> bool:
-        """Back to pending, no attempt spent (its trigger was never sent). ``reason`` says why, in the history
-        and in ``last_error``."""
+        """Back to pending, no attempt spent (its trigger was never sent); cancelled instead when an operator
+        asked while it was in flight. ``reason`` says why, in the history and in ``last_error``."""
         if not reason or not reason.strip():
             raise ValueError("a release needs a reason (it goes into the job's history)")
         rows = self._run("release", id=job_id, dispatch_id=dispatch_id, reason=reason, actor=actor)

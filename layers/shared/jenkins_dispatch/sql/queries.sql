@@ -302,14 +302,18 @@ WITH outcome AS (
 SELECT id FROM changed;
 
 -- name: retry_later
--- A transient error about this one job: try again after a backoff, or fail once attempts are spent.
+-- A transient error about this one job: try again after a backoff, or fail once attempts are spent. A row
+-- an operator asked to cancel while its trigger was in flight ends cancelled: Jenkins did not take it.
 WITH changed AS (
     UPDATE jenkins_jobs_queue
-    SET status = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'pending' END,
-        scheduled_at = CASE WHEN attempts >= max_attempts THEN scheduled_at
+    SET status = CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled'
+                      WHEN attempts >= max_attempts THEN 'failed' ELSE 'pending' END,
+        scheduled_at = CASE WHEN cancel_requested_at IS NOT NULL OR attempts >= max_attempts THEN scheduled_at
                             ELSE now() + make_interval(secs => :delay_seconds) END,
-        finished_at = CASE WHEN attempts >= max_attempts THEN now() END,
-        last_error = CASE WHEN attempts >= max_attempts
+        finished_at = CASE WHEN cancel_requested_at IS NOT NULL OR attempts >= max_attempts THEN now() END,
+        last_error = CASE WHEN cancel_requested_at IS NOT NULL
+                          THEN 'cancelled by operator before Jenkins took its trigger (' || :error || ')'
+                          WHEN attempts >= max_attempts
                           THEN 'gave up after ' || attempts || ' attempts: ' || :error ELSE :error END,
         lease_expires_at = NULL,
         jenkins_queue_id = NULL,
@@ -318,9 +322,10 @@ WITH changed AS (
     RETURNING id, dispatch_id, status, scheduled_at
 ), logged AS (
     INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
-    SELECT id, CASE WHEN status = 'failed' THEN 'settled' ELSE 'retry_scheduled' END, 'processing', status,
+    SELECT id, CASE WHEN status = 'pending' THEN 'retry_scheduled' ELSE 'settled' END, 'processing', status,
            dispatch_id, :actor,
            CASE WHEN status = 'failed' THEN 'attempts exhausted: ' || :error
+                WHEN status = 'cancelled' THEN 'cancel requested; Jenkins did not take the trigger: ' || :error
                 ELSE :error || '; next try not before '
                      || to_char(scheduled_at AT TIME ZONE 'UTC', 'HH24:MI:SS') || ' UTC' END
     FROM changed
@@ -329,19 +334,29 @@ SELECT id, status FROM changed;
 
 -- name: release
 -- Back to pending without spending an attempt: the trigger was never sent. The reason goes into the
--- history and last_error (why the row is pending again).
+-- history and last_error (why the row is pending again). A row an operator asked to cancel while its
+-- trigger was on its way ends cancelled instead: nothing of it reached Jenkins.
 WITH changed AS (
     UPDATE jenkins_jobs_queue
-    SET status = 'pending', attempts = greatest(attempts - 1, 0), lease_expires_at = NULL,
-        last_error = CAST(:reason AS text), updated_at = now()
+    SET status = CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled' ELSE 'pending' END,
+        attempts = greatest(attempts - 1, 0), lease_expires_at = NULL,
+        finished_at = CASE WHEN cancel_requested_at IS NOT NULL THEN now() END,
+        last_error = CASE WHEN cancel_requested_at IS NOT NULL
+                          THEN 'cancelled by operator before its trigger was sent (' || CAST(:reason AS text) || ')'
+                          ELSE CAST(:reason AS text) END,
+        updated_at = now()
     -- Only while our lease lasts: once it has expired a reconciler may own the row and be sending it
     -- again under this dispatch_id; releasing it then would let a new claim send it a second time.
     WHERE id = :id AND dispatch_id = :dispatch_id AND status = 'processing' AND jenkins_queue_id IS NULL
       AND lease_expires_at > now()
-    RETURNING id, dispatch_id
+    RETURNING id, dispatch_id, status
 ), logged AS (
     INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
-    SELECT id, 'released', 'processing', 'pending', dispatch_id, :actor, :reason FROM changed
+    SELECT id, CASE WHEN status = 'cancelled' THEN 'settled' ELSE 'released' END, 'processing', status,
+           dispatch_id, :actor,
+           CASE WHEN status = 'cancelled' THEN 'cancel requested; its trigger was never sent: ' || :reason
+                ELSE :reason END
+    FROM changed
 )
 SELECT id FROM changed;
 
