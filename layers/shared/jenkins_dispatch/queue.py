@@ -15,6 +15,7 @@ from typing import Any
 from pg8000.exceptions import DatabaseError
 
 from . import statements
+from .config import default_of
 from .db import Database, Row, database_error_message, is_sqlstate
 from .errors import Conflict, InvalidInput, NotFound
 from .jenkins_answers import job_path_error, loads_parameters
@@ -185,7 +186,7 @@ def _constraint_message(exc: DatabaseError) -> str:
 class Queue:
     """Queue operations on one database session. Every method is one round trip unless it says so."""
 
-    def __init__(self, db: Database, lease_seconds: int = 300):
+    def __init__(self, db: Database, lease_seconds: int = default_of("LEASE_SECONDS")):
         self.db = db
         self.lease_seconds = lease_seconds
         self._statements = statements.load(db.dialect)
@@ -538,6 +539,7 @@ class Queue:
         return self._run("stats_per_job")
 
     def in_flight_counts(self) -> dict[str, int]:
+        """Processing rows per job name (the demo's summary; the tests' cap samplers)."""
         return {r["job_name"]: r["n"] for r in self._run("in_flight_counts")}
 
     # ------------------------------------------------------------------ doctor

@@ -638,7 +638,8 @@ SELECT
      ORDER BY jenkins_checked_at DESC, id LIMIT 1) AS jenkins;
 
 -- name: in_flight_counts
--- For metrics and the benchmark's cap sampler.
+-- Processing rows per job: what the demo prints, and what the concurrency and chaos tests sample to prove
+-- no cap is exceeded.
 SELECT job_name, count(*) AS n FROM jenkins_jobs_queue WHERE status = 'processing' GROUP BY job_name;
 
 -- name: server_identity
