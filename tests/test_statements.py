@@ -91,3 +91,10 @@ def test_no_sql_outside_the_sql_files_but_the_session_settings() -> None:
     for name in ("queue.py", "migrations.py"):
         source = (PACKAGE / name).read_text()
         assert not re.search(r"\b(SELECT|INSERT|UPDATE|DELETE|CREATE)\s+[A-Za-z_(]", source), name
+
+
+def test_only_the_database_side_imports_the_database_driver() -> None:
+    """The dialect seam: the queue, the migrations and the session (db.py) know the driver; nothing else."""
+    database_side = {"db.py", "queue.py", "migrations.py"}
+    importers = {m.name for m in PACKAGE.glob("*.py") if re.search(r"^\s*(from|import) pg8000", m.read_text(), re.M)}
+    assert importers <= database_side

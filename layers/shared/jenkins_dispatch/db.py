@@ -17,6 +17,9 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pg8000.native
+
+# DatabaseError (a statement the server refused): modules outside the queue import it from here, never from the
+# driver, so that none of them knows which database it speaks to.
 from pg8000.exceptions import DatabaseError, InterfaceError
 
 from .config import DatabaseSettings
