@@ -18,7 +18,8 @@ from . import __version__, bulk
 from .config import Settings, load_settings
 from .db import Database
 from .errors import DispatchError, InvalidInput
-from .queue import STATUSES, Queue, migrate
+from .migrations import migrate
+from .queue import STATUSES, Queue
 from .waiting import when
 
 EXIT_FAILED = 1  # the operation failed: database or Jenkins unavailable, a pass stopped by Jenkins

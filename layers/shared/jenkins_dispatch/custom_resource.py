@@ -17,7 +17,7 @@ import urllib.request
 from typing import Any
 
 from . import runtime
-from .queue import migrate
+from .migrations import migrate
 
 PHYSICAL_RESOURCE_ID = "jenkins-dispatch-schema"
 RESPONSE_TIMEOUT_SECONDS = 10.0

@@ -343,7 +343,8 @@ def _settings_check(env: Mapping[str, str] | None) -> Check:
 
 def _database_checks(env, fetch_secret, options: DoctorOptions) -> _Findings:
     from .db import Database
-    from .queue import Queue, migration_files
+    from .migrations import migration_files
+    from .queue import Queue
 
     found = _Findings()
     dependent = ("schema", "oldest transaction")

@@ -25,10 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
-from pg8000.exceptions import DatabaseError
 
 from . import runtime
-from .db import database_error_message
+from .db import DatabaseError, database_error_message
 from .errors import ConfigError, DatabaseBusy, DatabaseUnavailable, InvalidInput, SchemaMissing
 from .notifications import (
     Notification,
