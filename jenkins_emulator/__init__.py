@@ -1,7 +1,9 @@
 """A Jenkins emulator: a real HTTP server that answers like Jenkins (``docs/jenkins.md`` names, for each
 request, the emulator code that copies Jenkins).
 
-Test and demo tooling, never shipped in the Lambda layer. Standard library only.
+Test and demo tooling, never shipped in the Lambda layer. Standard library only. Each module imports only those
+before it: ``config`` (defaults) ← ``model`` (state and rules; ``notify`` is its Notification plugin) ← ``views``
+(JSON and pages; ``tree`` selects fields) ← ``control`` (``/_emulator/``; ``faults``) ← ``server`` (HTTP).
 
 In-process::
 
