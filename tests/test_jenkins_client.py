@@ -13,12 +13,11 @@ import pytest
 import requests
 
 from jenkins_dispatch.decisions import Act, check_job
+from jenkins_dispatch.errors import InvalidJobPath, JenkinsAuthRejected, JenkinsUnavailable
 from jenkins_dispatch.jenkins import (
     CancelResult,
     Found,
-    JenkinsAuthRejected,
     JenkinsClient,
-    JenkinsUnavailable,
     StopResult,
 )
 from jenkins_dispatch.jenkins_answers import (
@@ -29,7 +28,6 @@ from jenkins_dispatch.jenkins_answers import (
     BuildStarted,
     Disabled,
     Finished,
-    InvalidJobPath,
     JobForbidden,
     JobInfo,
     JobNotFound,

@@ -17,7 +17,7 @@ from decimal import Decimal
 from . import __version__, bulk
 from .config import Settings, load_settings
 from .db import Database
-from .errors import DispatchError, InvalidInput
+from .errors import OPERATION_FAILED, DispatchError, InvalidInput
 from .queue import STATUSES, Queue, migrate
 from .waiting import when
 
@@ -718,13 +718,6 @@ def logs_to_stderr() -> None:
             handler.setStream(_Stderr())
 
 
-def _operation_failed() -> tuple[type[DispatchError], ...]:
-    from .errors import DatabaseBusy, DatabaseUnavailable, MigrationError, SchemaMissing
-    from .jenkins import JenkinsError
-
-    return (DatabaseUnavailable, DatabaseBusy, MigrationError, SchemaMissing, JenkinsError)
-
-
 def main(argv: Sequence[str] | None = None, settings_loader: Callable[[], Settings] = load_settings) -> int:
     args = build_parser().parse_args(argv)
     if args.func is None:
@@ -738,7 +731,7 @@ def main(argv: Sequence[str] | None = None, settings_loader: Callable[[], Settin
         sys.stdout.flush()
     except DispatchError as exc:
         print(f"jenkins-dispatch: error: {exc}", file=sys.stderr)
-        return EXIT_FAILED if isinstance(exc, _operation_failed()) else EXIT_BAD_INPUT
+        return EXIT_FAILED if isinstance(exc, OPERATION_FAILED) else EXIT_BAD_INPUT
     except BrokenPipeError:  # `jenkins-dispatch ls | head`: the reader has all it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

@@ -28,9 +28,9 @@ from .cancelling import settle_stopped, stop_dispatch
 from .config import LEASE_SAFETY_SECONDS, Settings
 from .db import Database
 from .decisions import Act, Decision, backoff_seconds, check_job, decide_trigger
-from .errors import DatabaseUnavailable, DispatchError, InvalidInput
+from .errors import DatabaseUnavailable, DispatchError, InvalidInput, JenkinsAuthRejected, JenkinsError
 from .heartbeat import Heartbeat
-from .jenkins import JenkinsAuthRejected, JenkinsClient, JenkinsError
+from .jenkins import JenkinsClient
 from .jenkins_answers import JobInfo, job_path_error
 from .observability import MetricUnit, logger, metrics, subsegment
 from .queue import ClaimedJob, Queue, Settlement
@@ -74,8 +74,8 @@ class _Batch:
 PASS_BUDGET_SPENT = "pass budget spent"  # `serve`: more may be due, the next pass follows at once
 
 
-class PassStopped(Exception):
-    """Jenkins as a whole failed: end the pass (the reason goes into the summary)."""
+class _PassStopped(Exception):
+    """Jenkins as a whole failed: end the pass (the reason goes into the summary). Never leaves this module."""
 
 
 class Dispatcher:
@@ -138,7 +138,7 @@ class Dispatcher:
             self.reconcile()
             if not self.summary.stopped_because:
                 self.dispatch(max_jobs)
-        except PassStopped as stopped:
+        except _PassStopped as stopped:
             self.summary.stopped_because = str(stopped)
             self.summary.jenkins_unavailable = True
             metrics.add_metric(name="JenkinsUnavailable", unit=MetricUnit.Count, value=1)
@@ -182,9 +182,9 @@ class Dispatcher:
         try:
             finished = reconciler.run(lambda: not self._stopping() and not self._out_of_time(self.send_reserve_seconds))
         except JenkinsError as exc:
-            raise PassStopped(self._jenkins_wide_reason(exc)) from None
+            raise _PassStopped(self._jenkins_wide_reason(exc)) from None
         if self._halt_reason is not None:  # a re-send met a Jenkins-wide failure
-            raise PassStopped(self._halt_reason)
+            raise _PassStopped(self._halt_reason)
         if not finished:
             self.summary.stopped_because = "stop requested" if self._stopping() else "time nearly up"
 
@@ -238,7 +238,7 @@ class Dispatcher:
                 if in_flight is not None:
                     self._finish_batch(in_flight, raise_if_halted=False)
         if self._halt_reason is not None:
-            raise PassStopped(self._halt_reason)
+            raise _PassStopped(self._halt_reason)
 
     def _why_stop_claiming(self, budget: float) -> str:
         if self._stopping():
@@ -302,7 +302,7 @@ class Dispatcher:
             decided = batch.decided + [(job, future.result()) for job, future in batch.sending]
         self._apply(decided, actor="dispatcher")
         if raise_if_halted and self._halt_reason is not None:
-            raise PassStopped(self._halt_reason)
+            raise _PassStopped(self._halt_reason)
 
     def _stop_with(self, reason: str) -> None:
         """Jenkins as a whole failed (any thread): no more triggers this pass; the first reason is kept."""

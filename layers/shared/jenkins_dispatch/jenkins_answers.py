@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from .errors import InvalidJobPath
+
 DISPATCH_ID_PARAMETER = "DISPATCH_ID"
 
 # Characters Jenkins' Util.rawEncode leaves alone; everything else is percent-encoded as UTF-8, uppercase hex.
@@ -26,10 +28,6 @@ def raw_encode(segment: str) -> str:
         char if char in _RAW_ENCODE_SAFE else "".join(f"%{byte:02X}" for byte in char.encode("utf-8"))
         for char in segment
     )
-
-
-class InvalidJobPath(ValueError):
-    """A job name that can never name a Jenkins item (an empty, ``.`` or ``..`` folder segment)."""
 
 
 def job_path_error(job_name: str) -> str | None:

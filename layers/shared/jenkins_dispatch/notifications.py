@@ -29,7 +29,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from .decisions import build_error, final_status
-from .errors import InvalidInput
+from .errors import RejectedNotification
 
 MAX_BODY_BYTES = 256 * 1024
 # Sanity bounds on single fields: far above anything Jenkins sends, far below what could hurt us.
@@ -57,14 +57,6 @@ EXPECTED_FORMAT = "expected the Jenkins Notification plugin's JSON payload (endp
 # Reading the row id out of it lets the webhook try the fenced update straight away; it is only a hint,
 # because the update still matches on the whole dispatch id.
 _ROW_ID_IN_DISPATCH_ID = re.compile(r"(?:jd-(\d{1,18})-[0-9a-f]+|legacy-(\d{1,18}))")
-
-
-class RejectedNotification(InvalidInput):
-    """The request cannot be acted on; ``http_status`` is the answer to give (400 or 413)."""
-
-    def __init__(self, message: str, http_status: int = 400):
-        super().__init__(message)
-        self.http_status = http_status
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,8 @@ from dataclasses import dataclass, replace
 from .cancelling import settle_stopped, stop_dispatch
 from .config import Settings
 from .decisions import Next, build_error, final_status, follow_build, follow_queue_item
-from .errors import DispatchError
-from .jenkins import CancelResult, JenkinsClient, JenkinsError, SearchInconclusive
+from .errors import DispatchError, JenkinsError, SearchInconclusive
+from .jenkins import CancelResult, JenkinsClient
 from .jenkins_answers import job_path_error
 from .observability import MetricUnit, logger, metrics, subsegment
 from .queue import LEGACY_DISPATCH_PREFIX, ClaimedJob, ExpiredLease, Queue
