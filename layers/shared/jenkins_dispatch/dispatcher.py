@@ -21,20 +21,23 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import runtime
 from .cancelling import settle_stopped, stop_dispatch
 from .config import LEASE_SAFETY_SECONDS, Settings
 from .db import Database
 from .decisions import Act, Decision, backoff_seconds, check_job, decide_trigger
-from .errors import DatabaseUnavailable, DispatchError, InvalidInput, JenkinsAuthRejected, JenkinsError
+from .errors import DatabaseUnavailable, DispatchError, JenkinsAuthRejected, JenkinsError
 from .heartbeat import Heartbeat
 from .jenkins import JenkinsClient
 from .jenkins_answers import JobInfo, job_path_error
 from .observability import MetricUnit, logger, metrics, subsegment
 from .queue import ClaimedJob, Queue, Settlement
 from .reconciler import Reconciled, Reconciler
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 
 @dataclass
@@ -433,31 +436,20 @@ def run_pass(
             db.close()
 
 
-def max_jobs_from_event(event: Any) -> int | None:
-    """EventBridge rule and Scheduler envelopes carry no budget; a manual invoke may say {"max_jobs": N}."""
-    if not isinstance(event, dict) or event.get("max_jobs") is None:
-        return None
-    value = event["max_jobs"]
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInput(f"max_jobs must be a whole number of at least 1, got {value!r}")
-    return value
-
-
 # A continuous invocation still runs a full pass (the reconciler's turn) at least this often.
 LAMBDA_INTERVAL_SECONDS = 10.0
 
 
-def handle_event(event: Any, context: Any) -> dict[str, Any]:
-    """The Lambda entry point (functions/dispatcher/app.py).
+def run_invocation(context: LambdaContext, max_jobs: int | None = None) -> dict[str, Any]:
+    """One invocation of the dispatcher function, its event already parsed (functions/dispatcher/app.py).
 
     DISPATCHER_MODE=continuous (the template's default): keep dispatching, woken by new work, until the
     invocation's time is nearly up, so the next scheduled invocation takes over without a gap.
-    DISPATCHER_MODE=single, or a manual ``{"max_jobs": N}``: one pass.
+    DISPATCHER_MODE=single, or a manual invoke's ``max_jobs``: one pass.
     """
     from .dispatch_loop import DispatchLoop
     from .wakeup import NotificationSignal
 
-    max_jobs = max_jobs_from_event(event)
     settings = runtime.settings()
     remaining = getattr(context, "get_remaining_time_in_millis", None)
     if remaining is not None:
@@ -474,7 +466,7 @@ def handle_event(event: Any, context: Any) -> dict[str, Any]:
 _heartbeats: dict[str | None, Heartbeat] = {}
 
 
-def _lambda_heartbeat(context: Any, interval: float | None) -> Heartbeat:
+def _lambda_heartbeat(context: LambdaContext, interval: float | None) -> Heartbeat:
     """This container's heartbeat (its log stream names it), kept between warm invocations: one row per
     container, its passes adding up."""
     function = getattr(context, "function_name", None)

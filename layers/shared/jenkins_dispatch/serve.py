@@ -89,6 +89,7 @@ def _handler_class(settings: Settings, health: Health, registry: Any):
             path, _, query = self.path.partition("?")
             event = webhook.http_api_event(method, path, query, dict(self.headers.items()), body)
             answer = webhook.handle_http_event(event)
+            metrics.flush_if_any()  # a Lambda handler's decorator does this once per invocation; here, per request
             headers = {k: v for k, v in (answer.get("headers") or {}).items()}
             headers.setdefault("Content-Type", "application/json")
             payload = answer.get("body") or ""
