@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import runtime
 from .cancelling import settle_stopped, stop_dispatch
-from .config import LEASE_SAFETY_SECONDS, Settings
+from .config import LEASE_SAFETY_SECONDS, Settings, default_of
 from .db import Database
 from .decisions import Act, Decision, backoff_seconds, check_job, decide_trigger
 from .errors import DatabaseUnavailable, DispatchError, JenkinsAuthRejected, JenkinsError
@@ -111,7 +111,7 @@ class Dispatcher:
         self.rng = rng or random.Random()
         self.summary = PassSummary()
         self.job_infos: dict[str, JobInfo] = {}
-        self.timeout = settings.jenkins.timeout_seconds if settings.jenkins else 10.0
+        self.timeout = settings.jenkins.timeout_seconds if settings.jenkins else default_of("JENKINS_TIMEOUT_SECONDS")
         self.send_reserve_seconds = settings.time_margin_seconds + self.timeout
 
     # ------------------------------------------------------------------ time and stopping

@@ -33,6 +33,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 from urllib3.exceptions import SSLError as Urllib3SSLError
 
+from .config import default_of
 from .errors import JenkinsAuthRejected, JenkinsUnavailable, SearchInconclusive
 from .jenkins_answers import (
     DISPATCH_ID_PARAMETER,
@@ -178,7 +179,7 @@ class JenkinsClient:
         api_token: str,
         timeout_seconds: float,
         verify_tls: bool = True,
-        search_window: int = 50,
+        search_window: int = default_of("JENKINS_SEARCH_WINDOW"),
         logger: Any = None,
         pool_maxsize: int = 32,
     ) -> None:

@@ -30,6 +30,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from .decisions import build_error, final_status
 from .errors import RejectedNotification
+from .jenkins_answers import header_value
 
 MAX_BODY_BYTES = 256 * 1024
 # Sanity bounds on single fields: far above anything Jenkins sends, far below what could hurt us.
@@ -108,14 +109,6 @@ class Transition:
 # --------------------------------------------------------------------------- authentication
 
 
-def _header(headers: Mapping[str, Any], name: str) -> str | None:
-    """A header's value whatever the case of its name (API Gateway lowercases them, `serve` may not)."""
-    for key, value in headers.items():
-        if isinstance(key, str) and key.lower() == name and isinstance(value, str):
-            return value
-    return None
-
-
 def _password_from_basic(credentials: str) -> str | None:
     try:
         decoded = base64.b64decode(credentials.strip(), validate=True)
@@ -144,7 +137,7 @@ def presented_tokens(event: Mapping[str, Any]) -> list[str]:
         tokens.append(query[TOKEN_QUERY_PARAMETER])
     headers = event.get("headers")
     if isinstance(headers, Mapping):
-        authorization = _header(headers, "authorization")
+        authorization = header_value(headers, "authorization")
         if authorization:
             scheme, _, credentials = authorization.strip().partition(" ")
             if scheme.lower() == "basic":
@@ -153,7 +146,7 @@ def presented_tokens(event: Mapping[str, Any]) -> list[str]:
                     tokens.append(password)
             elif scheme.lower() == "bearer":
                 tokens.append(credentials.strip())
-        header_token = _header(headers, TOKEN_HEADER)
+        header_token = header_value(headers, TOKEN_HEADER)
         if header_token is not None:
             tokens.append(header_token.strip())
     return tokens

@@ -22,10 +22,11 @@ from .db import Database
 from .dispatch_loop import DispatchLoop, Health
 from .errors import ConfigError
 from .heartbeat import Heartbeat
+from .notifications import MAX_BODY_BYTES
 from .observability import PROMETHEUS_PREFIX, logger, metrics
 from .wakeup import NotificationSignal
 
-MAX_BODY = 256 * 1024 + 1  # read one byte past the webhook's limit so it can answer 413
+MAX_BODY = MAX_BODY_BYTES + 1  # read one byte past the webhook's limit so it can answer 413
 HEALTH_HELP = {
     "database_up": "1 while the dispatcher's last statement reached the database, 0 while it cannot.",
     "jenkins_up": "1 while Jenkins answered the dispatcher's last request, 0 while it fails as a whole.",
