@@ -15,7 +15,7 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
 from . import __version__, bulk
-from .config import Settings, load_settings
+from .config import SERVE_HOST, SERVE_INTERVAL_SECONDS, SERVE_PORT, Settings, load_settings
 from .db import Database
 from .errors import OPERATION_FAILED, DispatchError, InvalidInput
 from .queue import STATUSES, Queue, migrate
@@ -679,10 +679,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-jobs", type=positive_int, metavar="N", help="trigger at most N jobs")
 
     p = command("serve", cmd_serve, "run the dispatcher (woken by new work) and the webhook over plain HTTP")
-    p.add_argument("--interval", type=interval_seconds, default=10.0, metavar="S",
+    p.add_argument("--interval", type=interval_seconds, default=SERVE_INTERVAL_SECONDS, metavar="S",
                    help="a pass at least every S seconds even without news")
-    p.add_argument("--port", type=non_negative_int, default=8080, help="webhook and /healthz port")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    p.add_argument("--port", type=non_negative_int, default=SERVE_PORT, help="webhook and /healthz port")
+    p.add_argument("--host", default=SERVE_HOST, help="address to listen on")
 
     from .doctor import DEFAULT_MAX_JOBS_CHECKED, DEFAULT_MAX_TRANSACTION_AGE_SECONDS
 

@@ -25,6 +25,10 @@ SecretFetcher = Callable[[str], str]
 LEASE_SAFETY_SECONDS = 0.5
 CLAIM_ROOM_SECONDS = 0.5
 RESEND_QUIET_LEASES = 3
+# `jenkins-dispatch serve` (its options, not variables): a pass at least this often, and where it listens.
+SERVE_INTERVAL_SECONDS = 10.0
+SERVE_HOST = "127.0.0.1"
+SERVE_PORT = 8080
 DISPATCHER_MODES = ("continuous", "single")
 
 

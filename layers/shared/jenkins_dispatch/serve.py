@@ -17,7 +17,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from .config import Settings
+from .config import SERVE_HOST, SERVE_INTERVAL_SECONDS, SERVE_PORT, Settings
 from .db import Database
 from .dispatch_loop import DispatchLoop, Health
 from .errors import ConfigError
@@ -138,7 +138,7 @@ def dispatch_forever(settings: Settings, interval: float, stop: threading.Event,
         loop.run()
 
 
-def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8080, interval: float = 10.0) -> None:
+def serve(settings: Settings, host: str = SERVE_HOST, port: int = SERVE_PORT, interval: float = SERVE_INTERVAL_SECONDS) -> None:
     settings.require_jenkins()
     settings.require_webhook_secret()
     from . import runtime
