@@ -34,8 +34,8 @@ class InvalidJobPath(InvalidInput, ValueError):
 
 
 class RejectedNotification(InvalidInput):
-    """A webhook request that cannot be acted on; ``http_status`` is the answer to give (400 or 413). The
-    message tells whoever configured the Notification plugin what to send instead."""
+    """A webhook request that cannot be acted on (``http_status``: the answer to give, 400 or 413): whoever
+    configured the Notification plugin sends what the message asks for instead."""
 
     def __init__(self, message: str, http_status: int = 400):
         super().__init__(message)
