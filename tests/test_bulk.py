@@ -21,10 +21,11 @@ from jenkins_dispatch.errors import (
     DatabaseUnavailable,
     DispatchError,
     InvalidInput,
+    JenkinsAuthRejected,
+    JenkinsUnavailable,
     NotFound,
     SchemaMissing,
 )
-from jenkins_dispatch.jenkins import JenkinsAuthRejected, JenkinsUnavailable
 from jenkins_dispatch.queue import like_contains
 
 from .dispatch_helpers import dispatch_settings, wait_for
