@@ -9,7 +9,8 @@ import pytest
 
 from jenkins_dispatch import statements
 from jenkins_dispatch.db import Database
-from jenkins_dispatch.statements import StatementError, parse
+from jenkins_dispatch.errors import StatementError
+from jenkins_dispatch.statements import parse
 
 PACKAGE = Path(statements.__file__).parent
 DIALECT_FILE = PACKAGE / "sql" / Database.dialect / "queries.sql"

@@ -67,6 +67,11 @@ class SchemaMissing(DispatchError):
     """The tables are not there (or not current): run `jenkins-dispatch migrate` on this database."""
 
 
+class StatementError(DispatchError, ValueError):
+    """A SQL file of the package cannot be loaded (a packaging or editing mistake): fix the file the message
+    names, or reinstall the package."""
+
+
 class MigrationError(DispatchError):
     """The schema could not be brought up to date; nothing was changed (one transaction): fix what the message
     names and run `jenkins-dispatch migrate` again."""

@@ -22,14 +22,12 @@ import re
 from functools import cache
 from pathlib import Path
 
+from .errors import StatementError
+
 SQL_DIR = Path(__file__).with_name("sql")
 _HEADER = re.compile(r"^-- (name|fragment): *(\S+) *$", re.M)
 _LOCK = re.compile(r"^-- lock: *(\w+) *= *(\d+) *$", re.M)
 _INCLUDE = re.compile(r"\{\{(lock:)?(\w+)\}\}")
-
-
-class StatementError(ValueError):
-    """A SQL file that cannot be loaded: fix the file named in the message (a packaging or editing mistake)."""
 
 
 def parse(text: str) -> dict[str, str]:
