@@ -9,6 +9,8 @@ import pytest
 
 from jenkins_dispatch.cli import main
 
+from ..cli_helpers import exit_code
+
 
 def run(capsys, *argv):
     code = main(list(argv))
@@ -77,14 +79,6 @@ def test_prune_and_migrate(capsys, queue, db):
     assert queue.list_jobs() == [] and jid
 
 
-def exit_code(argv) -> int:
-    """main() returns 2 for bad values; argparse exits 2 for bad syntax. Either way, the code."""
-    try:
-        return main(argv)
-    except SystemExit as exited:
-        return exited.code
-
-
 @pytest.mark.parametrize(
     "argv, message",
     [
@@ -131,7 +125,6 @@ def test_bad_configuration_names_the_variable():
     proc = subprocess.run([sys.executable, "-m", "jenkins_dispatch.cli", "stats"], env=env, capture_output=True,
                           text=True, timeout=30)
     assert proc.returncode == 2 and "LEASE_SECONDS" in proc.stderr and proc.stderr.count("\n") == 1
-
 
 
 def test_commands_before_migrate_say_so_in_one_line(database_url):
