@@ -3,13 +3,7 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import jenkins as python_jenkins
 import pytest
@@ -430,38 +424,6 @@ def test_control_api_drives_faults_and_reports(jenkins) -> None:
 # --- notifications -------------------------------------------------------------------------------------------
 
 
-class _Receiver:
-    def __init__(self) -> None:
-        self.requests: list[dict] = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                receiver.requests.append({"path": self.path, "headers": dict(self.headers), "json": json.loads(body)})
-                self.send_response(500)  # the plugin ignores the answer
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
-def receiver():
-    receiver = _Receiver()
-    yield receiver
-    receiver.close()
-
-
 def test_notification_payloads_match_the_plugin(jenkins, receiver) -> None:
     jenkins.configure(notification={"url": receiver.url + "/jenkins/notify?token=SECRET"})
     post(jenkins, "job/team/job/app/job/deploy/buildWithParameters", {"DISPATCH_ID": "n1", "VERSION": "7"})
@@ -590,103 +552,3 @@ def test_python_jenkins_can_drive_it(jenkins) -> None:
 
 
 # --- the command line ----------------------------------------------------------------------------------------
-
-
-def test_module_prints_its_url_first_and_serves() -> None:
-    process = subprocess.Popen([sys.executable, "-m", "jenkins_emulator", "--port", "0"], stdout=subprocess.PIPE, text=True)
-    try:
-        base_url = process.stdout.readline().strip()
-        assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/")
-        root = requests.get(base_url + "api/json", auth=("admin", "admin-token"), timeout=5)
-        assert root.status_code == 200 and {"deploy", "team"} <= {j["name"] for j in root.json()["jobs"]}
-        folder_job = requests.get(base_url + "job/team/job/app/job/deploy/api/json?tree=property[parameterDefinitions[name]]", auth=("admin", "admin-token"), timeout=5)
-        assert folder_job.json()["property"][0]["parameterDefinitions"][0]["name"] == "DISPATCH_ID"
-        assert "counters" in requests.get(base_url + "_emulator/state", timeout=5).json()
-    finally:
-        process.terminate()
-        process.wait(timeout=5)
-
-
-@contextmanager
-def _module(*args: str) -> Iterator[tuple[subprocess.Popen, list[str]]]:
-    """``python -m jenkins_emulator ARGS`` on a free port, with the three lines it prints at start; ended afterwards."""
-    process = subprocess.Popen([sys.executable, "-m", "jenkins_emulator", "--port", "0", *args], stdout=subprocess.PIPE, text=True)
-    try:
-        yield process, [process.stdout.readline().strip() for _ in range(3)]
-    finally:
-        process.terminate()
-        process.wait(timeout=5)
-
-
-def test_module_prints_its_credentials_and_notifications_after_the_url() -> None:
-    with _module() as (_, lines):
-        assert lines[0].startswith("http://127.0.0.1:")
-        assert lines[1] == "user admin: API token admin-token, password admin"
-        assert lines[2] == "notifications: off (--notify-url URL sends them)"
-
-
-def test_help_names_the_default_user_and_token() -> None:
-    help_text = subprocess.run([sys.executable, "-m", "jenkins_emulator", "--help"], capture_output=True, text=True, timeout=30).stdout
-    assert "admin-token" in help_text and "--notify-url" in help_text
-
-
-def test_default_jobs_all_declare_dispatch_id() -> None:
-    """Issue 12 #11: the README's `enqueue nightly` failed against the default emulator (nightly had no parameters)."""
-    from jenkins_emulator import DEFAULT_CONFIG
-
-    assert {"deploy", "nightly", "team/app/deploy"} <= {job["path"] for job in DEFAULT_CONFIG["jobs"]}
-    for job in DEFAULT_CONFIG["jobs"]:
-        assert {"name": "DISPATCH_ID"} in job.get("parameters", []) and job.get("parameterized", True), job
-
-
-def test_notify_url_option_makes_the_default_emulator_send_callbacks(receiver) -> None:
-    with _module("--notify-url", receiver.url + "/jenkins/notify?token=SECRET") as (_, lines):
-        assert lines[2] == f"notifications: POST to {receiver.url}/jenkins/notify"  # the token is not printed
-        answer = requests.post(lines[0] + "job/nightly/buildWithParameters", data={"DISPATCH_ID": "n"}, auth=AUTH, timeout=5)
-        assert answer.status_code == 201
-        deadline = time.monotonic() + 10
-        while len(receiver.requests) < 4 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert [r["json"]["build"]["phase"] for r in receiver.requests] == ["QUEUED", "STARTED", "COMPLETED", "FINALIZED"]
-        assert receiver.requests[0]["path"] == "/jenkins/notify?token=SECRET"
-
-
-@pytest.mark.parametrize(
-    "config, problem",
-    [
-        ({"jobs": [{"path": "ok"}, {"kind": "pipeline"}]}, 'jobs[1] has no "path": {"kind": "pipeline"}'),
-        ({"jobs": ["deploy"]}, 'jobs[0] must be an object with a "path", got "deploy"'),
-        ({"jobs": {"path": "x"}}, "jobs must be a list of objects"),
-        ({"jobs": [{"path": ""}]}, 'jobs[0] has no "path": {"path": ""}'),
-        ({"jobs": [{"path": "a", "parameters": [{"type": "string"}]}]}, 'jobs[0] ("a") parameters[0] has no "name"'),
-        ({"folders": [{"disabled": True}]}, 'folders[0] has no "path": {"disabled": true}'),
-        ({"users": ["admin"]}, 'users must be an object: {"NAME": {"api_token": ...}}'),
-        ({"users": {"admin": "admin-token"}}, 'users["admin"] must be an object such as {"api_token": "...", "password": "..."}'),
-        ({"notification": 5}, "notification must be a URL or an object with a \"url\""),
-        ([], "the config must be a JSON object"),
-    ],
-)
-def test_config_problems_are_named_in_one_line(config, problem) -> None:
-    from jenkins_emulator.config_check import config_problem
-
-    assert config_problem(config) == problem
-
-
-def test_well_formed_configs_have_no_problem() -> None:
-    from jenkins_emulator import DEFAULT_CONFIG
-    from jenkins_emulator.config_check import config_problem
-
-    from ..emulator_fixtures import FAST_CONFIG
-
-    assert config_problem(DEFAULT_CONFIG) is None and config_problem(FAST_CONFIG) is None and config_problem({}) is None
-
-
-def test_module_refuses_a_malformed_config_in_one_line_with_exit_2(tmp_path) -> None:
-    config = tmp_path / "emulator.json"
-    config.write_text(json.dumps({"jobs": [{"path": "deploy"}, {"parameters": ["DISPATCH_ID"]}]}))
-    proc = subprocess.run([sys.executable, "-m", "jenkins_emulator", "--port", "0", "--config", str(config)],
-                          capture_output=True, text=True, timeout=30)
-    assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr.splitlines() == [
-        f'python -m jenkins_emulator: error: {config}: jobs[1] has no "path": {{"parameters": ["DISPATCH_ID"]}}'
-    ]
