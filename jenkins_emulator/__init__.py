@@ -1,7 +1,9 @@
 """A Jenkins emulator: a real HTTP server that answers like Jenkins (``docs/jenkins.md`` names, for each
 request, the emulator code that copies Jenkins).
 
-Test and demo tooling, never shipped in the Lambda layer. Standard library only.
+Test and demo tooling, never shipped in the Lambda layer. Standard library only. Each module imports only those
+before it: ``config`` (defaults) ← ``model`` (state and rules; ``notify`` is its Notification plugin) ← ``views``
+(JSON and pages; ``tree`` selects fields) ← ``control`` (``/_emulator/``; ``faults``) ← ``server`` (HTTP).
 
 In-process::
 
@@ -19,7 +21,7 @@ that is not of the shape below is refused in one line (exit 2). Another process 
 
     GET  /_emulator/state            settings, queue, jobs with their builds, counters, faults
     GET  /_emulator/counters         triggers per DISPATCH_ID and per parameter value, peaks in flight
-    POST /_emulator/faults           a fault object (or a list): see ``server.Fault``
+    POST /_emulator/faults           a fault object (or a list): see ``faults.Fault``
     POST /_emulator/faults/clear
     POST /_emulator/config           any top-level setting below (also "notification", "quieting_down")
     POST /_emulator/jobs             a job object: changes an existing job (by "path") or adds one
@@ -30,7 +32,12 @@ that is not of the shape below is refused in one line (exit 2). Another process 
     POST /_emulator/restart          {"window_seconds": 2, "kind": "restarting" | "starting"}
     POST /_emulator/counters/reset
 
-Config file (JSON), every key optional::
+Config file (JSON), every key optional. For the settings (the keys before "users"), the values shown are what a
+config that leaves them out gets (``config.Settings`` defines them); "users", "folders", "jobs" and
+"notification" are empty when left out, and the values shown for them are examples. Without a config,
+``JenkinsEmulator()`` and ``python -m jenkins_emulator`` run ``DEFAULT_CONFIG`` (in ``config.py``): the jobs and
+the user that ``--help`` names, and of the settings it sets ``executors`` to ``4`` and ``anonymous_read`` to
+``true``::
 
     {
       "version": "2.528",                      # X-Jenkins header
@@ -46,7 +53,7 @@ Config file (JSON), every key optional::
                                                # "always": even API-token POSTs need one (older Jenkins);
                                                # "off": no crumb issuer (404), nothing checked
       "anonymous_read": false,                 # false: anonymous requests get 403; true: anonymous may read,
-                                               #   not POST (the default config says true)
+                                               #   not POST
       "bad_credentials": "reject",             # "reject": a wrong password/token is a 401 (Jenkins's own realm);
                                                # "anonymous": the request goes on as anonymous, so it gets 403s
                                                #   (SSO realms that ignore unknown credentials, or a proxy that
@@ -115,21 +122,8 @@ Per build, three request fields steer the emulator even when the job does not de
 
 from __future__ import annotations
 
-from typing import Any
-
-DEFAULT_CONFIG: dict[str, Any] = {
-    "executors": 4,
-    "anonymous_read": True,  # like "Allow anonymous read access": python-jenkins' get_version() runs unauthenticated
-    "quiet_period_seconds": 0,
-    "users": {"admin": {"api_token": "admin-token", "password": "admin"}},
-    "jobs": [
-        {"path": "deploy", "parameters": [{"name": "DISPATCH_ID"}, {"name": "ENV", "default": "dev"}], "duration_seconds": 2},
-        {"path": "build-app", "kind": "pipeline", "parameters": [{"name": "DISPATCH_ID"}, {"name": "BRANCH", "default": "main"}], "duration_seconds": 1},
-        {"path": "team/app/deploy", "parameters": [{"name": "DISPATCH_ID"}, {"name": "VERSION", "default": ""}], "duration_seconds": 2},
-        {"path": "nightly", "parameters": [{"name": "DISPATCH_ID"}], "duration_seconds": 1},
-    ],
-}
-
-from .server import Fault, JenkinsEmulator  # noqa: E402 - DEFAULT_CONFIG must exist first
+from .config import DEFAULT_CONFIG
+from .faults import Fault
+from .server import JenkinsEmulator
 
 __all__ = ["DEFAULT_CONFIG", "Fault", "JenkinsEmulator"]

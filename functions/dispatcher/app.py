@@ -1,10 +1,35 @@
-"""Lambda handler: the scheduled dispatcher (EventBridge rule, EventBridge Scheduler, or a manual invoke)."""
+"""Lambda handler: the scheduled dispatcher (EventBridge rule, EventBridge Scheduler, or a manual invoke).
 
-from jenkins_dispatch.dispatcher import handle_event
+The handler reads the event, the package does the work (``jenkins_dispatch.dispatcher.run_invocation``), and
+the answer is the last pass's summary. The decorators give every log line the invocation's context and the
+event's id, and flush the metrics once the invocation ends, whatever happened.
+"""
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from jenkins_dispatch.dispatcher import run_invocation
+from jenkins_dispatch.errors import InvalidInput
 from jenkins_dispatch.observability import logger, metrics
+
+# The id of the event that woke the function: an EventBridge rule's event id, or EventBridge Scheduler's
+# execution id (a manual invoke has neither).
+CORRELATION_ID_PATH = "id || execution_id"
+
+
+def max_jobs_from_event(event: Any) -> int | None:
+    """EventBridge rule and Scheduler envelopes carry no budget; a manual invoke may say {"max_jobs": N}."""
+    if not isinstance(event, dict) or event.get("max_jobs") is None:
+        return None
+    value = event["max_jobs"]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInput(f"max_jobs must be a whole number of at least 1, got {value!r}")
+    return value
 
 
 @metrics.log_metrics
-@logger.inject_lambda_context(clear_state=True)
-def lambda_handler(event, context):
-    return handle_event(event, context)
+@logger.inject_lambda_context(correlation_id_path=CORRELATION_ID_PATH, clear_state=True)
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """Dispatch until the invocation's time is nearly up (or one pass of at most ``max_jobs``)."""
+    return run_invocation(context, max_jobs=max_jobs_from_event(event))

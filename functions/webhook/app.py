@@ -1,7 +1,21 @@
-"""Lambda handler: Jenkins Notification-plugin callbacks (HTTP API / Function URL, payload 2.0)."""
+"""Lambda handler: Jenkins Notification-plugin callbacks (HTTP API / Function URL, payload 2.0).
 
-from jenkins_dispatch.webhook import handle
+Powertools' resolver in the package (``jenkins_dispatch.webhook``) reads the HTTP event, routes it and shapes
+the JSON answer. The decorators give every log line the invocation's context and the API request id, and flush
+the metrics once the invocation ends, whatever happened.
+"""
+
+from typing import Any
+
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from jenkins_dispatch.observability import logger, metrics
+from jenkins_dispatch.webhook import handle_http_event
 
 
-def lambda_handler(event, context):
-    return handle(event, context)
+@metrics.log_metrics
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """Answer one Jenkins notification (or a request to any other path, with the route to use)."""
+    return handle_http_event(event, context)

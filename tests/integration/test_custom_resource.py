@@ -7,6 +7,7 @@ exact document CloudFormation would receive.
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import socket
 import threading
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from jenkins_dispatch import custom_resource, runtime
+from jenkins_dispatch.observability import logger
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
@@ -167,6 +169,20 @@ def test_delete_is_a_noop_success(database_url, db, listener, handler):
     _assert_document(doc, event, "SUCCESS")
     assert "nothing to do" in doc["Reason"]
     assert db.run("SELECT count(*) AS n FROM jenkins_jobs_queue")[0]["n"] == 1
+
+
+def test_every_log_line_names_the_cloudformation_request(listener, handler):
+    """The handler's decorator: CloudFormation's RequestId as correlation id, the Lambda context's fields."""
+    event = _event("migrate-delete", listener)
+    log_stream = io.StringIO()
+    previous = logger.registered_handler.setStream(log_stream)
+    try:
+        handler(event, FakeContext())
+    finally:
+        logger.registered_handler.setStream(previous)
+    logged = [json.loads(line) for line in log_stream.getvalue().splitlines()]
+    assert logged and {entry.get("correlation_id") for entry in logged} == {event["RequestId"]}
+    assert {entry.get("function_request_id") for entry in logged} == {FakeContext.aws_request_id}
 
 
 def test_delete_answers_even_without_a_database(listener, handler, monkeypatch):

@@ -1,5 +1,6 @@
 """The dispatcher against the real database and the Jenkins emulator over real HTTP."""
 
+import io
 import json
 import threading
 import time
@@ -7,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from functions.dispatcher.app import max_jobs_from_event
 from jenkins_dispatch import runtime
-from jenkins_dispatch.dispatcher import max_jobs_from_event, run_pass
+from jenkins_dispatch.dispatcher import run_pass
 from jenkins_dispatch.errors import InvalidInput
+from jenkins_dispatch.observability import logger
 
 from ..dispatch_helpers import dispatch_settings, expire_leases, wait_for
 
@@ -243,14 +246,21 @@ def test_handler_accepts_every_dispatcher_event(name, jenkins, queue, monkeypatc
     for _ in range(6):
         queue.enqueue("deploy")
     event = json.loads((EVENTS / name).read_text())
+    log_stream = io.StringIO()
+    previous = logger.registered_handler.setStream(log_stream)
     try:
         summary = lambda_handler(event, LambdaContext())
     finally:
+        logger.registered_handler.setStream(previous)
         runtime.reset()
     expected = event.get("max_jobs") or 6
     assert summary["triggered"] == min(6, expected)
     out = capsys.readouterr().out
     assert '"Triggered"' in out  # the EMF metrics line was flushed (in Lambda; outside only when asked)
+    # Every log line names the event that woke the function (a manual invoke has no id) and the invocation.
+    logged = [json.loads(line) for line in log_stream.getvalue().splitlines()]
+    assert logged and {entry.get("correlation_id") for entry in logged} == {event.get("id") or event.get("execution_id")}
+    assert {entry.get("function_request_id") for entry in logged} == {LambdaContext.aws_request_id}
 
 
 def test_a_row_left_processing_by_the_old_dispatcher_is_failed_not_run_again(jenkins, queue, db):

@@ -89,7 +89,7 @@ def test_database_that_does_not_exist(database_url, jenkins):
 
 
 def test_queue_table_gone_is_a_failure_not_a_skip(database_url, jenkins):
-    from jenkins_dispatch.queue import migrate
+    from jenkins_dispatch.migrations import migrate
 
     with postgres_server() as (admin_url, _), scratch_database(admin_url, prefix="jd_doctor") as url:
         with Database(parse_database_url(url)) as db:

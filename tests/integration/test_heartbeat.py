@@ -160,15 +160,15 @@ class LambdaContext:
 
 def test_a_single_pass_lambda_records_its_container(jenkins, queue, no_dispatchers, monkeypatch):
     from jenkins_dispatch import runtime
-    from jenkins_dispatch.dispatcher import handle_event
+    from jenkins_dispatch.dispatcher import run_invocation
 
     for key, value in {"JENKINS_URL": jenkins.base_url, "JENKINS_USER": "admin", "JENKINS_API_TOKEN": "admin-token",
                        "LEASE_SECONDS": "3", "JENKINS_TIMEOUT_SECONDS": "1", "DISPATCHER_MODE": "single"}.items():
         monkeypatch.setenv(key, value)
     runtime.reset()
     try:
-        handle_event({}, LambdaContext())
-        handle_event({}, LambdaContext())
+        run_invocation(LambdaContext())
+        run_invocation(LambdaContext())
     finally:
         runtime.reset()
     [row] = queue.dispatchers()

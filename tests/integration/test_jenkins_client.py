@@ -13,12 +13,11 @@ import pytest
 import requests
 
 from jenkins_dispatch.decisions import Act, check_job
+from jenkins_dispatch.errors import InvalidJobPath, JenkinsAuthRejected, JenkinsUnavailable
 from jenkins_dispatch.jenkins import (
     CancelResult,
     Found,
-    JenkinsAuthRejected,
     JenkinsClient,
-    JenkinsUnavailable,
     StopResult,
 )
 from jenkins_dispatch.jenkins_answers import (
@@ -29,7 +28,6 @@ from jenkins_dispatch.jenkins_answers import (
     BuildStarted,
     Disabled,
     Finished,
-    InvalidJobPath,
     JobForbidden,
     JobInfo,
     JobNotFound,
@@ -84,7 +82,7 @@ def test_accepted_trigger_runs_one_build_with_the_dispatch_id(jenkins, client) -
     state = wait_for(lambda: client.queue_item(outcome.queue_id), lambda s: isinstance(s, BuildStarted))
     assert state == BuildStarted(1, f"{jenkins.base_url}job/deploy/1/")
     finished = wait_for(lambda: client.build("deploy", 1), lambda s: isinstance(s, Finished))
-    assert isinstance(finished, Finished) and finished.result == "SUCCESS" and finished.duration_ms > 0
+    assert isinstance(finished, Finished) and finished.result == "SUCCESS"
     assert jenkins.triggers_for(dispatch_id) == 1
 
 
@@ -357,9 +355,9 @@ def test_crumb_refused_again_becomes_auth_rejected(make_jenkins) -> None:
 
 def test_job_info(client) -> None:
     deploy = client.job_info("deploy")
-    assert deploy == JobInfo(True, True, True, True, ("DISPATCH_ID", "ENV", "FLAG", "COUNT", "PAYLOAD"))
-    assert client.job_info("no-dispatch-id") == JobInfo(True, True, True, False, ("ENV",))
-    assert client.job_info("nightly") == JobInfo(True, True, False, False, ())
+    assert deploy == JobInfo(True, True, True, ("DISPATCH_ID", "ENV", "FLAG", "COUNT", "PAYLOAD"))
+    assert client.job_info("no-dispatch-id") == JobInfo(True, True, False, ("ENV",))
+    assert client.job_info("nightly") == JobInfo(True, True, False, ())
     assert client.job_info("frozen").buildable is False
     assert client.job_info("old/job").buildable is False
     assert client.job_info("missing") == JobInfo(exists=False)
@@ -400,7 +398,7 @@ def test_build_states_and_results(client) -> None:
     started = wait_for(lambda: client.queue_item(outcome.queue_id), lambda s: isinstance(s, BuildStarted))
     assert isinstance(client.build("deploy", started.build_number), Building)
     finished = wait_for(lambda: client.build("deploy", started.build_number), lambda s: isinstance(s, Finished))
-    assert finished.result == "UNSTABLE" and finished.duration_ms >= 250
+    assert finished.result == "UNSTABLE"
     assert client.build("deploy", 999) == BuildGone()
     assert client.build("missing-job", 1) == BuildGone()
 

@@ -17,8 +17,8 @@ import pytest
 
 from jenkins_dispatch.cli import main
 from jenkins_dispatch.dispatcher import run_pass
-from jenkins_dispatch.errors import DispatchError
-from jenkins_dispatch.jenkins import JenkinsClient, JenkinsError, SearchInconclusive
+from jenkins_dispatch.errors import DispatchError, JenkinsError, SearchInconclusive
+from jenkins_dispatch.jenkins import JenkinsClient
 from jenkins_dispatch.jenkins_answers import Accepted
 from jenkins_dispatch.operator import cancel_job
 

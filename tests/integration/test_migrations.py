@@ -6,7 +6,8 @@ import pytest
 
 from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.db import Database
-from jenkins_dispatch.queue import Queue, migrate, migration_files
+from jenkins_dispatch.migrations import migrate, migration_files
+from jenkins_dispatch.queue import Queue
 
 from ..pg_server import postgres_server, scratch_database
 

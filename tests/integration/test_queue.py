@@ -335,3 +335,23 @@ def test_a_release_or_a_backoff_without_a_reason_is_refused(queue):
     with pytest.raises(ValueError, match="reason"):
         queue.retry_later(job.id, job.dispatch_id, 0, "")
     assert queue.get(job.id)["status"] == "processing"
+
+
+def test_a_cancel_requested_while_the_trigger_was_in_flight_ends_the_row_when_jenkins_never_took_it(queue):
+    """cancel ID on a row whose trigger is on its way records the request; if that trigger then was not
+    taken (released: never sent; backed off: refused for its job), the row used to go back to pending and
+    be claimed and sent again — the operator's cancel lost. It ends cancelled instead, saying why."""
+    released_id = queue.enqueue("deploy").id
+    backed_off_id = queue.enqueue("frozen").id
+    released, backed_off = queue.claim_batch(2)
+    for job in (released, backed_off):
+        assert queue.request_cancel(job.id, job.dispatch_id, "wrong version")
+    assert queue.release(released.id, released.dispatch_id, "not sent: Jenkins unavailable")
+    assert queue.retry_later(backed_off.id, backed_off.dispatch_id, 0, "job is disabled") == "cancelled"
+    for job_id in (released_id, backed_off_id):
+        row = queue.get(job_id)
+        assert row["status"] == "cancelled" and row["finished_at"] is not None, row
+        assert "cancel" in row["last_error"]
+        last = queue.events(job_id)[-1]
+        assert (last["from_status"], last["to_status"]) == ("processing", "cancelled")
+    assert queue.claim_batch(10) == []

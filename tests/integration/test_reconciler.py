@@ -152,3 +152,54 @@ def test_an_original_that_builds_just_before_its_re_send_lands_keeps_the_re_send
     assert row["build_number"] == 1 and row["status"] in ("processing", "completed")
     detail = next(e["detail"] for e in queue.events(job_id) if e["event"] == "duplicate_cancelled")
     assert "a copy of build #1" in detail
+
+
+def _claimed_row_whose_trigger_outcome_is_unknown(queue, db, job_name: str = "deploy") -> dict:
+    """A row claimed (attempt 1 spent) whose trigger may or may not have reached Jenkins, lease over."""
+    queue.enqueue(job_name, {"ENV": "prod"})
+    [job] = queue.claim_batch(1)
+    expire_leases(db)
+    return queue.get(job.id)
+
+
+def test_a_re_send_that_meets_a_jenkins_wide_failure_keeps_its_dispatch_id(make_jenkins, db):
+    """A re-send answered 503 was released to pending: its next claim drew a NEW dispatch id, so a late
+    original (sent under the old one) could no longer merge with it — the job could run twice. The row
+    stays processing under the same DISPATCH_ID; the reconciler tries again after the lease, and the
+    re-send that was never taken is not counted against MAX_RESENDS."""
+    from jenkins_dispatch.dispatcher import run_pass
+
+    jenkins = make_jenkins(notification=None)
+    queue = Queue(db)
+    before = _claimed_row_whose_trigger_outcome_is_unknown(queue, db)
+    refused = jenkins.add_fault(path="buildWithParameters$", status=503)
+    summary = run_pass(dispatch_settings(jenkins.base_url))
+    assert refused.hits == 1 and summary["jenkins_unavailable"]
+    row = queue.get(before["id"])
+    assert (row["status"], row["dispatch_id"], row["attempts"], row["resends"]) == (
+        "processing", before["dispatch_id"], 1, 0)
+    assert "503" in row["last_error"] and queue.events(before["id"])[-1]["event"] == "resend_not_sent"
+
+    jenkins.clear_faults()
+    expire_leases(db)
+    run_pass(dispatch_settings(jenkins.base_url))
+    row = queue.get(before["id"])
+    assert (row["status"], row["dispatch_id"], row["resends"]) == ("processing", before["dispatch_id"], 1)
+    assert row["jenkins_queue_id"] is not None
+    assert jenkins.triggers_for(before["dispatch_id"]) == 1
+
+
+def test_a_re_send_refused_for_its_job_keeps_its_dispatch_id_until_the_re_sends_run_out(make_jenkins, db):
+    """A re-send Jenkins refuses for now (a disabled job: 409) went to retry_later — pending, and a new
+    dispatch id at the next claim. It keeps the row processing under the same DISPATCH_ID, counted as a
+    re-send, with the refusal in last_error and the history."""
+    from jenkins_dispatch.dispatcher import run_pass
+
+    jenkins = make_jenkins(notification=None)
+    queue = Queue(db)
+    before = _claimed_row_whose_trigger_outcome_is_unknown(queue, db, "frozen")  # a disabled job
+    run_pass(dispatch_settings(jenkins.base_url))
+    row = queue.get(before["id"])
+    assert (row["status"], row["dispatch_id"], row["resends"]) == ("processing", before["dispatch_id"], 1)
+    assert "not buildable" in (row["last_error"] or "") or "disabled" in (row["last_error"] or "")
+    assert queue.events(before["id"])[-1]["event"] == "resend_refused"

@@ -43,6 +43,15 @@ def _load_handler():
 lambda_handler = _load_handler()
 
 
+class LambdaContext:
+    """The parts of Lambda's context that Powertools' inject_lambda_context reads."""
+
+    function_name = "jenkins-dispatch-webhook"
+    memory_limit_in_mb = 256
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:jenkins-dispatch-webhook"
+    aws_request_id = "c0ffee00-0000-4000-8000-00000000000a"
+
+
 @pytest.fixture
 def webhook_env(monkeypatch, database_url):
     monkeypatch.setenv("WEBHOOK_SECRET", SECRET)
@@ -86,7 +95,7 @@ def load_event(name, dispatch_id=None, **build_changes) -> dict:
 
 
 def invoke(event) -> tuple[int, dict]:
-    response = lambda_handler(event, None)
+    response = lambda_handler(event, LambdaContext())
     assert response["statusCode"] != 500, response
     return response["statusCode"], json.loads(response["body"])
 
@@ -333,7 +342,7 @@ def test_routing(env, method, path, status):
 
 
 def test_get_sample_event_is_405(env):
-    response = lambda_handler(load_event("get"), None)
+    response = lambda_handler(load_event("get"), LambdaContext())
     assert response["statusCode"] == 405 and response["headers"]["Allow"] == "POST"
 
 
@@ -388,6 +397,22 @@ def test_one_log_line_per_notification_without_secrets(env, capsys):
     assert "NotificationsAccepted" in emf and "NotificationsRejectedAuth" in emf
     for text in (log_stream.getvalue(), emf):
         assert SECRET not in text and "not-the-secret" not in text
+
+
+def test_every_log_line_of_an_invocation_names_the_api_request_and_the_function(env):
+    """The handler's decorators: the HTTP API's request id as correlation id, the Lambda context's fields."""
+    job = processing_job(env)
+    event = load_event("queued", job.dispatch_id)
+    log_stream = io.StringIO()
+    previous = logger.registered_handler.setStream(log_stream)
+    try:
+        invoke(event)
+    finally:
+        logger.registered_handler.setStream(previous)
+    [entry] = [json.loads(line) for line in log_stream.getvalue().splitlines()]
+    assert entry["correlation_id"] == event["requestContext"]["requestId"]
+    assert (entry["function_name"], entry["function_request_id"]) == (
+        LambdaContext.function_name, LambdaContext.aws_request_id)
 
 
 # --------------------------------------------------------------------------- only the dispatched job (issue #11)
@@ -730,7 +755,7 @@ def test_arbitrary_requests_never_500_and_never_change_a_row_unless_valid(env, d
     job = processing_job(env)
     event = data.draw(requests(job.dispatch_id))
     before, statements = snapshot(db, job.id), handler_statements()
-    response = lambda_handler(event, None)
+    response = lambda_handler(event, LambdaContext())
     assert response["statusCode"] in (200, 400, 401, 404, 409, 413), response
     body = json.loads(response["body"])
     if not is_authorised(event, SECRET):
@@ -769,7 +794,7 @@ def test_authenticated_notifications_with_any_urls_never_500(env, db, data):
         if fields[f"build.{key}"] is not None:
             build[key] = fields[f"build.{key}"]
     before = snapshot(db, job.id)
-    response = lambda_handler(with_body(load_event("completed"), payload), None)
+    response = lambda_handler(with_body(load_event("completed"), payload), LambdaContext())
     assert response["statusCode"] in (200, 400), response
     body = json.loads(response["body"])
     if any(_is_malformed_url(v) for v in fields.values()):
@@ -793,7 +818,7 @@ def test_text_postgresql_cannot_store_is_400_not_503_or_500(env, db, bad):
 def test_a_configuration_error_is_not_told_to_an_unauthenticated_caller(webhook_env, monkeypatch):
     monkeypatch.setenv("JENKINS_URL", "htps://admin:SECRET-JENKINS-TOKEN@ci.example.com/")
     runtime.reset()
-    response = lambda_handler(load_event("bad-token"), None)
+    response = lambda_handler(load_event("bad-token"), LambdaContext())
     assert response["statusCode"] == 503
     assert "SECRET-JENKINS-TOKEN" not in response["body"] and "misconfigured" in response["body"]
 

@@ -12,10 +12,11 @@ from jenkins_dispatch.errors import (
     DatabaseUnavailable,
     DispatchError,
     InvalidInput,
+    JenkinsAuthRejected,
+    JenkinsUnavailable,
     NotFound,
     SchemaMissing,
 )
-from jenkins_dispatch.jenkins import JenkinsAuthRejected, JenkinsUnavailable
 from jenkins_dispatch.queue import like_contains
 
 # --------------------------------------------------------------------------- pure parts

@@ -23,7 +23,7 @@ from jenkins_dispatch.doctor import (
 )
 from jenkins_dispatch.jenkins import WhoAmIAnswer
 from jenkins_dispatch.jenkins_answers import Identity, JobForbidden, JobInfo
-from jenkins_dispatch.queue import migration_files
+from jenkins_dispatch.migrations import migration_files
 
 KNOWN = [(version, name) for version, name, _ in migration_files()]
 
@@ -108,13 +108,13 @@ def test_jenkins_checks(answer, reach, credentials, words):
 
 
 @pytest.mark.parametrize("info, words, fix", [
-    (JobInfo(exists=True, buildable=True, parameterized=True, declares_dispatch_id=True,
+    (JobInfo(exists=True, buildable=True, declares_dispatch_id=True,
              parameter_names=("DISPATCH_ID",)), None, None),
     (JobInfo(exists=False), "no job x/y (HTTP 404; 2 rows waiting)", "jenkins-dispatch cancel"),
     (JobInfo(exists=True, forbidden=JobForbidden("x/y", "bot", "Job/Read")), "lacks Job/Read on x/y",
      "grant user bot Job/Read and Job/Build"),
     (JobInfo(exists=True, buildable=False, declares_dispatch_id=True), "disabled, or a folder", "enable x/y"),
-    (JobInfo(exists=True, buildable=True, parameterized=True, parameter_names=("ENV",)), "parameters are ENV",
+    (JobInfo(exists=True, buildable=True, parameter_names=("ENV",)), "parameters are ENV",
      "String parameter named DISPATCH_ID"),
     (JobInfo(exists=True, buildable=True), "has no parameters", "String parameter named DISPATCH_ID"),
 ])

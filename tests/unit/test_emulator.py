@@ -31,14 +31,14 @@ def test_default_jobs_all_declare_dispatch_id() -> None:
     ],
 )
 def test_config_problems_are_named_in_one_line(config, problem) -> None:
-    from jenkins_emulator.config_check import config_problem
+    from jenkins_emulator.config import config_problem
 
     assert config_problem(config) == problem
 
 
 def test_well_formed_configs_have_no_problem() -> None:
     from jenkins_emulator import DEFAULT_CONFIG
-    from jenkins_emulator.config_check import config_problem
+    from jenkins_emulator.config import config_problem
 
     from ..emulator_fixtures import FAST_CONFIG
 

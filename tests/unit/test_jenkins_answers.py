@@ -323,7 +323,7 @@ def test_trigger_decisions_for_403s(outcome, act, error_class, text) -> None:
     [
         (JobInfo(exists=True, forbidden=JobForbidden("hidden", "dispatch", "Job/Read")), Act.FAIL, "JobForbidden"),
         (JobInfo(exists=False), Act.FAIL, "JobNotFound"),
-        (JobInfo(True, True, True, True, ("DISPATCH_ID",)), None, None),
+        (JobInfo(True, True, True, ("DISPATCH_ID",)), None, None),
     ],
 )
 def test_job_checks_fail_a_job_the_user_may_not_read(info, act, error_class) -> None:
@@ -335,6 +335,17 @@ def test_job_checks_fail_a_job_the_user_may_not_read(info, act, error_class) -> 
     if info.forbidden:
         assert decision.reason == ("Jenkins user dispatch may not read hidden: missing the Job/Read permission "
                                    "(grant it, then `jenkins-dispatch retry ID`)")
+
+
+@pytest.mark.parametrize("decide", [
+    lambda: check_job("team/app", JobInfo(exists=True, buildable=True, parameter_names=("ENV",))),
+    lambda: decide_trigger("team/app", NotParameterized("team/app")),
+], ids=["seen by the job check", "told by the trigger's answer"])
+def test_a_job_without_dispatch_id_fails_under_one_error_class(decide) -> None:
+    """One cause, one metric (TriggerErrorsMissingDispatchIdParameter), however the dispatcher learns of it."""
+    decision = decide()
+    assert (decision.act, decision.error_class) == (Act.FAIL, "MissingDispatchIdParameter")
+    assert "DISPATCH_ID" in decision.reason
 
 
 def test_bad_request_detail_is_one_line_without_html() -> None:
@@ -373,7 +384,7 @@ def test_every_in_queue_state_matches_still_queued() -> None:
     ("doc", "expected"),
     [
         ({"number": 3, "url": "u", "building": True, "result": None, "duration": 0}, Building(3, "u")),
-        ({"number": 3, "url": "u", "building": False, "result": "FAILURE", "duration": 1234}, Finished(3, "FAILURE", 1234, "u")),
+        ({"number": 3, "url": "u", "building": False, "result": "FAILURE", "duration": 1234}, Finished(3, "FAILURE", "u")),
         ({"number": 3, "url": "u", "building": False, "result": None, "duration": 0}, Building(3, "u")),
     ],
 )
@@ -393,12 +404,12 @@ def test_dispatch_id_comes_from_actions_or_the_params_string() -> None:
 
 def test_job_info_reads_properties_and_old_style_actions() -> None:
     modern = parse_job_info({"buildable": True, "property": [{"parameterDefinitions": [{"name": "ENV"}, {"name": "DISPATCH_ID"}]}]})
-    assert (modern.exists, modern.buildable, modern.parameterized, modern.declares_dispatch_id) == (True, True, True, True)
+    assert (modern.exists, modern.buildable, modern.declares_dispatch_id) == (True, True, True)
     assert modern.parameter_names == ("ENV", "DISPATCH_ID")
     old = parse_job_info({"buildable": True, "actions": [{}, {"parameterDefinitions": [{"name": "X"}]}]})
     assert old.parameter_names == ("X",) and not old.declares_dispatch_id
     plain = parse_job_info({"buildable": False, "property": []})
-    assert not plain.parameterized and not plain.buildable
+    assert plain.parameter_names == () and not plain.buildable
 
 
 @pytest.mark.parametrize(

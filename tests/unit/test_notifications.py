@@ -5,12 +5,12 @@ import json
 
 import pytest
 
+from jenkins_dispatch.errors import RejectedNotification
 from jenkins_dispatch.notifications import (
     MAX_BODY_BYTES,
     MISSING_OR_WRONG_TOKEN,
     SEVERAL_TOKENS,
     Notification,
-    RejectedNotification,
     authentication_failure,
     is_authorised,
     job_path_from_url,

@@ -22,6 +22,7 @@ from .errors import (
     DatabaseUnavailable,
     DispatchError,
     InvalidInput,
+    JenkinsError,
     NotFound,
     SchemaMissing,
 )
@@ -97,8 +98,6 @@ def check_request(action: str, ids: Sequence[int], filters: Filters) -> None:
 def error_outcome(error: DispatchError) -> tuple[str, bool]:
     """How an error on one row counts, and whether the run stops: a row not (or no longer) in a state to act
     on is skipped; a failure of the database or of Jenkins as a whole would fail every row after it too."""
-    from .jenkins import JenkinsError
-
     if isinstance(error, Conflict | NotFound):
         return "skipped", False
     if isinstance(error, DatabaseUnavailable | DatabaseBusy | SchemaMissing | ConfigError | JenkinsError):

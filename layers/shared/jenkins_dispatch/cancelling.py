@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .decisions import build_error, final_status
-from .errors import DispatchError
-from .jenkins import CancelResult, JenkinsClient, SearchInconclusive
+from .errors import DispatchError, SearchInconclusive
+from .jenkins import CancelResult, JenkinsClient
 from .jenkins_answers import Finished
 
 

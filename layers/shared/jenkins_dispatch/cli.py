@@ -15,10 +15,11 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
 from . import __version__, bulk
-from .config import Settings, load_settings
+from .config import SERVE_HOST, SERVE_INTERVAL_SECONDS, SERVE_PORT, Settings, load_settings
 from .db import Database
-from .errors import DispatchError, InvalidInput
-from .queue import STATUSES, Queue, migrate
+from .errors import OPERATION_FAILED, DispatchError, InvalidInput
+from .migrations import migrate
+from .queue import STATUSES, Queue
 from .waiting import when
 
 EXIT_FAILED = 1  # the operation failed: database or Jenkins unavailable, a pass stopped by Jenkins
@@ -679,10 +680,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-jobs", type=positive_int, metavar="N", help="trigger at most N jobs")
 
     p = command("serve", cmd_serve, "run the dispatcher (woken by new work) and the webhook over plain HTTP")
-    p.add_argument("--interval", type=interval_seconds, default=10.0, metavar="S",
+    p.add_argument("--interval", type=interval_seconds, default=SERVE_INTERVAL_SECONDS, metavar="S",
                    help="a pass at least every S seconds even without news")
-    p.add_argument("--port", type=non_negative_int, default=8080, help="webhook and /healthz port")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    p.add_argument("--port", type=non_negative_int, default=SERVE_PORT, help="webhook and /healthz port")
+    p.add_argument("--host", default=SERVE_HOST, help="address to listen on")
 
     from .doctor import DEFAULT_MAX_JOBS_CHECKED, DEFAULT_MAX_TRANSACTION_AGE_SECONDS
 
@@ -718,13 +719,6 @@ def logs_to_stderr() -> None:
             handler.setStream(_Stderr())
 
 
-def _operation_failed() -> tuple[type[DispatchError], ...]:
-    from .errors import DatabaseBusy, DatabaseUnavailable, MigrationError, SchemaMissing
-    from .jenkins import JenkinsError
-
-    return (DatabaseUnavailable, DatabaseBusy, MigrationError, SchemaMissing, JenkinsError)
-
-
 def main(argv: Sequence[str] | None = None, settings_loader: Callable[[], Settings] = load_settings) -> int:
     args = build_parser().parse_args(argv)
     if args.func is None:
@@ -738,7 +732,7 @@ def main(argv: Sequence[str] | None = None, settings_loader: Callable[[], Settin
         sys.stdout.flush()
     except DispatchError as exc:
         print(f"jenkins-dispatch: error: {exc}", file=sys.stderr)
-        return EXIT_FAILED if isinstance(exc, _operation_failed()) else EXIT_BAD_INPUT
+        return EXIT_FAILED if isinstance(exc, OPERATION_FAILED) else EXIT_BAD_INPUT
     except BrokenPipeError:  # `jenkins-dispatch ls | head`: the reader has all it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

@@ -1,7 +1,9 @@
 """Settings: read once from the environment (and Secrets Manager on AWS), validated, passed around typed.
 
-Nothing else in the package reads ``os.environ``. Every error names the variable at fault and never
-echoes a secret's value.
+Nothing else in the package reads or writes ``os.environ``: what Powertools needs before any Settings exist
+(its service defaults, whether EMF lines and tracing are on) is asked of this module too
+(``set_powertools_defaults``, ``emf_wanted``, ``tracing_wanted``). Every error names the variable at fault and
+never echoes a secret's value.
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ SecretFetcher = Callable[[str], str]
 LEASE_SAFETY_SECONDS = 0.5
 CLAIM_ROOM_SECONDS = 0.5
 RESEND_QUIET_LEASES = 3
+# `jenkins-dispatch serve` (its options, not variables): a pass at least this often, and where it listens.
+SERVE_INTERVAL_SECONDS = 10.0
+SERVE_HOST = "127.0.0.1"
+SERVE_PORT = 8080
 DISPATCHER_MODES = ("continuous", "single")
 
 
@@ -141,6 +147,8 @@ class Settings:
     max_parallel_triggers: int = default_of("MAX_PARALLEL_TRIGGERS")
     max_in_flight: int | None = None
     lease_seconds: int = default_of("LEASE_SECONDS")
+    # The one inversion of a setting: the variable names the exception (UNSTABLE_IS_FAILURE, off by default),
+    # the code asks the question it settles a build with (is UNSTABLE a success?) from here on, end to end.
     unstable_is_success: bool = not default_of("UNSTABLE_IS_FAILURE")
     retry_base_seconds: float = default_of("RETRY_BASE_SECONDS")
     retry_max_seconds: float = default_of("RETRY_MAX_SECONDS")
@@ -395,13 +403,29 @@ def _jenkins(env: Mapping[str, str], fetch: SecretFetcher | None, timeout: float
     )
 
 
-def emf_wanted(env: Mapping[str, str]) -> bool:
+def emf_wanted(env: Mapping[str, str] | None = None) -> bool:
     """Whether metrics go out as CloudWatch EMF lines on stdout: METRICS_EMF when set, else only in Lambda
     (AWS_LAMBDA_FUNCTION_NAME set), where CloudWatch Logs turns them into metrics. Elsewhere they would
-    only crowd the log."""
+    only crowd the log. ``env``: ``os.environ`` unless given."""
+    env = os.environ if env is None else env
     if _text(env, "METRICS_EMF") == "":
         return bool(_text(env, "AWS_LAMBDA_FUNCTION_NAME"))
     return _bool(env, "METRICS_EMF")
+
+
+def tracing_wanted() -> bool:
+    """Whether X-Ray tracing is on: Powertools' own POWERTOOLS_TRACE_DISABLED (set_powertools_defaults turns it
+    off outside Lambda unless set)."""
+    return os.environ.get("POWERTOOLS_TRACE_DISABLED", "").strip().lower() not in ("true", "1")
+
+
+def set_powertools_defaults(service: str, namespace: str) -> None:
+    """Powertools reads its settings from the environment when its objects are built: give local runs sane
+    values (service name, metrics namespace, no tracing outside Lambda) without overriding Lambda's."""
+    os.environ.setdefault("POWERTOOLS_SERVICE_NAME", service)
+    os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", namespace)
+    if "AWS_LAMBDA_FUNCTION_NAME" not in os.environ:
+        os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 
 
 def _sources(env: Mapping[str, str] | None, fetch_secret: SecretFetcher | None) -> tuple[Mapping[str, str], SecretFetcher | None]:

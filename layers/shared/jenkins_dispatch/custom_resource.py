@@ -14,10 +14,13 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import runtime
-from .queue import migrate
+from .migrations import migrate
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 PHYSICAL_RESOURCE_ID = "jenkins-dispatch-schema"
 RESPONSE_TIMEOUT_SECONDS = 10.0
@@ -48,7 +51,7 @@ def _known_secrets() -> tuple[str, ...]:
     )
 
 
-def _deadline_seconds(context: Any) -> float:
+def _deadline_seconds(context: LambdaContext | None) -> float:
     """How long the work may take: the function's remaining time minus room to send the answer."""
     try:
         remaining_ms = context.get_remaining_time_in_millis()
@@ -103,7 +106,7 @@ def _apply_schema() -> tuple[str, dict]:
     return reason, {"Applied": ",".join(applied), "AppliedCount": str(len(applied))}
 
 
-def handle(event: dict, context: Any = None) -> dict:
+def handle(event: dict, context: LambdaContext | None = None) -> dict:
     """Answer one CloudFormation request; returns the document's Status, Reason and PhysicalResourceId."""
     from .observability import logger
 

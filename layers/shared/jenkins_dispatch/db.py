@@ -1,8 +1,8 @@
 """Connections to PostgreSQL: TLS that always verifies, session timeouts, clear errors, a bounded pool,
 and waiting for notifications.
 
-The SQL itself lives in ``sql/queries.sql`` (run by ``queue.py``); this module only knows how to open,
-check, share and close sessions.
+The statements live in ``sql/postgresql/`` (run by name by ``queue.py`` and ``migrations.py``); this module
+only knows how to open, check, share and close sessions, and names its dialect for them.
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pg8000.native
+
+# DatabaseError (a statement the server refused): modules outside the queue import it from here, never from the
+# driver, so that none of them knows which database it speaks to.
 from pg8000.exceptions import DatabaseError, InterfaceError
 
 from .config import DatabaseSettings
@@ -79,6 +82,8 @@ class Database:
 
     Not thread-safe: give each thread its own ``Database``.
     """
+
+    dialect = "postgresql"  # which folder of sql/ the queue and the migrations read their statements from
 
     def __init__(self, settings: DatabaseSettings, application_name: str = "jenkins-dispatch"):
         self.settings = settings

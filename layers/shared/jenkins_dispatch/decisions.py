@@ -50,7 +50,12 @@ class Decision:
     error_class: str = ""
 
 
+# One cause, one metric (TriggerErrors<class>), whether the job check or the trigger's answer tells it.
+MISSING_DISPATCH_ID = "MissingDispatchIdParameter"
+
+
 def missing_dispatch_id_fix(job_name: str) -> str:
+    """What to do about a job that does not declare DISPATCH_ID (the row's last_error)."""
     return (
         f"Jenkins job {job_name!r} does not declare the parameter DISPATCH_ID, so Jenkins would drop it and "
         f"could merge or lose this build: add a String parameter named DISPATCH_ID to {job_name!r} "
@@ -85,7 +90,7 @@ def check_job(job_name: str, info: JobInfo) -> Decision | None:
     if not info.exists:
         return job_not_found(job_name)
     if not info.declares_dispatch_id:
-        return Decision(Act.FAIL, missing_dispatch_id_fix(job_name), error_class="MissingDispatchIdParameter")
+        return Decision(Act.FAIL, missing_dispatch_id_fix(job_name), error_class=MISSING_DISPATCH_ID)
     if not info.buildable:
         return Decision(Act.RETRY_LATER, f"Jenkins job {job_name!r} is disabled (not buildable)",
                         error_class="Disabled")
@@ -103,7 +108,7 @@ def decide_trigger(job_name: str, outcome) -> Decision:
         case JobNotFound():
             return job_not_found(job_name)
         case NotParameterized():
-            return Decision(Act.FAIL, missing_dispatch_id_fix(job_name), error_class="NotParameterized")
+            return Decision(Act.FAIL, missing_dispatch_id_fix(job_name), error_class=MISSING_DISPATCH_ID)
         case BadRequest(detail=detail):
             return Decision(Act.FAIL, f"Jenkins refused the parameters of {job_name!r}: {detail}",
                             error_class="BadRequest")

@@ -25,9 +25,8 @@ from typing import Any
 from .config import Settings
 from .db import Database
 from .decisions import backoff_seconds
-from .errors import ConfigError, DatabaseBusy, DatabaseUnavailable, DispatchError
+from .errors import ConfigError, DatabaseBusy, DatabaseUnavailable, DispatchError, JenkinsError
 from .heartbeat import Heartbeat
-from .jenkins import JenkinsError
 from .observability import logger, metrics
 from .queue import Queue
 from .wakeup import SLOT, WorkSignal

@@ -21,20 +21,23 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import runtime
 from .cancelling import settle_stopped, stop_dispatch
-from .config import LEASE_SAFETY_SECONDS, Settings
+from .config import LEASE_SAFETY_SECONDS, Settings, default_of
 from .db import Database
 from .decisions import Act, Decision, backoff_seconds, check_job, decide_trigger
-from .errors import DatabaseUnavailable, DispatchError, InvalidInput
+from .errors import DatabaseUnavailable, DispatchError, JenkinsAuthRejected, JenkinsError
 from .heartbeat import Heartbeat
-from .jenkins import JenkinsAuthRejected, JenkinsClient, JenkinsError
+from .jenkins import JenkinsClient
 from .jenkins_answers import JobInfo, job_path_error
 from .observability import MetricUnit, logger, metrics, subsegment
 from .queue import ClaimedJob, Queue, Settlement
 from .reconciler import Reconciled, Reconciler
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 
 @dataclass
@@ -74,8 +77,8 @@ class _Batch:
 PASS_BUDGET_SPENT = "pass budget spent"  # `serve`: more may be due, the next pass follows at once
 
 
-class PassStopped(Exception):
-    """Jenkins as a whole failed: end the pass (the reason goes into the summary)."""
+class _PassStopped(Exception):
+    """Jenkins as a whole failed: end the pass (the reason goes into the summary). Never leaves this module."""
 
 
 class Dispatcher:
@@ -108,7 +111,7 @@ class Dispatcher:
         self.rng = rng or random.Random()
         self.summary = PassSummary()
         self.job_infos: dict[str, JobInfo] = {}
-        self.timeout = settings.jenkins.timeout_seconds if settings.jenkins else 10.0
+        self.timeout = settings.jenkins.timeout_seconds if settings.jenkins else default_of("JENKINS_TIMEOUT_SECONDS")
         self.send_reserve_seconds = settings.time_margin_seconds + self.timeout
 
     # ------------------------------------------------------------------ time and stopping
@@ -138,7 +141,7 @@ class Dispatcher:
             self.reconcile()
             if not self.summary.stopped_because:
                 self.dispatch(max_jobs)
-        except PassStopped as stopped:
+        except _PassStopped as stopped:
             self.summary.stopped_because = str(stopped)
             self.summary.jenkins_unavailable = True
             metrics.add_metric(name="JenkinsUnavailable", unit=MetricUnit.Count, value=1)
@@ -182,9 +185,9 @@ class Dispatcher:
         try:
             finished = reconciler.run(lambda: not self._stopping() and not self._out_of_time(self.send_reserve_seconds))
         except JenkinsError as exc:
-            raise PassStopped(self._jenkins_wide_reason(exc)) from None
+            raise _PassStopped(self._jenkins_wide_reason(exc)) from None
         if self._halt_reason is not None:  # a re-send met a Jenkins-wide failure
-            raise PassStopped(self._halt_reason)
+            raise _PassStopped(self._halt_reason)
         if not finished:
             self.summary.stopped_because = "stop requested" if self._stopping() else "time nearly up"
 
@@ -192,7 +195,15 @@ class Dispatcher:
         """The reconciler's re-send: the same trigger and bookkeeping as a claimed row, held in Jenkins's
         queue for ``quiet_seconds``."""
         decision = self._send(job, check_stop=False, delay_seconds=quiet_seconds)
-        self._apply([(job, decision)], actor="reconciler")
+        if decision is not None and decision.act not in (Act.STOP_PASS, Act.RETRY_LATER):
+            self._apply([(job, decision)], actor="reconciler")
+            return
+        # Never released nor backed off: the next claim would draw a new dispatch id, and a late original
+        # sent under this one could then build beside it.
+        sent = decision is not None and decision.act is Act.RETRY_LATER
+        reason = decision.reason if decision is not None else "re-send not sent: no time left in this pass"
+        if self.queue.resend_not_taken(job.id, job.dispatch_id, reason, sent=sent):
+            self._log("re-send not taken: the reconciler tries again after the lease", job, reason=reason)
 
     def _jenkins_wide_reason(self, exc: JenkinsError) -> str:
         if isinstance(exc, JenkinsAuthRejected):
@@ -238,7 +249,7 @@ class Dispatcher:
                 if in_flight is not None:
                     self._finish_batch(in_flight, raise_if_halted=False)
         if self._halt_reason is not None:
-            raise PassStopped(self._halt_reason)
+            raise _PassStopped(self._halt_reason)
 
     def _why_stop_claiming(self, budget: float) -> str:
         if self._stopping():
@@ -302,7 +313,7 @@ class Dispatcher:
             decided = batch.decided + [(job, future.result()) for job, future in batch.sending]
         self._apply(decided, actor="dispatcher")
         if raise_if_halted and self._halt_reason is not None:
-            raise PassStopped(self._halt_reason)
+            raise _PassStopped(self._halt_reason)
 
     def _stop_with(self, reason: str) -> None:
         """Jenkins as a whole failed (any thread): no more triggers this pass; the first reason is kept."""
@@ -433,31 +444,20 @@ def run_pass(
             db.close()
 
 
-def max_jobs_from_event(event: Any) -> int | None:
-    """EventBridge rule and Scheduler envelopes carry no budget; a manual invoke may say {"max_jobs": N}."""
-    if not isinstance(event, dict) or event.get("max_jobs") is None:
-        return None
-    value = event["max_jobs"]
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInput(f"max_jobs must be a whole number of at least 1, got {value!r}")
-    return value
-
-
 # A continuous invocation still runs a full pass (the reconciler's turn) at least this often.
 LAMBDA_INTERVAL_SECONDS = 10.0
 
 
-def handle_event(event: Any, context: Any) -> dict[str, Any]:
-    """The Lambda entry point (functions/dispatcher/app.py).
+def run_invocation(context: LambdaContext, max_jobs: int | None = None) -> dict[str, Any]:
+    """One invocation of the dispatcher function, its event already parsed (functions/dispatcher/app.py).
 
     DISPATCHER_MODE=continuous (the template's default): keep dispatching, woken by new work, until the
     invocation's time is nearly up, so the next scheduled invocation takes over without a gap.
-    DISPATCHER_MODE=single, or a manual ``{"max_jobs": N}``: one pass.
+    DISPATCHER_MODE=single, or a manual invoke's ``max_jobs``: one pass.
     """
     from .dispatch_loop import DispatchLoop
     from .wakeup import NotificationSignal
 
-    max_jobs = max_jobs_from_event(event)
     settings = runtime.settings()
     remaining = getattr(context, "get_remaining_time_in_millis", None)
     if remaining is not None:
@@ -474,7 +474,7 @@ def handle_event(event: Any, context: Any) -> dict[str, Any]:
 _heartbeats: dict[str | None, Heartbeat] = {}
 
 
-def _lambda_heartbeat(context: Any, interval: float | None) -> Heartbeat:
+def _lambda_heartbeat(context: LambdaContext, interval: float | None) -> Heartbeat:
     """This container's heartbeat (its log stream names it), kept between warm invocations: one row per
     container, its passes adding up."""
     function = getattr(context, "function_name", None)

@@ -28,7 +28,7 @@ from .config import (
     load_tuning,
     load_webhook_secret,
 )
-from .errors import ConfigError, DispatchError, SchemaMissing
+from .errors import ConfigError, DispatchError, JenkinsError, SchemaMissing
 from .jenkins_answers import DISPATCH_ID_PARAMETER, JobInfo, job_path_error
 
 if TYPE_CHECKING:
@@ -343,7 +343,8 @@ def _settings_check(env: Mapping[str, str] | None) -> Check:
 
 def _database_checks(env, fetch_secret, options: DoctorOptions) -> _Findings:
     from .db import Database
-    from .queue import Queue, migration_files
+    from .migrations import migration_files
+    from .queue import Queue
 
     found = _Findings()
     dependent = ("schema", "oldest transaction")
@@ -400,7 +401,7 @@ def _guarded(name: str, run) -> Check:
 
 
 def _jenkins_checks(env, fetch_secret, found: _Findings) -> list[Check]:
-    from .jenkins import JenkinsClient, JenkinsError
+    from .jenkins import JenkinsClient
 
     checks: list[Check] = []
     try:

@@ -1,37 +1,102 @@
-"""The errors a user can meet. Each message is one line, says what to do, and never holds a secret."""
+"""Every error the package raises on purpose, all under ``DispatchError``.
+
+Each message is one line, says what to do, and never holds a secret; each class's docstring says what the
+user (operator, Jenkins admin, or whoever sent the request) should do about it. The CLI turns the classes in
+``OPERATION_FAILED`` into exit 1 and every other ``DispatchError`` into exit 2 (bad input, nothing changed).
+
+Three exceptions are not here on purpose: they steer control flow inside one module and never leave it.
+``jenkins.py`` has ``_NotSent`` and ``_MaybeSent`` (whether a failed request may have reached Jenkins, turned
+into a trigger outcome before the client returns); ``dispatcher.py`` has ``_PassStopped`` (Jenkins as a whole
+failed: the pass ends and says why in its summary).
+"""
 
 
 class DispatchError(Exception):
-    """Base class: anything we raise on purpose."""
+    """Base class: anything we raise on purpose. Catch this to catch every error a user can meet."""
+
+
+# --------------------------------------------------------------------------- settings and input
 
 
 class ConfigError(DispatchError):
-    """A setting is missing or invalid; the message names the variable."""
+    """A setting is missing or invalid: set the variable the message names (``jenkins-dispatch doctor`` checks
+    them all) and start again."""
+
+
+class InvalidInput(DispatchError):
+    """A request or command argument is malformed; nothing was changed: correct the value the message names
+    and send it again."""
+
+
+class InvalidJobPath(InvalidInput, ValueError):
+    """A job name that can never name a Jenkins item (an empty, ``.`` or ``..`` folder segment): enqueue it
+    under the job's real path, folders separated by single '/'. Still a ValueError, as it always was."""
+
+
+class RejectedNotification(InvalidInput):
+    """A webhook request that cannot be acted on (``http_status``: the answer to give, 400 or 413): whoever
+    configured the Notification plugin sends what the message asks for instead."""
+
+    def __init__(self, message: str, http_status: int = 400):
+        super().__init__(message)
+        self.http_status = http_status
+
+
+class NotFound(DispatchError):
+    """The job (or other object) named does not exist: check the id (``jenkins-dispatch ls``)."""
+
+
+class Conflict(DispatchError):
+    """The object exists but is not in a state that allows the operation: look at it (``jenkins-dispatch
+    show``) and choose the operation its state allows."""
+
+
+# --------------------------------------------------------------------------- the database
 
 
 class DatabaseUnavailable(DispatchError):
-    """The database cannot be reached or refused us; the message names the host, never the password."""
+    """The database cannot be reached or refused us; the message names the host, never the password: check
+    DATABASE_URL / the network / the credentials, then try again."""
 
 
 class DatabaseBusy(DispatchError):
     """A statement gave up waiting (lock or statement timeout, deadlock): the database works, try again later."""
 
 
-class InvalidInput(DispatchError):
-    """A request or command argument is malformed; nothing was changed."""
-
-
-class NotFound(DispatchError):
-    """The job (or other object) named does not exist."""
-
-
-class Conflict(DispatchError):
-    """The object exists but is not in a state that allows the operation."""
-
-
 class SchemaMissing(DispatchError):
-    """The tables are not there (or not current): `jenkins-dispatch migrate` has not run on this database."""
+    """The tables are not there (or not current): run `jenkins-dispatch migrate` on this database."""
 
 
 class MigrationError(DispatchError):
-    """The schema could not be brought up to date; nothing was changed (one transaction)."""
+    """The schema could not be brought up to date; nothing was changed (one transaction): fix what the message
+    names and run `jenkins-dispatch migrate` again."""
+
+
+# --------------------------------------------------------------------------- Jenkins
+
+
+class JenkinsError(DispatchError):
+    """Base of the errors about Jenkins as a whole (not one job): the dispatcher stops its pass on these."""
+
+
+class JenkinsUnavailable(JenkinsError):
+    """Jenkins cannot be reached, is (re)starting, failed, or answered something unusable: check JENKINS_URL
+    and that Jenkins is up; the dispatcher tries again by itself."""
+
+
+class JenkinsAuthRejected(JenkinsError):
+    """Jenkins refused our credentials or their permissions: check JENKINS_USER / JENKINS_API_TOKEN and the
+    user's permissions (Job/Build and Job/Read; Job/Cancel to cancel)."""
+
+
+class SearchInconclusive(DispatchError):
+    """A search for a dispatch in Jenkins cannot say it is absent: too many builds to read back to the dispatch
+    time, or an answer too large to read (the reason says which). A problem of this search, not of Jenkins:
+    look for the build in Jenkins by hand (its DISPATCH_ID parameter), then settle or retry the row."""
+
+
+# The errors that mean "the operation failed, the input was fine" (CLI exit 1); any other DispatchError is bad
+# input (exit 2).
+OPERATION_FAILED: tuple[type[DispatchError], ...] = (
+    DatabaseUnavailable, DatabaseBusy, MigrationError, SchemaMissing, JenkinsError, SearchInconclusive,
+)

@@ -33,7 +33,8 @@ from requests.adapters import HTTPAdapter
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 from urllib3.exceptions import SSLError as Urllib3SSLError
 
-from .errors import DispatchError
+from .config import default_of
+from .errors import JenkinsAuthRejected, JenkinsUnavailable, SearchInconclusive
 from .jenkins_answers import (
     DISPATCH_ID_PARAMETER,
     AuthRejected,
@@ -85,23 +86,6 @@ SEARCH_MAX_QUEUE_ITEMS = 20000
 SEARCH_CLOCK_SKEW_MS = 10 * 60 * 1000  # Jenkins's clock and the database's may disagree by this much
 # How long a whoAmI verdict is trusted: a pass (one client) asks once; a client kept across passes asks again.
 CREDENTIALS_CHECK_SECONDS = 60.0
-
-
-class JenkinsError(DispatchError):
-    """Base of the errors about Jenkins as a whole."""
-
-
-class JenkinsUnavailable(JenkinsError):
-    """Jenkins cannot be reached, is (re)starting, failed, or answered something unusable."""
-
-
-class JenkinsAuthRejected(JenkinsError):
-    """Jenkins refused our credentials or their permissions."""
-
-
-class SearchInconclusive(Exception):
-    """We cannot say the dispatch is absent: too many builds to read back to the dispatch time, or an answer of
-    Jenkins too large to read (the reason says which). A problem of this search, not of Jenkins."""
 
 
 def _dispatch_id_position(names_doc: dict[str, Any]) -> int | None:
@@ -157,6 +141,7 @@ class WhoAmIAnswer:
     excerpt: str = ""  # the start of the body, one line, for an answer that is neither
 
 
+# Private to this module (errors.py says why): a failed request's fate, turned into an outcome before returning.
 class _NotSent(Exception):
     """The request never left this process (connection refused, connect timeout, TLS handshake)."""
 
@@ -194,7 +179,7 @@ class JenkinsClient:
         api_token: str,
         timeout_seconds: float,
         verify_tls: bool = True,
-        search_window: int = 50,
+        search_window: int = default_of("JENKINS_SEARCH_WINDOW"),
         logger: Any = None,
         pool_maxsize: int = 32,
     ) -> None:

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from .errors import InvalidJobPath
+
 DISPATCH_ID_PARAMETER = "DISPATCH_ID"
 
 # Characters Jenkins' Util.rawEncode leaves alone; everything else is percent-encoded as UTF-8, uppercase hex.
@@ -26,10 +28,6 @@ def raw_encode(segment: str) -> str:
         char if char in _RAW_ENCODE_SAFE else "".join(f"%{byte:02X}" for byte in char.encode("utf-8"))
         for char in segment
     )
-
-
-class InvalidJobPath(ValueError):
-    """A job name that can never name a Jenkins item (an empty, ``.`` or ``..`` folder segment)."""
 
 
 def job_path_error(job_name: str) -> str | None:
@@ -196,9 +194,6 @@ TriggerOutcome = (
     | OutcomeUnknown
 )
 
-# Outcomes about Jenkins as a whole rather than one job: the dispatcher stops its run on these.
-JENKINS_WIDE_OUTCOMES = (AuthRejected, Unavailable)
-
 
 def credentials_rejected_detail(user: str) -> str:
     return f"Jenkins rejected the credentials of user {user}: check JENKINS_USER / JENKINS_API_TOKEN"
@@ -212,10 +207,12 @@ def answer_text(body: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _header(headers: Mapping[str, str], name: str) -> str | None:
+def header_value(headers: Mapping[str, Any], name: str) -> str | None:
+    """A header's value whatever the case of its name (Jenkins's answers, and Jenkins's notifications: API
+    Gateway lowercases them, `serve` may not); a name or value that is not text counts as absent."""
     lowered = name.lower()
     for key, value in headers.items():
-        if key.lower() == lowered:
+        if isinstance(key, str) and key.lower() == lowered and isinstance(value, str):
             return value
     return None
 
@@ -224,7 +221,7 @@ def classify_trigger_answer(
     status: int, headers: Mapping[str, str], body: str, *, job_name: str, user: str
 ) -> TriggerOutcome:
     """Map the answer to ``POST job/…/buildWithParameters`` (redirects not followed) to an outcome."""
-    location = _header(headers, "Location")
+    location = header_value(headers, "Location")
     if status == 201:
         queue_id = queue_id_from_location(location)
         if queue_id is None:
@@ -321,11 +318,11 @@ def classify_forbidden(headers: Mapping[str, str], body: str, *, job_name: str, 
     """
     if "No valid crumb" in body:
         return CrumbRequired(f"Jenkins wants a CSRF crumb from user {user}")
-    if (_header(headers, "X-You-Are-Authenticated-As") or "").lower() == "anonymous":
+    if (header_value(headers, "X-You-Are-Authenticated-As") or "").lower() == "anonymous":
         return AuthRejected(credentials_rejected_detail(user))
     text = answer_text(body, 4000)
     match = _MISSING_PERMISSION.search(text)
-    required = _header(headers, "X-Required-Permission")
+    required = header_value(headers, "X-Required-Permission")
     if match:
         permission = match.group(1)
     elif required:
@@ -469,7 +466,6 @@ class Finished:
 
     number: int
     result: str
-    duration_ms: int
     url: str
 
 
@@ -489,7 +485,7 @@ def parse_build(doc: Mapping[str, Any]) -> BuildState:
     result = doc.get("result")
     if doc.get("building") or result is None:
         return Building(number, url)
-    return Finished(number, str(result), int(doc.get("duration") or 0), url)
+    return Finished(number, str(result), url)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -536,7 +532,6 @@ class JobInfo:
 
     exists: bool
     buildable: bool = False
-    parameterized: bool = False
     declares_dispatch_id: bool = False
     parameter_names: tuple[str, ...] = field(default_factory=tuple)
     forbidden: JobForbidden | None = None
@@ -558,7 +553,6 @@ def parse_job_info(doc: Mapping[str, Any]) -> JobInfo:
     return JobInfo(
         exists=True,
         buildable=bool(doc.get("buildable", False)),
-        parameterized=bool(names),
         declares_dispatch_id=DISPATCH_ID_PARAMETER in names,
         parameter_names=tuple(names),
     )

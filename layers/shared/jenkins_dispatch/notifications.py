@@ -29,7 +29,8 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from .decisions import build_error, final_status
-from .errors import InvalidInput
+from .errors import RejectedNotification
+from .jenkins_answers import header_value
 
 MAX_BODY_BYTES = 256 * 1024
 # Sanity bounds on single fields: far above anything Jenkins sends, far below what could hurt us.
@@ -57,14 +58,6 @@ EXPECTED_FORMAT = "expected the Jenkins Notification plugin's JSON payload (endp
 # Reading the row id out of it lets the webhook try the fenced update straight away; it is only a hint,
 # because the update still matches on the whole dispatch id.
 _ROW_ID_IN_DISPATCH_ID = re.compile(r"(?:jd-(\d{1,18})-[0-9a-f]+|legacy-(\d{1,18}))")
-
-
-class RejectedNotification(InvalidInput):
-    """The request cannot be acted on; ``http_status`` is the answer to give (400 or 413)."""
-
-    def __init__(self, message: str, http_status: int = 400):
-        super().__init__(message)
-        self.http_status = http_status
 
 
 @dataclass(frozen=True)
@@ -116,14 +109,6 @@ class Transition:
 # --------------------------------------------------------------------------- authentication
 
 
-def _header(headers: Mapping[str, Any], name: str) -> str | None:
-    """A header's value whatever the case of its name (API Gateway lowercases them, `serve` may not)."""
-    for key, value in headers.items():
-        if isinstance(key, str) and key.lower() == name and isinstance(value, str):
-            return value
-    return None
-
-
 def _password_from_basic(credentials: str) -> str | None:
     try:
         decoded = base64.b64decode(credentials.strip(), validate=True)
@@ -152,7 +137,7 @@ def presented_tokens(event: Mapping[str, Any]) -> list[str]:
         tokens.append(query[TOKEN_QUERY_PARAMETER])
     headers = event.get("headers")
     if isinstance(headers, Mapping):
-        authorization = _header(headers, "authorization")
+        authorization = header_value(headers, "authorization")
         if authorization:
             scheme, _, credentials = authorization.strip().partition(" ")
             if scheme.lower() == "basic":
@@ -161,7 +146,7 @@ def presented_tokens(event: Mapping[str, Any]) -> list[str]:
                     tokens.append(password)
             elif scheme.lower() == "bearer":
                 tokens.append(credentials.strip())
-        header_token = _header(headers, TOKEN_HEADER)
+        header_token = header_value(headers, TOKEN_HEADER)
         if header_token is not None:
             tokens.append(header_token.strip())
     return tokens

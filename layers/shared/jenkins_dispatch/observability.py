@@ -11,7 +11,6 @@ Tracing (X-Ray) is loaded only when it is switched on: importing its SDK costs a
 from __future__ import annotations
 
 import functools
-import os
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -22,15 +21,14 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
 
+from .config import emf_wanted, set_powertools_defaults, tracing_wanted
+from .errors import ConfigError
+
 SERVICE = "jenkins-dispatch"
 NAMESPACE = "JenkinsDispatch"
 PROMETHEUS_PREFIX = "jenkins_dispatch_"
 
-# Powertools reads these at construction; give local runs sane values without touching Lambda's.
-os.environ.setdefault("POWERTOOLS_SERVICE_NAME", SERVICE)
-os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", NAMESPACE)
-if "AWS_LAMBDA_FUNCTION_NAME" not in os.environ:
-    os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+set_powertools_defaults(SERVICE, NAMESPACE)  # before the Logger below: Powertools reads them at construction
 
 logger = Logger(service=SERVICE)
 
@@ -180,11 +178,8 @@ class MetricsFacade:
     @property
     def emf_enabled(self) -> bool:
         if self._emf_enabled is None:
-            from .config import emf_wanted
-            from .errors import ConfigError
-
             try:
-                self._emf_enabled = emf_wanted(os.environ)
+                self._emf_enabled = emf_wanted()
             except ConfigError:  # load_settings refuses the value with a proper message; stay quiet here
                 self._emf_enabled = False
         return self._emf_enabled
@@ -240,14 +235,10 @@ _tracer_lock = threading.Lock()
 _xray_missing = False  # tracing was asked for but the SDK is absent: said once, then off
 
 
-def tracing_enabled() -> bool:
-    return os.environ.get("POWERTOOLS_TRACE_DISABLED", "").strip().lower() not in ("true", "1")
-
-
 def tracer():
     """The Powertools Tracer, created on first use; None while tracing is off (or its SDK is not installed)."""
     global _tracer, _xray_missing
-    if _tracer is None and tracing_enabled() and not _xray_missing:
+    if _tracer is None and tracing_wanted() and not _xray_missing:
         with _tracer_lock:
             if _tracer is None:
                 try:

@@ -85,7 +85,7 @@ def cancel_job(queue: Queue, job_id: int, settings: Settings, reason: str = "can
     # Jenkins's client only when cancelling, not for `show`.
     from .cancelling import settle_stopped, stop_dispatch
     from .dispatcher import jenkins_client
-    from .jenkins import JenkinsError
+    from .errors import JenkinsError
 
     with jenkins_client(settings) as client:
         try:

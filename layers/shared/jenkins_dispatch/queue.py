@@ -1,44 +1,29 @@
-"""The queue: the only room that speaks SQL.
+"""The queue: every transition of a job row, each a Python method named after what it does.
 
-Statements live in ``sql/queries.sql`` and migrations in ``sql/migrations/``; this module loads them by
-name and gives each transition a Python function named after what it does. Callers never see SQL, so a
-second dialect (MySQL 8 / MariaDB) can be added behind the same functions.
+Runs the statements of its database's dialect (``sql/<Database.dialect>/queries.sql``, loaded by name
+through ``statements.py``) and never writes SQL itself; callers never see SQL nor learn which database
+they speak to. The schema is ``migrations.py``'s.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from pg8000.exceptions import DatabaseError
 
+from . import statements
+from .config import default_of
 from .db import Database, Row, database_error_message, is_sqlstate
-from .errors import Conflict, InvalidInput, MigrationError, NotFound
+from .errors import Conflict, InvalidInput, NotFound
 from .jenkins_answers import job_path_error, loads_parameters
 
-SQL_DIR = Path(__file__).with_name("sql")
-MIGRATIONS_DIR = SQL_DIR / "migrations"
-MIGRATION_LOCK_KEY = 4206101978  # pg_advisory_xact_lock key, shared by every `migrate` run
 FINAL_STATUSES = ("completed", "failed", "cancelled")
 STATUSES = ("pending", "processing", *FINAL_STATUSES)
 LEGACY_DISPATCH_PREFIX = "legacy-"  # rows the migration found processing under the seed's dispatcher
 EVERYTHING = "*"  # jenkins_job_pauses.job_name of a pause of every job (Jenkins forbids '*' in item names)
-
-
-def _load_queries() -> dict[str, str]:
-    text = (SQL_DIR / "queries.sql").read_text()
-    queries: dict[str, str] = {}
-    for block in re.split(r"^-- name: ", text, flags=re.M)[1:]:
-        name, _, body = block.partition("\n")
-        queries[name.strip()] = body.strip().rstrip(";")
-    return queries
-
-
-QUERIES = _load_queries()
 
 
 # --------------------------------------------------------------------------- what callers get back
@@ -201,13 +186,14 @@ def _constraint_message(exc: DatabaseError) -> str:
 class Queue:
     """Queue operations on one database session. Every method is one round trip unless it says so."""
 
-    def __init__(self, db: Database, lease_seconds: int = 300):
+    def __init__(self, db: Database, lease_seconds: int = default_of("LEASE_SECONDS")):
         self.db = db
         self.lease_seconds = lease_seconds
+        self._statements = statements.load(db.dialect)
 
     def _run(self, name: str, **params) -> list[Row]:
         try:
-            return self.db.run(QUERIES[name], **params)
+            return self.db.run(self._statements[name], **params)
         except DatabaseError as exc:
             if is_sqlstate(exc, "23514", "23505", "23502", "22P02", "22P05", "22021", "22007", "22008", "22003"):
                 raise InvalidInput(_constraint_message(exc)) from None
@@ -359,7 +345,8 @@ class Queue:
         self, job_id: int, dispatch_id: str, delay_seconds: float, error: str, *, actor: str = "dispatcher"
     ) -> str | None:
         """Back off after a transient error (``error`` goes into the history and ``last_error``). Returns the
-        new status ('pending', or 'failed' once attempts are spent), None if fenced out."""
+        new status ('pending'; 'failed' once attempts are spent; 'cancelled' when an operator asked while
+        the trigger was in flight), None if fenced out."""
         if not error or not error.strip():
             raise ValueError("a backoff needs a reason (it goes into the job's history)")
         rows = self._run(
@@ -369,8 +356,8 @@ class Queue:
         return rows[0]["status"] if rows else None
 
     def release(self, job_id: int, dispatch_id: str, reason: str, *, actor: str = "dispatcher") -> bool:
-        """Back to pending, no attempt spent (its trigger was never sent). ``reason`` says why, in the history
-        and in ``last_error``."""
+        """Back to pending, no attempt spent (its trigger was never sent); cancelled instead when an operator
+        asked while it was in flight. ``reason`` says why, in the history and in ``last_error``."""
         if not reason or not reason.strip():
             raise ValueError("a release needs a reason (it goes into the job's history)")
         rows = self._run("release", id=job_id, dispatch_id=dispatch_id, reason=reason, actor=actor)
@@ -399,6 +386,13 @@ class Queue:
             actor=actor,
         )
         return rows[0]["resends"] if rows else None
+
+    def resend_not_taken(self, job_id: int, dispatch_id: str, reason: str, *, sent: bool,
+                         actor: str = "reconciler") -> bool:
+        """A re-send Jenkins did not take keeps its row processing under the same dispatch id (see the SQL);
+        ``sent`` False (a Jenkins-wide failure) gives the re-send back."""
+        return bool(self._run("resend_not_taken", id=job_id, dispatch_id=dispatch_id, reason=reason, sent=sent,
+                              actor=actor))
 
     def request_cancel(self, job_id: int, dispatch_id: str, reason: str, *, actor: str = "operator") -> bool:
         """Record a cancel for a processing row whose trigger is in flight (False: it is no longer so)."""
@@ -553,6 +547,7 @@ class Queue:
         return self._run("stats_per_job")
 
     def in_flight_counts(self) -> dict[str, int]:
+        """Processing rows per job name (the demo's summary; the tests' cap samplers)."""
         return {r["job_name"]: r["n"] for r in self._run("in_flight_counts")}
 
     # ------------------------------------------------------------------ doctor
@@ -598,43 +593,3 @@ class Queue:
         whole, by the live dispatcher that asked it last; None while it answers, or no live one asked."""
         rows = self._run("jenkins_outage")
         return rows[0] if rows and rows[0]["since"] is not None else None
-
-
-# --------------------------------------------------------------------------- migrations
-
-
-def migration_files() -> list[tuple[int, str, Path]]:
-    found = []
-    for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
-        number, _, name = path.stem.partition("_")
-        found.append((int(number), name, path))
-    return found
-
-
-def migrate(db: Database) -> list[str]:
-    """Apply pending migrations in order, in one transaction under an advisory lock.
-
-    Safe to run concurrently (the second run waits, then finds nothing to do) and idempotent.
-    Returns the names of the migrations applied by this call.
-    """
-    applied_now: list[str] = []
-    try:
-        with db.transaction():
-            db.run(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})")
-            db.run(
-                "CREATE TABLE IF NOT EXISTS jenkins_dispatch_migrations ("
-                " version integer PRIMARY KEY, name text NOT NULL,"
-                " applied_at timestamptz NOT NULL DEFAULT now())"
-            )
-            done = {r["version"] for r in db.run("SELECT version FROM jenkins_dispatch_migrations")}
-            for version, name, path in migration_files():
-                if version in done:
-                    continue
-                db.run(path.read_text())
-                db.run(
-                    "INSERT INTO jenkins_dispatch_migrations (version, name) VALUES (:v, :n)", v=version, n=name
-                )
-                applied_now.append(f"{version:04d}_{name}")
-    except DatabaseError as exc:
-        raise MigrationError(f"migration failed: {database_error_message(exc)}") from None
-    return applied_now

@@ -26,8 +26,8 @@ from dataclasses import dataclass, replace
 from .cancelling import settle_stopped, stop_dispatch
 from .config import Settings
 from .decisions import Next, build_error, final_status, follow_build, follow_queue_item
-from .errors import DispatchError
-from .jenkins import CancelResult, JenkinsClient, JenkinsError, SearchInconclusive
+from .errors import DispatchError, JenkinsError, SearchInconclusive
+from .jenkins import CancelResult, JenkinsClient
 from .jenkins_answers import job_path_error
 from .observability import MetricUnit, logger, metrics, subsegment
 from .queue import LEGACY_DISPATCH_PREFIX, ClaimedJob, ExpiredLease, Queue
@@ -119,16 +119,19 @@ class Reconciler:
             self.summary.failed += 1
             self.log("failed (reconciler)", row, reason=error)
 
+    def _record_started(self, row: ExpiredLease, followup) -> None:
+        """The row's build has started (Jenkins says so; its notification may have been lost)."""
+        self.queue.record_progress(row.id, row.dispatch_id, build_number=followup.build_number,
+                                   build_url=followup.build_url, started=True, actor="reconciler")
+
     def _follow(self, row: ExpiredLease, followup) -> None:
         if followup.next is Next.WAIT:
             self.counts.waiting += 1
             if followup.build_number is not None and row.build_number is None:
-                self.queue.record_progress(row.id, row.dispatch_id, build_number=followup.build_number,
-                                           build_url=followup.build_url, started=True, actor="reconciler")
+                self._record_started(row, followup)
             return
         if followup.next is Next.PROGRESS:
-            self.queue.record_progress(row.id, row.dispatch_id, build_number=followup.build_number,
-                                       build_url=followup.build_url, started=True, actor="reconciler")
+            self._record_started(row, followup)
             self.log("build started (seen by reconciler)", row, build_number=followup.build_number)
             # It may well have finished already: look now rather than after another lease.
             self._follow(replace(row, build_number=followup.build_number, build_url=followup.build_url),

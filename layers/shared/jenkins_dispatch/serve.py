@@ -17,15 +17,16 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from .config import Settings
+from .config import SERVE_HOST, SERVE_INTERVAL_SECONDS, SERVE_PORT, Settings
 from .db import Database
 from .dispatch_loop import DispatchLoop, Health
 from .errors import ConfigError
 from .heartbeat import Heartbeat
+from .notifications import MAX_BODY_BYTES
 from .observability import PROMETHEUS_PREFIX, logger, metrics
 from .wakeup import NotificationSignal
 
-MAX_BODY = 256 * 1024 + 1  # read one byte past the webhook's limit so it can answer 413
+MAX_BODY = MAX_BODY_BYTES + 1  # read one byte past the webhook's limit so it can answer 413
 HEALTH_HELP = {
     "database_up": "1 while the dispatcher's last statement reached the database, 0 while it cannot.",
     "jenkins_up": "1 while Jenkins answered the dispatcher's last request, 0 while it fails as a whole.",
@@ -89,6 +90,7 @@ def _handler_class(settings: Settings, health: Health, registry: Any):
             path, _, query = self.path.partition("?")
             event = webhook.http_api_event(method, path, query, dict(self.headers.items()), body)
             answer = webhook.handle_http_event(event)
+            metrics.flush_if_any()  # a Lambda handler's decorator does this once per invocation; here, per request
             headers = {k: v for k, v in (answer.get("headers") or {}).items()}
             headers.setdefault("Content-Type", "application/json")
             payload = answer.get("body") or ""
@@ -136,7 +138,7 @@ def dispatch_forever(settings: Settings, interval: float, stop: threading.Event,
         loop.run()
 
 
-def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8080, interval: float = 10.0) -> None:
+def serve(settings: Settings, host: str = SERVE_HOST, port: int = SERVE_PORT, interval: float = SERVE_INTERVAL_SECONDS) -> None:
     settings.require_jenkins()
     settings.require_webhook_secret()
     from . import runtime

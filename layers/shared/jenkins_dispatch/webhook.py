@@ -10,9 +10,9 @@ Order of work, each step able to end the request:
 The Notification plugin ignores our status code and never retries on one, so answers are for people
 and logs; correctness comes from the fences, and a lost callback is covered by the reconciler.
 
-Entry points: ``handle(event, context)`` for the Lambda handler, ``handle_http_event(event)`` for
-`serve` (it can build the event with ``http_api_event``), and ``process_notification`` — the core,
-with its queue passed in — for tests and benchmarks.
+Entry points: ``handle_http_event(event, context)`` for the Lambda handler (functions/webhook/app.py) and
+for `serve` (which builds the event with ``http_api_event``), and ``process_notification`` — the core, with
+its queue passed in — for tests and benchmarks.
 """
 
 from __future__ import annotations
@@ -22,13 +22,12 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
-from pg8000.exceptions import DatabaseError
 
 from . import runtime
-from .db import database_error_message
+from .db import DatabaseError, database_error_message
 from .errors import ConfigError, DatabaseBusy, DatabaseUnavailable, InvalidInput, SchemaMissing
 from .notifications import (
     Notification,
@@ -44,6 +43,9 @@ from .notifications import (
 )
 from .observability import MetricUnit, logger, metrics
 from .queue import FINAL_STATUSES, Queue
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 NOTIFY_PATH = "/jenkins/notify"
 OTHER_METHODS = ["GET", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
@@ -325,23 +327,18 @@ def _routable(event: Any) -> dict | None:
     return event
 
 
-def handle_http_event(event: Any, context: Any = None) -> dict[str, Any]:
-    """Answer one HTTP API (payload 2.0) or Function URL event: a response dict with statusCode, body."""
+def handle_http_event(event: Any, context: LambdaContext | None = None) -> dict[str, Any]:
+    """Answer one HTTP API (payload 2.0) or Function URL event: a response dict with statusCode, body.
+
+    Metrics are added, not flushed: the caller flushes them (the Lambda handler's decorator, `serve` after
+    each request)."""
     routable = _routable(event)
     if routable is None:
         return {"statusCode": 400, "headers": {"Content-Type": content_types.APPLICATION_JSON},
                 "body": '{"outcome":"malformed","message":"the event is not an HTTP API (payload 2.0) event"}',
                 "isBase64Encoded": False}
     with _resolve_lock:
-        try:
-            return app.resolve(routable, context)
-        finally:
-            metrics.flush_if_any()
-
-
-def handle(event: Any, context: Any) -> dict[str, Any]:
-    """The Lambda entry point (functions/webhook/app.py)."""
-    return handle_http_event(event, context)
+        return app.resolve(routable, context)
 
 
 def http_api_event(

@@ -1,6 +1,18 @@
--- Every statement jenkins-dispatch runs against jenkins_jobs_queue, in one place.
+-- Every statement jenkins-dispatch runs on PostgreSQL, in one place.
 --
--- Each block starts with "-- name: NAME" and is loaded by queue.py under that name.
+-- Each block starts with "-- name: NAME" and is run under that name by queue.py (the migration runner's by
+-- migrations.py). "-- fragment: NAME" blocks are text several statements share, included as {{NAME}};
+-- {{lock:NAME}} is the advisory-lock key declared below. statements.py documents the format.
+--
+-- Advisory-lock keys (transaction-scoped), written here only. 0004_pauses.sql, applied history, spells
+-- the pauses key out in jenkins_dispatch_paused_jobs() (tests/test_statements.py holds the two equal).
+-- lock: caps = 4206101977
+--   capped claims run one at a time (lock_caps)
+-- lock: migrations = 4206101978
+--   `migrate` runs one at a time (lock_migrations)
+-- lock: pauses = 4206101979
+--   taken exclusively by pause_job, shared by every claim (through jenkins_dispatch_paused_jobs())
+--
 -- Rules every statement here follows:
 --   * one round trip per transition; the job_events row is written by the same statement
 --     (a data-modifying CTE), so history can never disagree with the row;
@@ -34,27 +46,20 @@ WHERE dedupe_key = :dedupe_key AND status IN ('pending', 'processing') AND NOT E
 SELECT id FROM jenkins_jobs_queue
 WHERE dedupe_key = :dedupe_key AND status IN ('pending', 'processing');
 
--- name: claim_batch
--- Eligible rows in the seed's order, locked without waiting on rows other workers hold, then marked
--- processing with a fresh dispatch_id and a lease. Reads only the partial claim index.
--- Paused jobs are read through jenkins_dispatch_paused_jobs() (0004_pauses.sql), which orders this claim
+-- fragment: paused
+-- Paused jobs are read through jenkins_dispatch_paused_jobs() (0004_pauses.sql), which orders a claim
 -- against any pause: nothing of a paused job is claimed once its pause has committed.
-WITH paused AS MATERIALIZED (
+paused AS MATERIALIZED (
     SELECT job_name FROM jenkins_dispatch_paused_jobs() AS p(job_name)
-), picked AS MATERIALIZED (
-    SELECT id FROM jenkins_jobs_queue q
-    WHERE status = 'pending' AND scheduled_at <= now()
-      -- A cap set while this dispatcher's pass runs uncapped: leave that job to the capped claim.
-      -- NOT IN (a hashed filter) rather than NOT EXISTS: an anti-join would read every pending row
-      -- before the LIMIT instead of walking the claim index in order.
-      AND q.job_name NOT IN (SELECT l.job_name FROM jenkins_job_limits l)
-      AND q.job_name NOT IN (SELECT p.job_name FROM paused p)
+)
+
+-- fragment: not_paused
+AND q.job_name NOT IN (SELECT p.job_name FROM paused p)
       AND NOT EXISTS (SELECT 1 FROM paused p WHERE p.job_name = '*')
-    ORDER BY priority DESC, scheduled_at, id
-    LIMIT :batch_size
-    FOR UPDATE SKIP LOCKED
-), claimed AS (
-    UPDATE jenkins_jobs_queue q
+
+-- fragment: claim_update
+-- The start of every claim's "claimed" CTE: the rows it picked become processing; its WHERE follows.
+UPDATE jenkins_jobs_queue q
     SET status = 'processing',
         attempts = q.attempts + 1,
         dispatch_id = 'jd-' || q.id || '-' || substr(md5(gen_random_uuid()::text), 1, 10),
@@ -62,8 +67,10 @@ WITH paused AS MATERIALIZED (
         jenkins_queue_id = NULL, build_number = NULL, build_url = NULL, jenkins_result = NULL,
         -- A new attempt starts clean; the earlier error stays in the history (released, retry_scheduled).
         last_error = NULL, started_at = NULL, updated_at = now()
-    FROM picked
-    WHERE q.id = picked.id
+
+-- fragment: claim_end
+-- The end of every claim, after its "claimed" CTE's WHERE: what it returns, its history row in the same
+-- statement, and the rows claimed in the seed's order.
     RETURNING q.id, q.job_name, q.parameters, q.priority, q.scheduled_at, q.attempts, q.max_attempts,
               q.dispatch_id, q.lease_expires_at
 ), logged AS (
@@ -74,19 +81,36 @@ WITH paused AS MATERIALIZED (
 )
 -- parameters as text: read through the driver's JSON decoding, numbers would become floats (1.10 → 1.1).
 SELECT id, job_name, CAST(parameters AS text) AS parameters, attempts, max_attempts, dispatch_id
-FROM claimed ORDER BY priority DESC, scheduled_at, id;
+FROM claimed ORDER BY priority DESC, scheduled_at, id
+
+-- name: claim_batch
+-- Eligible rows in the seed's order, locked without waiting on rows other workers hold, then marked
+-- processing with a fresh dispatch_id and a lease. Reads only the partial claim index.
+WITH {{paused}}, picked AS MATERIALIZED (
+    SELECT id FROM jenkins_jobs_queue q
+    WHERE status = 'pending' AND scheduled_at <= now()
+      -- A cap set while this dispatcher's pass runs uncapped: leave that job to the capped claim.
+      -- NOT IN (a hashed filter) rather than NOT EXISTS: an anti-join would read every pending row
+      -- before the LIMIT instead of walking the claim index in order.
+      AND q.job_name NOT IN (SELECT l.job_name FROM jenkins_job_limits l)
+      {{not_paused}}
+    ORDER BY priority DESC, scheduled_at, id
+    LIMIT :batch_size
+    FOR UPDATE SKIP LOCKED
+), claimed AS (
+    {{claim_update}}
+    FROM picked
+    WHERE q.id = picked.id
+    {{claim_end}};
 
 -- name: lock_caps
 -- Capped claims run one at a time (transaction-scoped lock), each seeing every earlier claim committed.
-SELECT pg_advisory_xact_lock(4206101977);
+SELECT pg_advisory_xact_lock({{lock:caps}});
 
 -- name: claim_batch_capped
 -- As claim_batch, but never lets the processing rows of a job_name exceed its jenkins_job_limits
 -- entry, nor all processing rows exceed :max_in_flight (NULL: no global cap). Run after lock_caps.
--- Paused jobs as in claim_batch.
-WITH paused AS MATERIALIZED (
-    SELECT job_name FROM jenkins_dispatch_paused_jobs() AS p(job_name)
-), in_flight AS (
+WITH {{paused}}, in_flight AS (
     SELECT job_name, count(*) AS n FROM jenkins_jobs_queue WHERE status = 'processing' GROUP BY job_name
 ), job_room AS (
     SELECT l.job_name, greatest(l.max_in_flight - coalesce(f.n, 0), 0) AS room
@@ -100,8 +124,7 @@ WITH paused AS MATERIALIZED (
     SELECT q.id, q.job_name, q.priority, q.scheduled_at FROM jenkins_jobs_queue q
     WHERE q.status = 'pending' AND q.scheduled_at <= now()
       AND NOT EXISTS (SELECT 1 FROM job_room r WHERE r.job_name = q.job_name AND r.room = 0)
-      AND q.job_name NOT IN (SELECT p.job_name FROM paused p)
-      AND NOT EXISTS (SELECT 1 FROM paused p WHERE p.job_name = '*')
+      {{not_paused}}
     ORDER BY q.priority DESC, q.scheduled_at, q.id
     LIMIT (SELECT room FROM global_room)
     FOR UPDATE SKIP LOCKED
@@ -112,28 +135,11 @@ WITH paused AS MATERIALIZED (
     ) p LEFT JOIN job_room r USING (job_name)
     WHERE r.room IS NULL OR p.nth <= r.room
 ), claimed AS (
-    UPDATE jenkins_jobs_queue q
-    SET status = 'processing',
-        attempts = q.attempts + 1,
-        dispatch_id = 'jd-' || q.id || '-' || substr(md5(gen_random_uuid()::text), 1, 10),
-        lease_expires_at = now() + make_interval(secs => :lease_seconds),
-        jenkins_queue_id = NULL, build_number = NULL, build_url = NULL, jenkins_result = NULL,
-        -- A new attempt starts clean; the earlier error stays in the history (released, retry_scheduled).
-        last_error = NULL, started_at = NULL, updated_at = now()
+    {{claim_update}}
     -- By primary key: the planner cannot size "chosen" (its LIMIT is a subquery) and would otherwise
     -- hash-join it against a scan of the whole table.
     WHERE q.id = ANY (ARRAY(SELECT id FROM chosen))
-    RETURNING q.id, q.job_name, q.parameters, q.priority, q.scheduled_at, q.attempts, q.max_attempts,
-              q.dispatch_id, q.lease_expires_at
-), logged AS (
-    INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
-    SELECT id, 'claimed', 'pending', 'processing', dispatch_id, :actor,
-           'attempt ' || attempts || ' of ' || max_attempts
-    FROM claimed
-)
--- parameters as text: read through the driver's JSON decoding, numbers would become floats (1.10 → 1.1).
-SELECT id, job_name, CAST(parameters AS text) AS parameters, attempts, max_attempts, dispatch_id
-FROM claimed ORDER BY priority DESC, scheduled_at, id;
+    {{claim_end}};
 
 -- name: pause_job
 -- Takes the pause lock exclusively (see jenkins_dispatch_paused_jobs in 0004_pauses.sql), so it commits only
@@ -144,7 +150,7 @@ WITH pending AS MATERIALIZED (
     SELECT count(*) AS n FROM jenkins_jobs_queue
     WHERE status = 'pending' AND (job_name = CAST(:job_name AS text) OR CAST(:job_name AS text) = '*')
 ), locked AS MATERIALIZED (
-    SELECT pg_advisory_xact_lock(4206101979)
+    SELECT pg_advisory_xact_lock({{lock:pauses}})
 ), added AS (
     INSERT INTO jenkins_job_pauses (job_name, paused_by, reason)
     SELECT CAST(:job_name AS text), CAST(:paused_by AS text), CAST(:reason AS text) FROM locked
@@ -302,14 +308,18 @@ WITH outcome AS (
 SELECT id FROM changed;
 
 -- name: retry_later
--- A transient error about this one job: try again after a backoff, or fail once attempts are spent.
+-- A transient error about this one job: try again after a backoff, or fail once attempts are spent. A row
+-- an operator asked to cancel while its trigger was in flight ends cancelled: Jenkins did not take it.
 WITH changed AS (
     UPDATE jenkins_jobs_queue
-    SET status = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'pending' END,
-        scheduled_at = CASE WHEN attempts >= max_attempts THEN scheduled_at
+    SET status = CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled'
+                      WHEN attempts >= max_attempts THEN 'failed' ELSE 'pending' END,
+        scheduled_at = CASE WHEN cancel_requested_at IS NOT NULL OR attempts >= max_attempts THEN scheduled_at
                             ELSE now() + make_interval(secs => :delay_seconds) END,
-        finished_at = CASE WHEN attempts >= max_attempts THEN now() END,
-        last_error = CASE WHEN attempts >= max_attempts
+        finished_at = CASE WHEN cancel_requested_at IS NOT NULL OR attempts >= max_attempts THEN now() END,
+        last_error = CASE WHEN cancel_requested_at IS NOT NULL
+                          THEN 'cancelled by operator before Jenkins took its trigger (' || :error || ')'
+                          WHEN attempts >= max_attempts
                           THEN 'gave up after ' || attempts || ' attempts: ' || :error ELSE :error END,
         lease_expires_at = NULL,
         jenkins_queue_id = NULL,
@@ -318,9 +328,10 @@ WITH changed AS (
     RETURNING id, dispatch_id, status, scheduled_at
 ), logged AS (
     INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
-    SELECT id, CASE WHEN status = 'failed' THEN 'settled' ELSE 'retry_scheduled' END, 'processing', status,
+    SELECT id, CASE WHEN status = 'pending' THEN 'retry_scheduled' ELSE 'settled' END, 'processing', status,
            dispatch_id, :actor,
            CASE WHEN status = 'failed' THEN 'attempts exhausted: ' || :error
+                WHEN status = 'cancelled' THEN 'cancel requested; Jenkins did not take the trigger: ' || :error
                 ELSE :error || '; next try not before '
                      || to_char(scheduled_at AT TIME ZONE 'UTC', 'HH24:MI:SS') || ' UTC' END
     FROM changed
@@ -329,19 +340,29 @@ SELECT id, status FROM changed;
 
 -- name: release
 -- Back to pending without spending an attempt: the trigger was never sent. The reason goes into the
--- history and last_error (why the row is pending again).
+-- history and last_error (why the row is pending again). A row an operator asked to cancel while its
+-- trigger was on its way ends cancelled instead: nothing of it reached Jenkins.
 WITH changed AS (
     UPDATE jenkins_jobs_queue
-    SET status = 'pending', attempts = greatest(attempts - 1, 0), lease_expires_at = NULL,
-        last_error = CAST(:reason AS text), updated_at = now()
+    SET status = CASE WHEN cancel_requested_at IS NOT NULL THEN 'cancelled' ELSE 'pending' END,
+        attempts = greatest(attempts - 1, 0), lease_expires_at = NULL,
+        finished_at = CASE WHEN cancel_requested_at IS NOT NULL THEN now() END,
+        last_error = CASE WHEN cancel_requested_at IS NOT NULL
+                          THEN 'cancelled by operator before its trigger was sent (' || CAST(:reason AS text) || ')'
+                          ELSE CAST(:reason AS text) END,
+        updated_at = now()
     -- Only while our lease lasts: once it has expired a reconciler may own the row and be sending it
     -- again under this dispatch_id; releasing it then would let a new claim send it a second time.
     WHERE id = :id AND dispatch_id = :dispatch_id AND status = 'processing' AND jenkins_queue_id IS NULL
       AND lease_expires_at > now()
-    RETURNING id, dispatch_id
+    RETURNING id, dispatch_id, status
 ), logged AS (
     INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
-    SELECT id, 'released', 'processing', 'pending', dispatch_id, :actor, :reason FROM changed
+    SELECT id, CASE WHEN status = 'cancelled' THEN 'settled' ELSE 'released' END, 'processing', status,
+           dispatch_id, :actor,
+           CASE WHEN status = 'cancelled' THEN 'cancel requested; its trigger was never sent: ' || :reason
+                ELSE :reason END
+    FROM changed
 )
 SELECT id FROM changed;
 
@@ -390,6 +411,26 @@ WITH changed AS (
     FROM changed
 )
 SELECT id, resends FROM changed;
+
+-- name: resend_not_taken
+-- A re-send Jenkins did not take: never sent (a Jenkins-wide failure; :sent false gives the re-send back)
+-- or refused for its job for now (a disabled job; :sent true, it counts). Either way the row keeps
+-- processing under the SAME dispatch_id: released or backed off, its next claim would draw a new one, and
+-- a late original under this one could then build beside it. The reconciler looks again when the lease
+-- that record_resend gave it ends.
+WITH changed AS (
+    UPDATE jenkins_jobs_queue
+    SET resends = CASE WHEN CAST(:sent AS boolean) THEN resends ELSE greatest(resends - 1, 0) END,
+        last_error = CAST(:reason AS text), updated_at = now()
+    WHERE id = :id AND dispatch_id = :dispatch_id AND status = 'processing' AND jenkins_queue_id IS NULL
+    RETURNING id, dispatch_id
+), logged AS (
+    INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
+    SELECT id, CASE WHEN CAST(:sent AS boolean) THEN 'resend_refused' ELSE 'resend_not_sent' END,
+           'processing', 'processing', dispatch_id, :actor, :reason
+    FROM changed
+)
+SELECT id FROM changed;
 
 -- name: request_cancel
 -- The operator cancels a row whose trigger is in flight: nothing to cancel in Jenkins yet. Recorded, so
@@ -632,7 +673,8 @@ SELECT
      ORDER BY jenkins_checked_at DESC, id LIMIT 1) AS jenkins;
 
 -- name: in_flight_counts
--- For metrics and the benchmark's cap sampler.
+-- Processing rows per job: what the demo prints, and what the concurrency and chaos tests sample to prove
+-- no cap is exceeded.
 SELECT job_name, count(*) AS n FROM jenkins_jobs_queue WHERE status = 'processing' GROUP BY job_name;
 
 -- name: server_identity
@@ -667,7 +709,7 @@ FROM jenkins_jobs_queue WHERE status IN ('pending', 'processing')
 GROUP BY job_name ORDER BY count(*) DESC, job_name LIMIT :limit;
 
 -- ============================================================================ dispatcher heartbeats
--- One row per dispatcher (sql/migrations/0005_dispatchers.sql); a tiny table, read whole.
+-- One row per dispatcher (migrations/0005_dispatchers.sql); a tiny table, read whole.
 
 -- name: record_heartbeat
 -- After each pass: upsert the dispatcher's row, and drop rows not seen for a day. The Jenkins state is
@@ -717,3 +759,22 @@ WHERE jenkins_checked_at IS NOT NULL AND last_pass_at > now() - make_interval(se
   AND last_outcome <> 'stopped'
 ORDER BY jenkins_checked_at DESC, id
 LIMIT 1;
+
+-- ============================================================================ the migration runner
+-- Run by migrations.py, all in one transaction: the lock, the bookkeeping table, then each migration file
+-- (sql/postgresql/migrations/NNNN_*.sql) not yet recorded, each recorded as it is applied.
+
+-- name: lock_migrations
+-- Concurrent `migrate` runs queue up here; the next one then finds nothing left to do.
+SELECT pg_advisory_xact_lock({{lock:migrations}});
+
+-- name: create_migrations_table
+CREATE TABLE IF NOT EXISTS jenkins_dispatch_migrations (
+    version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- name: migration_versions
+SELECT version FROM jenkins_dispatch_migrations;
+
+-- name: record_migration
+INSERT INTO jenkins_dispatch_migrations (version, name) VALUES (:version, :name);
