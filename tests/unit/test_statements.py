@@ -1,7 +1,6 @@
 """The SQL files and their loader: named blocks, shared fragments, one home for lock keys, one file per
 dialect. Pure: no database."""
 
-import ast
 import re
 from pathlib import Path
 
@@ -47,20 +46,6 @@ def test_statements_come_from_the_dialect_file_by_name() -> None:
     assert "claim_batch" in loaded and "{{" not in "".join(loaded.values())
     with pytest.raises(StatementError, match="no SQL for dialect 'oracle'"):
         statements.load("oracle")
-
-
-def _names_run(module: Path) -> set[str]:
-    """The statement names a module passes to its runner (``self._run("x", ...)`` / ``_run(db, "x")``)."""
-    names = set()
-    for node in ast.walk(ast.parse(module.read_text())):
-        if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "_run":
-            names |= {a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)}
-    return names
-
-
-def test_every_named_statement_is_used_and_every_used_one_exists() -> None:
-    used = _names_run(PACKAGE / "queue.py") | _names_run(PACKAGE / "migrations.py")
-    assert used == set(statements.load(Database.dialect))
 
 
 def test_each_claim_shares_one_definition_of_the_claim_update_and_its_history() -> None:
