@@ -49,10 +49,12 @@ test: install lint
 	JD_CHAOS_JOBS=600 $(PY) -m pytest -n 4
 
 chaos: install
-	$(PY) -m pytest -s tests/test_dispatch_chaos.py tests/test_chaos_real_world.py
+	$(PY) -m pytest -s tests/system/test_dispatch_chaos.py tests/system/test_chaos_real_world.py
 
+# The unit tests only (tests/unit: pure, no database, no emulator, no processes): seconds, stops at the first
+# failure. tests/integration and tests/system are in `make test`; `pytest -m integration` picks one layer.
 test-fast: install
-	$(PY) -m pytest -x -q
+	$(PY) -m pytest -x tests/unit
 
 lint: install
 	$(VENV)/bin/ruff check .

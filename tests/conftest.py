@@ -1,4 +1,5 @@
 import os
+from pathlib import Path
 
 # Before any handler or Powertools import: fake AWS, no tracing, a metrics namespace.
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
@@ -50,3 +51,18 @@ def db(database_url):
 @pytest.fixture
 def queue(db):
     return Queue(db, lease_seconds=60)
+
+
+LAYERS = ("unit", "integration", "system")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark every test with the layer its folder names, so `-m unit` selects what `tests/unit` holds."""
+    tests_folder = Path(__file__).resolve().parent
+    for item in items:
+        try:
+            folder = item.path.resolve().relative_to(tests_folder).parts[0]
+        except ValueError:
+            continue
+        if folder in LAYERS:
+            item.add_marker(folder)

@@ -1,20 +1,24 @@
 """Pytest fixtures for the Jenkins emulator: import them into a conftest or a test module.
 
 ``jenkins`` yields a started emulator with fresh state per test; ``make_jenkins(**overrides)`` starts one
-with top-level config keys replaced (``jobs`` extends the default job list instead).
+with top-level config keys replaced (``jobs`` extends the default job list instead); ``receiver`` takes the
+notifications an emulator sends.
 """
 
 from __future__ import annotations
 
 import copy
+import json
+import threading
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
 from jenkins_emulator import JenkinsEmulator
 
-__all__ = ["jenkins", "make_jenkins"]  # what conftest re-exports
+__all__ = ["jenkins", "make_jenkins", "receiver"]  # what conftest re-exports
 
 ADMIN_TOKEN = "admin-token"
 
@@ -68,3 +72,38 @@ def make_jenkins() -> Iterator[Callable[..., JenkinsEmulator]]:
 @pytest.fixture
 def jenkins(make_jenkins: Callable[..., JenkinsEmulator]) -> JenkinsEmulator:
     return make_jenkins()
+
+
+class NotificationReceiver:
+    """An HTTP server standing in for the webhook: keeps every POST it gets (path, headers, JSON body)."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                receiver.requests.append({"path": self.path, "headers": dict(self.headers), "json": json.loads(body)})
+                self.send_response(500)  # the plugin ignores the answer
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver() -> Iterator[NotificationReceiver]:
+    """Where an emulator configured with ``notification`` sends its callbacks; closed after the test."""
+    receiver = NotificationReceiver()
+    yield receiver
+    receiver.close()

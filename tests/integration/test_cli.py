@@ -1,0 +1,122 @@
+"""The operator CLI against the real database: tables, --json parsed back, bad input → exit 2, one line."""
+
+import json
+
+import pytest
+
+from jenkins_dispatch.cli import main
+
+from ..cli_helpers import exit_code
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(capsys, *argv):
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_enqueue_ls_show_retry_cancel_round_trip(capsys, queue):
+    created = run_json(capsys, "enqueue", "team/app/deploy", "-p", "ENV=prod", "-p", "REF=v1.2",
+                       "--priority", "5", "--dedupe-key", "rel-1")
+    assert created["created"] is True
+    again = run_json(capsys, "enqueue", "team/app/deploy", "--dedupe-key", "rel-1")
+    assert again == {"id": created["id"], "created": False}
+    jid = created["id"]
+
+    [row] = run_json(capsys, "ls", "--status", "pending")
+    assert (row["id"], row["job_name"], row["priority"]) == (jid, "team/app/deploy", 5)
+    details = run_json(capsys, "show", str(jid))
+    assert details["job"]["parameters"] == {"ENV": "prod", "REF": "v1.2"}
+    assert [e["event"] for e in details["history"]] == ["enqueued"]
+
+    code, out, _ = run(capsys, "ls")
+    assert code == 0 and out.splitlines()[0].split()[:3] == ["ID", "JOB_NAME", "STATUS"]
+    assert "team/app/deploy" in out
+
+    assert run_json(capsys, "cancel", str(jid))["status"] == "cancelled"
+    assert run_json(capsys, "retry", str(jid))["status"] == "pending"
+    code, out, _ = run(capsys, "show", str(jid))
+    assert code == 0 and "retried" in out and "cancelled" in out
+
+
+def test_enqueue_parameters_from_json_and_time(capsys, queue):
+    jid = run_json(capsys, "enqueue", "build", "--params", '{"N": 3, "DRY": true}', "--at", "+1h")["id"]
+    job = queue.get(jid)
+    assert job["parameters"] == {"N": 3, "DRY": True}
+    assert queue.claim_batch(5) == []  # scheduled an hour out
+
+
+def test_limits_and_stats(capsys, queue):
+    assert run_json(capsys, "limits", "set", "deploy", "2") == {"job_name": "deploy", "max_in_flight": 2}
+    assert run_json(capsys, "limits", "ls") == [{"job_name": "deploy", "max_in_flight": 2, "in_flight": 0}]
+    queue.enqueue("deploy")
+    stats = run_json(capsys, "stats")
+    assert stats["totals"]["pending"] == 1
+    assert stats["jobs"] == [{"job_name": "deploy", "pending": 1, "in_flight": 0, "cap": 2, "completed_last_hour": 0,
+                              "failed_last_hour": 0, "oldest_pending_seconds": stats["jobs"][0]["oldest_pending_seconds"],
+                              "paused": False, "paused_at": None, "pause_reason": None}]
+    code, out, _ = run(capsys, "stats")
+    assert "0/2" in out
+    assert run_json(capsys, "limits", "rm", "deploy")["removed"] is True
+
+
+def test_prune_and_migrate(capsys, queue, db):
+    jid = queue.enqueue("x").id
+    [job] = queue.claim_batch(1)
+    queue.settle(job.id, job.dispatch_id, "completed", result="SUCCESS")
+    db.run("UPDATE jenkins_jobs_queue SET finished_at = now() - interval '40 days'")
+    assert run_json(capsys, "prune", "--older-than", "30") == {"deleted": 1}
+    assert run_json(capsys, "migrate") == {"applied": []}
+    assert queue.list_jobs() == [] and jid
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["show", "424242"], "no job with id 424242"),
+        (["show", "abc"], "expected a whole number"),
+        (["enqueue", "deploy", "-p", "NOEQUALS"], "expected KEY=VALUE"),
+        (["enqueue", "deploy", "--at", "next tuesday"], "bad time"),
+        (["enqueue", "deploy", "--params", "[1]"], "must be a JSON object"),
+        (["enqueue", "  "], "job name must not be empty"),
+        (["retry", "1"], "only completed, failed or cancelled"),
+        (["cancel", "1"], "already cancelled"),
+        (["limits", "set", "deploy", "-1"], "expected 0 or more"),
+        (["limits", "rm", "nothing"], "no cap is set"),
+        (["ls", "--status", "done"], "invalid choice"),
+        (["prune"], "required"),
+        (["enqueue", "deploy", "--at", "+999999999d"], "too far in the future"),
+        (["enqueue", "deploy", "--params", '{"a": "\\u0000"}'], "SQLSTATE"),
+        (["enqueue", "a//b"], "single '/'"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line_and_changes_nothing(capsys, queue, db, argv, message):
+    jid = queue.enqueue("seed").id
+    if argv[0] == "cancel":
+        queue.cancel_pending(jid)
+    before = db.run("SELECT * FROM jenkins_jobs_queue ORDER BY id")
+    code = exit_code(argv)
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and message in err, err
+    assert db.run("SELECT * FROM jenkins_jobs_queue ORDER BY id") == before
+
+
+def test_since_means_that_long_ago(capsys, queue, db):
+    """Issue 12 #5: `--since 1h` meant one hour in the FUTURE and matched nothing; `-1h` was refused."""
+    old = queue.enqueue("deploy").id
+    db.run("UPDATE jenkins_jobs_queue SET updated_at = now() - interval '3 hours', "
+           "created_at = now() - interval '3 hours' WHERE id = :id", id=old)
+    new = queue.enqueue("deploy").id
+    for since in ("1h", "-1h", "90m", "60min"):
+        assert main(["ls", f"--since={since}", "--json"]) == 0
+        ids = [r["id"] for r in json.loads(capsys.readouterr().out)]
+        assert ids == [new], (since, ids)
+    assert main(["ls", "--since", "1d", "--json"]) == 0
+    assert sorted(r["id"] for r in json.loads(capsys.readouterr().out)) == [old, new]

@@ -1,0 +1,211 @@
+"""Dispatcher heartbeats: every dispatcher (serve, Lambda, CLI) records who it is and how its last pass ended;
+`stats` shows the live ones; a broken heartbeat never breaks a pass."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from jenkins_dispatch.db import Database
+from jenkins_dispatch.dispatch_loop import DispatchLoop
+from jenkins_dispatch.dispatcher import run_pass
+from jenkins_dispatch.errors import DatabaseUnavailable
+from jenkins_dispatch.heartbeat import Heartbeat
+from jenkins_dispatch.queue import Queue
+from jenkins_dispatch.wakeup import NotificationSignal
+
+from ..dispatch_helpers import dispatch_settings, wait_for
+
+
+@pytest.fixture
+def no_dispatchers(db):
+    """The dispatcher table as if no dispatcher had ever run (the shared fixture empties only the queue's)."""
+    db.run("DELETE FROM jenkins_dispatchers")
+    return db
+
+
+# --------------------------------------------------------------------------- pure decisions
+
+
+# --------------------------------------------------------------------------- the table
+
+
+def test_a_heartbeat_is_one_row_per_dispatcher_updated_each_pass(no_dispatchers):
+    queue = Queue(no_dispatchers)
+    beat = Heartbeat("serve", interval=10.0)
+    beat.record(queue, "ok", "queue empty")
+    beat.record(queue, "ok", "cap reached", jenkins_ok=True)
+    [row] = queue.dispatchers()
+    assert (row["id"], row["kind"], row["passes"], row["last_outcome"], row["last_detail"], row["live"]) == (
+        beat.dispatcher_id, "serve", 2, "ok", "cap reached", True)
+    assert row["last_pass_seconds"] < 5 and row["pid"] > 0 and row["host"]
+    assert beat.dispatcher_id.startswith("serve@")
+
+
+def test_a_dispatcher_not_seen_within_its_window_is_not_live_and_one_gone_a_day_is_removed(no_dispatchers):
+    queue = Queue(no_dispatchers)
+    Heartbeat("serve", dispatcher_id="serve@old:1", interval=10.0).record(queue, "ok", "queue empty")
+    Heartbeat("serve", dispatcher_id="serve@gone:1", interval=10.0).record(queue, "ok", "queue empty")
+    no_dispatchers.run("UPDATE jenkins_dispatchers SET last_pass_at = now() - interval '10 minutes' "
+                       "WHERE id = 'serve@old:1'")
+    no_dispatchers.run("UPDATE jenkins_dispatchers SET last_pass_at = now() - interval '25 hours' "
+                       "WHERE id = 'serve@gone:1'")
+    assert {r["id"]: r["live"] for r in queue.dispatchers()} == {"serve@old:1": False}
+    Heartbeat("lambda", dispatcher_id="lambda@stream-1").record(queue, "ok", "queue empty")
+    assert {r["id"]: r["live"] for r in queue.dispatchers()} == {"lambda@stream-1": True, "serve@old:1": False}
+    kept = no_dispatchers.run("SELECT id FROM jenkins_dispatchers ORDER BY id")
+    assert [r["id"] for r in kept] == ["lambda@stream-1", "serve@old:1"]  # the next heartbeat removed it
+
+
+def test_jenkins_unavailable_since_is_kept_until_jenkins_answers_again(no_dispatchers):
+    queue = Queue(no_dispatchers)
+    beat = Heartbeat("serve", interval=10.0)
+    assert queue.jenkins_outage() is None
+    beat.record(queue, "jenkins_unavailable", "Jenkins unavailable: HTTP 503", jenkins_ok=False,
+                jenkins_reason="Jenkins unavailable: HTTP 503")
+    first = queue.jenkins_outage()
+    assert first["reason"] == "Jenkins unavailable: HTTP 503" and first["dispatcher_id"] == beat.dispatcher_id
+    beat.record(queue, "jenkins_unavailable", "HTTP 401", jenkins_ok=False, jenkins_reason="HTTP 401")
+    beat.record(queue, "ok", "queue empty")  # nothing to send: Jenkins not asked, the outage stands
+    again = queue.jenkins_outage()
+    assert again["since"] == first["since"] and again["reason"] == "HTTP 401"
+    beat.record(queue, "ok", "queue empty", jenkins_ok=True)
+    assert queue.jenkins_outage() is None
+
+
+def test_the_latest_word_about_jenkins_wins_among_live_dispatchers(no_dispatchers):
+    queue = Queue(no_dispatchers)
+    Heartbeat("serve", dispatcher_id="serve@a:1").record(queue, "jenkins_unavailable", "x", jenkins_ok=False,
+                                                          jenkins_reason="HTTP 503")
+    Heartbeat("serve", dispatcher_id="serve@b:1").record(queue, "ok", "queue empty", jenkins_ok=True)
+    assert queue.jenkins_outage() is None
+    Heartbeat("serve", dispatcher_id="serve@b:1").record(queue, "jenkins_unavailable", "y", jenkins_ok=False,
+                                                          jenkins_reason="HTTP 401")
+    assert queue.jenkins_outage()["reason"] == "HTTP 401"
+
+
+def test_a_failing_heartbeat_never_breaks_a_pass(jenkins, queue, no_dispatchers, monkeypatch, caplog):
+    def refuse(*_args, **_kwargs):
+        raise DatabaseUnavailable("lost the connection to PostgreSQL at db.example:5432")
+
+    caplog.set_level(logging.WARNING, logger="jenkins-dispatch")
+    monkeypatch.setattr(Queue, "record_heartbeat", refuse)
+    queue.enqueue("deploy")
+    summary = run_pass(dispatch_settings(jenkins.base_url), heartbeat=Heartbeat("cli"))
+    assert summary["triggered"] == 1
+    assert "could not record the dispatcher's heartbeat" in caplog.text
+
+
+# --------------------------------------------------------------------------- every kind of dispatcher records
+
+
+def test_the_loop_records_every_pass_even_idle(jenkins, queue, no_dispatchers):
+    """An idle `serve` still passes every --interval, so its heartbeat stays fresh without work."""
+    settings = dispatch_settings(jenkins.base_url)
+    stop = threading.Event()
+    beat = Heartbeat("serve", interval=0.2)
+    with Database(settings.database) as session:
+        loop = DispatchLoop(settings, session, NotificationSignal(session, stop), interval=0.2, shutdown=stop,
+                            heartbeat=beat)
+        runner = threading.Thread(target=loop.run)
+        runner.start()
+        try:
+            assert wait_for(lambda: [r["passes"] for r in queue.dispatchers()] >= [4], timeout=10)
+            [row] = queue.dispatchers()
+            assert (row["kind"], row["last_outcome"], row["live"]) == ("serve", "ok", True)
+            assert row["last_pass_seconds"] < 2
+        finally:
+            stop.set()
+            runner.join(10)
+    # Stopped on request (SIGTERM): it says so, and is no longer counted as live.
+    [row] = queue.dispatchers()
+    assert (row["last_outcome"], row["live"]) == ("stopped", False)
+
+
+def test_the_loop_records_jenkins_unavailable_and_its_end(jenkins, queue, no_dispatchers):
+    queue.enqueue("deploy")
+    jenkins.add_fault(path="", status=503)
+    settings = dispatch_settings(jenkins.base_url)
+    stop = threading.Event()
+    with Database(settings.database) as session:
+        loop = DispatchLoop(settings, session, NotificationSignal(session, stop), interval=0.2, shutdown=stop,
+                            heartbeat=Heartbeat("serve", interval=0.2))
+        runner = threading.Thread(target=loop.run)
+        runner.start()
+        try:
+            assert wait_for(lambda: queue.jenkins_outage() is not None, timeout=10)
+            [row] = queue.dispatchers()
+            assert row["last_outcome"] == "jenkins_unavailable" and "503" in row["jenkins_reason"]
+            jenkins.clear_faults()
+            assert wait_for(lambda: queue.jenkins_outage() is None, timeout=30)
+            assert queue.dispatchers()[0]["last_outcome"] == "ok"
+        finally:
+            stop.set()
+            runner.join(20)
+
+
+class LambdaContext:
+    function_name = "jd-dispatcher"
+    log_stream_name = "2026/11/30/[$LATEST]0123abcd"
+    aws_request_id = "req-1"
+
+    def get_remaining_time_in_millis(self):
+        return 12_000
+
+
+def test_a_single_pass_lambda_records_its_container(jenkins, queue, no_dispatchers, monkeypatch):
+    from jenkins_dispatch import runtime
+    from jenkins_dispatch.dispatcher import run_invocation
+
+    for key, value in {"JENKINS_URL": jenkins.base_url, "JENKINS_USER": "admin", "JENKINS_API_TOKEN": "admin-token",
+                       "LEASE_SECONDS": "3", "JENKINS_TIMEOUT_SECONDS": "1", "DISPATCHER_MODE": "single"}.items():
+        monkeypatch.setenv(key, value)
+    runtime.reset()
+    try:
+        run_invocation(LambdaContext())
+        run_invocation(LambdaContext())
+    finally:
+        runtime.reset()
+    [row] = queue.dispatchers()
+    assert (row["id"], row["kind"], row["passes"], row["live"]) == (
+        "lambda@jd-dispatcher/2026/11/30/[$LATEST]0123abcd", "lambda", 2, True)
+
+
+def _cli(*argv, env=None):
+    return subprocess.run([sys.executable, "-m", "jenkins_dispatch.cli", *argv], env=env, capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_cli_dispatch_records_a_pass_and_stats_shows_the_live_dispatchers(jenkins, queue, no_dispatchers):
+    import os
+
+    env = dict(os.environ, JENKINS_URL=jenkins.base_url, JENKINS_USER="admin", JENKINS_API_TOKEN="admin-token",
+               LEASE_SECONDS="3", JENKINS_TIMEOUT_SECONDS="1")
+    proc = _cli("stats", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "no dispatcher has passed in the last day" in proc.stdout
+    assert _cli("dispatch", env=env).returncode == 0
+    [row] = queue.dispatchers()
+    assert (row["kind"], row["last_outcome"], row["passes"]) == ("cli", "ok", 1)
+    proc = _cli("stats", env=env)
+    assert proc.returncode == 0 and proc.stderr == ""
+    [line] = [x for x in proc.stdout.splitlines() if x.startswith("dispatchers:")]
+    assert "1 live" in line and row["id"] in line and "ok (queue empty)" in line
+    doc = json.loads(_cli("stats", "--json", env=env).stdout)
+    [shown] = doc["dispatchers"]
+    assert (shown["id"], shown["live"], shown["last_outcome"]) == (row["id"], True, "ok")
+
+
+def test_stats_says_plainly_when_no_dispatcher_is_live(queue, no_dispatchers, capsys):
+    from jenkins_dispatch.cli import main
+
+    Heartbeat("serve", dispatcher_id="serve@old:7", interval=10.0).record(queue, "ok", "queue empty")
+    no_dispatchers.run("UPDATE jenkins_dispatchers SET last_pass_at = now() - interval '2 hours'")
+    assert main(["stats"]) == 0
+    [line] = [x for x in capsys.readouterr().out.splitlines() if x.startswith("dispatchers:")]
+    assert line.startswith("dispatchers: none live") and "serve@old:7" in line and "2h00m ago" in line

@@ -1,0 +1,89 @@
+"""Schema: created fresh, upgraded in place from the seed's table, safe to run concurrently."""
+
+import threading
+
+import pytest
+
+from jenkins_dispatch.config import parse_database_url
+from jenkins_dispatch.db import Database
+from jenkins_dispatch.migrations import migrate, migration_files
+from jenkins_dispatch.queue import Queue
+
+from ..pg_server import postgres_server, scratch_database
+
+SEED = """
+CREATE TABLE jenkins_jobs_queue (
+    id SERIAL PRIMARY KEY,
+    job_name VARCHAR(255) NOT NULL,
+    parameters JSON,
+    status VARCHAR(20) DEFAULT 'pending',
+    priority INT DEFAULT 0,
+    scheduled_at TIMESTAMP DEFAULT NOW()
+);
+INSERT INTO jenkins_jobs_queue (job_name, parameters, status, priority, scheduled_at) VALUES
+    ('deploy', '{"ENV": "prod"}', 'pending', 5, now() - interval '1 hour'),
+    ('deploy', NULL, 'pending', 0, now() - interval '2 hours'),
+    ('build', '{"BRANCH": "main"}', 'processing', 0, now() - interval '3 hours'),
+    ('build', '{"BRANCH": "dev"}', 'completed', 0, now() - interval '4 hours'),
+    ('team/app/test', '[1, 2]', 'pending', 1, now());
+"""
+
+
+@pytest.fixture
+def empty_database(database_url):
+    with postgres_server() as (admin_url, _), scratch_database(admin_url, prefix="jd_mig") as url:
+        yield url
+
+
+def test_fresh_database_is_created_and_rerun_is_a_noop(empty_database):
+    with Database(parse_database_url(empty_database)) as db:
+        assert migrate(db) == [f"{n:04d}_{name}" for n, name, _ in migration_files()]
+        assert migrate(db) == []
+        tables = {r["t"] for r in db.run("SELECT tablename AS t FROM pg_tables WHERE schemaname = 'public'")}
+        assert {"jenkins_jobs_queue", "jenkins_job_limits", "jenkins_job_events", "jenkins_dispatch_migrations"} <= tables
+        options = db.run("SELECT reloptions FROM pg_class WHERE relname = 'jenkins_jobs_queue'")[0]["reloptions"]
+        assert "autovacuum_vacuum_scale_factor=0.01" in options
+
+
+def test_seed_table_is_upgraded_in_place_keeping_every_row(empty_database):
+    with Database(parse_database_url(empty_database)) as db:
+        db.run(SEED)
+        migrate(db)
+        rows = {r["id"]: r for r in db.run("SELECT * FROM jenkins_jobs_queue ORDER BY id")}
+        assert len(rows) == 5
+        assert rows[1]["parameters"] == {"ENV": "prod"} and rows[1]["priority"] == 5
+        assert rows[2]["parameters"] == {}
+        assert rows[4]["status"] == "completed" and rows[4]["finished_at"] is not None
+        assert rows[5]["parameters"] == {"_unparsed_parameters": "[1, 2]"}  # kept, not dropped
+        legacy = rows[3]
+        assert legacy["status"] == "processing" and legacy["dispatch_id"] == "legacy-3"
+        assert legacy["attempts"] == legacy["max_attempts"] and "not triggered again" in legacy["last_error"]
+        types = {r["c"]: r["t"] for r in db.run(
+            "SELECT column_name AS c, data_type AS t FROM information_schema.columns "
+            "WHERE table_name = 'jenkins_jobs_queue'")}
+        assert types["id"] == "bigint" and types["parameters"] == "jsonb"
+        assert types["scheduled_at"] == "timestamp with time zone"
+        # The seed's serial keeps counting, and the upgraded table works like a fresh one.
+        queue = Queue(db, lease_seconds=60)
+        assert queue.enqueue("deploy").id == 6
+        claimed = [j.id for j in queue.claim_batch(10)]
+        assert claimed == [1, 5, 2, 6]  # priority, then scheduled_at
+
+
+def test_concurrent_migrations_apply_once(empty_database):
+    results, errors = [], []
+
+    def run():
+        try:
+            with Database(parse_database_url(empty_database)) as db:
+                results.append(migrate(db))
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sorted(len(r) for r in results) == [0, 0, 0, len(migration_files())]

@@ -1,0 +1,88 @@
+"""`show` and `ls` saying why each pending job waits, read from the real database in one statement."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+from jenkins_dispatch.cli import main
+from jenkins_dispatch.queue import Pause
+from jenkins_dispatch.waiting import JenkinsOutage
+
+NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
+LATER = NOW + timedelta(minutes=12)
+JOB_PAUSE = Pause("deploy", NOW - timedelta(hours=1), "alice", "release freeze")
+ALL_PAUSE = Pause(None, NOW - timedelta(minutes=5), "bob", None)
+OUTAGE = JenkinsOutage(NOW - timedelta(minutes=2), "Jenkins answered 503")
+
+
+# --------------------------------------------------------------------------- show and ls say it
+
+
+def cli_json(capsys, *argv):
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_show_and_ls_say_why_each_pending_job_waits(queue, capsys, monkeypatch):
+    monkeypatch.setenv("MAX_IN_FLIGHT", "5")
+    held = queue.enqueue("deploy").id
+    later = queue.enqueue("build", scheduled_at=datetime.now(UTC) + timedelta(hours=1)).id
+    capped = queue.enqueue("migrate").id
+    queue.set_limit("migrate", 0)
+    queue.pause("deploy", reason="release freeze", paused_by="alice")
+    running = queue.enqueue("lint").id
+    [job] = queue.claim_batch(1)
+    assert job.id == running
+
+    details = cli_json(capsys, "show", str(held))
+    assert details["waiting"]["code"] == "paused" and "release freeze" in details["waiting"]["text"]
+    assert cli_json(capsys, "show", str(running))["waiting"] is None
+
+    code = main(["show", str(held)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert any(line.startswith("waiting") and "paused since" in line and "alice" in line for line in out.splitlines())
+
+    rows = {r["id"]: r for r in cli_json(capsys, "ls")}
+    assert rows[held]["waiting"]["code"] == "paused"
+    assert rows[later]["waiting"]["code"] == "not_due"
+    assert rows[capped]["waiting"]["code"] == "job_cap"
+    assert rows[running]["waiting"] is None
+
+    assert main(["ls"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert "WAITING" in table[0].split()
+    line_of = {int(line.split()[0]): line for line in table[1:]}
+    assert "paused since" in line_of[held] and "not due until" in line_of[later]
+    assert "job cap full (0/0)" in line_of[capped]
+
+
+def test_ls_reads_why_rows_wait_in_one_statement_for_the_whole_page(queue, db, capsys):
+    for n in range(30):
+        queue.enqueue(f"job-{n % 7}")
+    queue.pause("job-1")
+    before = db.statements
+    from jenkins_dispatch.operator import list_jobs_waiting
+
+    rows = list_jobs_waiting(queue, None, limit=50)
+    assert len(rows) == 30 and db.statements - before == 2  # the page, then one for every row's reason
+    assert {r["waiting"]["code"] for r in rows if r["job_name"] == "job-1"} == {"paused"}
+
+
+def test_a_due_job_waits_for_jenkins_when_the_live_dispatchers_found_it_unavailable(queue, capsys):
+    job = queue.enqueue("deploy").id
+
+    def heartbeat(jenkins_ok, reason=None):
+        queue.record_heartbeat(dispatcher_id="serve@ci:1", kind="serve", host="ci", pid=1,
+                               started_at=datetime.now(UTC), stale_after_seconds=300, outcome="ok", detail=None,
+                               passes=1, jenkins_ok=jenkins_ok, jenkins_reason=reason)
+
+    heartbeat(False, "Jenkins rejected the credentials of user dispatch")
+    waiting = cli_json(capsys, "show", str(job))["waiting"]
+    assert waiting["code"] == "jenkins_unavailable"
+    assert "since" in waiting["text"] and "rejected the credentials" in waiting["text"]
+    assert cli_json(capsys, "ls")[0]["waiting"]["code"] == "jenkins_unavailable"
+
+    heartbeat(True)  # Jenkins answers again
+    assert cli_json(capsys, "show", str(job))["waiting"]["code"] == "due"

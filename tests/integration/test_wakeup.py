@@ -1,0 +1,344 @@
+"""Wake on enqueue: the schema's notifications, the dispatcher waiting on them, and what that buys —
+a plain-SQL INSERT reaches Jenkins within a second under a Lambda invocation (under `serve`: tests/system), a capped job
+starts as soon as its slot frees, overlapping continuous dispatchers keep every promise.
+
+Real PostgreSQL, the emulator over real HTTP.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from contextlib import suppress
+
+import pytest
+
+from jenkins_dispatch import runtime
+from jenkins_dispatch.config import parse_database_url
+from jenkins_dispatch.db import Database, SessionPool
+from jenkins_dispatch.dispatch_loop import DispatchLoop
+from jenkins_dispatch.errors import DatabaseBusy, InvalidInput
+from jenkins_dispatch.queue import Queue
+from jenkins_dispatch.serve import WebhookServer
+from jenkins_dispatch.wakeup import SLOT, WORK, NotificationSignal
+
+from ..dispatch_helpers import WEBHOOK_SECRET, dispatch_settings, wait_for
+
+
+@pytest.fixture
+def listener(database_url, db):
+    with Database(parse_database_url(database_url), application_name="jd-tests-listener") as session:
+        signal = NotificationSignal(session)
+        signal.wait(0)  # the first wait reports the fresh session; start from silence
+        yield signal
+
+
+def drain(signal: NotificationSignal, seconds: float = 0.3) -> list[set[str]]:
+    """Every wake-up within ``seconds``."""
+    woke = []
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        news = signal.wait(left)
+        if news:
+            woke.append(news)
+    return woke
+
+
+def insert_plain_sql(database_url: str, sql: str) -> None:
+    """As the user's application would: its own session, its own statement, no library of ours."""
+    with Database(parse_database_url(database_url), application_name="their-app") as app:
+        app.run(sql)
+
+
+# --------------------------------------------------------------------------- the notifications
+
+
+def test_a_plain_insert_from_another_session_wakes_the_listener_at_once(listener, database_url):
+    started = time.monotonic()
+    threading.Timer(0.2, insert_plain_sql,
+                    (database_url, "INSERT INTO jenkins_jobs_queue (job_name, parameters) VALUES ('deploy', '{}')")).start()
+    news = listener.wait(5)
+    waited = time.monotonic() - started
+    assert news == {WORK}
+    assert waited < 1.0  # 0.2 s of it is the timer
+
+
+def test_a_ten_thousand_row_insert_sends_one_notification(listener, database_url):
+    insert_plain_sql(database_url, "INSERT INTO jenkins_jobs_queue (job_name) SELECT 'deploy' FROM generate_series(1, 10000)")
+    assert drain(listener) == [{WORK}]
+    payloads = listener.db.wait_for_notifications(0.2)
+    assert payloads == []  # nothing left behind either
+
+
+def test_claims_send_nothing_releases_send_work_and_settles_free_a_slot(listener, queue):
+    queue.enqueue("deploy")
+    queue.enqueue("deploy")
+    drain(listener)
+    jobs = queue.claim_batch(2)
+    assert drain(listener) == []  # the claim itself is silent: no self-wakeup per claim
+    queue.release(jobs[0].id, jobs[0].dispatch_id, "test")
+    assert drain(listener) == [{WORK, SLOT}]  # pending again, and its slot is free
+    queue.settle(jobs[1].id, jobs[1].dispatch_id, "completed", result="SUCCESS")
+    assert drain(listener) == [{SLOT}]
+    queue.set_limit("deploy", 3)
+    assert drain(listener) == [{WORK}]
+
+
+def test_a_listener_whose_session_was_killed_reconnects_and_says_so(listener, db, database_url):
+    pid = listener.db.run("SELECT pg_backend_pid() AS pid")[0]["pid"]
+    db.run("SELECT pg_terminate_backend(:pid)", pid=pid)
+    from jenkins_dispatch.errors import DatabaseUnavailable
+
+    with pytest.raises(DatabaseUnavailable, match="127.0.0.1:5432"):
+        listener.wait(2)
+    assert "reconnected" in listener.wait(0.1)
+    insert_plain_sql(database_url, "INSERT INTO jenkins_jobs_queue (job_name) VALUES ('deploy')")
+    assert listener.wait(2) == {WORK}  # LISTEN was issued again on the new session
+
+
+def test_scheduled_at_must_be_a_real_time(db, queue):
+    from pg8000.exceptions import DatabaseError
+
+    with pytest.raises(DatabaseError, match="jenkins_jobs_queue_scheduled_at_check"):
+        db.run("INSERT INTO jenkins_jobs_queue (job_name, scheduled_at) VALUES ('deploy', '-infinity')")
+    with pytest.raises(InvalidInput, match="scheduled_at must be a real time"):
+        queue.enqueue("deploy", scheduled_at="infinity")
+    assert queue.stats()["pending"] == 0
+    queue.gauges()  # and every gauge still computes
+
+
+# --------------------------------------------------------------------------- sessions
+
+
+def test_the_pool_never_holds_more_sessions_than_its_size_and_replaces_killed_ones(database_url, db):
+    pool = SessionPool(parse_database_url(database_url), 2, application_name="jd-tests-pool")
+    peak = 0
+    from jenkins_dispatch.errors import DatabaseUnavailable
+
+    def use():
+        # A killed session reports it once (DatabaseUnavailable), then reopens.
+        with pool.session() as session, suppress(DatabaseUnavailable):
+            session.run("SELECT pg_sleep(0.02)")
+
+    try:
+        for _ in range(3):
+            threads = [threading.Thread(target=use) for _ in range(12)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            count = db.run("SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = 'jd-tests-pool'")
+            peak = max(peak, count[0]["n"])
+            db.run("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'jd-tests-pool'")
+        assert peak == 2
+        # Killed sessions fail their next statement once, then the pool's sessions reopen.
+        for _ in range(3):
+            use()
+        with pool.session() as session:
+            assert session.run("SELECT 1 AS one") == [{"one": 1}]
+    finally:
+        pool.close()
+
+
+def test_a_lock_held_past_lock_timeout_is_a_busy_database_not_a_crash(jenkins, database_url, db, caplog):
+    queue = Queue(db)
+    queue.enqueue("deploy")
+    settings = dispatch_settings(jenkins.base_url)
+    holder = Database(parse_database_url(database_url), application_name="jd-tests-lock")
+    holder.run("BEGIN")
+    holder.run("LOCK TABLE jenkins_jobs_queue IN ACCESS EXCLUSIVE MODE")
+    with Database(settings.database) as session:
+        session.run("SET lock_timeout = 200")
+        with pytest.raises(DatabaseBusy, match="busy: .*lock"):
+            Queue(session).claim_batch(5)
+        stop = threading.Event()
+        loop = DispatchLoop(settings, session, NotificationSignal(session, stop), interval=0.2, shutdown=stop)
+        caplog.set_level(logging.INFO, logger="jenkins-dispatch")
+        runner = threading.Thread(target=loop.run)
+        runner.start()
+        try:
+            assert wait_for(lambda: "the database is busy" in caplog.text, timeout=10)
+            holder.run("ROLLBACK")
+            assert wait_for(lambda: queue.stats()["processing"] == 1, timeout=10)
+        finally:
+            stop.set()
+            runner.join(10)
+            holder.close()
+    assert "crashed" not in caplog.text and "Traceback" not in caplog.text
+
+
+# --------------------------------------------------------------------------- latency, as users see it
+
+
+def triggered_within(jenkins, predicate_count: int, seconds: float) -> float | None:
+    """Seconds until the emulator has seen ``predicate_count`` trigger requests, or None."""
+    started = time.monotonic()
+    if wait_for(lambda: jenkins.counters()["trigger_requests"] >= predicate_count, timeout=seconds, interval=0.01):
+        return time.monotonic() - started
+    return None
+
+
+class CountdownContext:
+    """A Lambda context whose time left counts down, as Lambda's does."""
+
+    function_name = "jenkins-dispatch-dispatcher"
+    memory_limit_in_mb = 512
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:jenkins-dispatch-dispatcher"
+    aws_request_id = "req-continuous"
+
+    def __init__(self, seconds: float):
+        self.ends_at = time.monotonic() + seconds
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self.ends_at - time.monotonic()) * 1000))
+
+
+def test_a_continuous_lambda_invocation_triggers_a_plain_sql_insert_within_a_second(
+        jenkins, database_url, db, monkeypatch):
+    from functions.dispatcher.app import lambda_handler
+
+    for key, value in {"JENKINS_URL": jenkins.base_url, "JENKINS_USER": "admin", "JENKINS_API_TOKEN": "admin-token",
+                       "LEASE_SECONDS": "3", "JENKINS_TIMEOUT_SECONDS": "1", "TIME_MARGIN_SECONDS": "2"}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("DISPATCHER_MODE", raising=False)  # continuous is the default
+    runtime.reset()
+    result: dict = {}
+    invocation = threading.Thread(target=lambda: result.update(lambda_handler({}, CountdownContext(8))))
+    started = time.monotonic()
+    invocation.start()
+    try:
+        time.sleep(1.0)
+        for n in range(1, 4):
+            insert_plain_sql(database_url, "INSERT INTO jenkins_jobs_queue (job_name) VALUES ('deploy')")
+            took = triggered_within(jenkins, n, 3)
+            assert took is not None and took < 1.0, took
+            time.sleep(0.4)
+        invocation.join(15)
+    finally:
+        runtime.reset()
+    # It kept going until its time was nearly up (8 s less the margin and one timeout), then returned.
+    assert 4.0 < time.monotonic() - started < 8.0
+    assert result["triggered"] == 3 and result["passes"] >= 3 and result["stopped_because"] == "time nearly up"
+
+
+def test_a_capped_job_starts_within_a_second_of_its_slot_freeing(make_jenkins, database_url, db):
+    settings = dispatch_settings("http://unused/", LEASE_SECONDS="30", JENKINS_TIMEOUT_SECONDS="5")
+    runtime.install(settings)
+    webhook = WebhookServer(settings).start()
+    jenkins = make_jenkins(notification={"url": f"{webhook.url}jenkins/notify?token={WEBHOOK_SECRET}"},
+                           jobs=[{"path": "slow", "parameters": [{"name": "DISPATCH_ID"}], "duration_seconds": 1.5}])
+    queue = Queue(db)
+    queue.set_limit("slow", 1)
+    stop = threading.Event()
+    session = Database(dispatch_settings(jenkins.base_url).database)
+    loop = DispatchLoop(dispatch_settings(jenkins.base_url, LEASE_SECONDS="30", JENKINS_TIMEOUT_SECONDS="5"),
+                        session, NotificationSignal(session, stop), interval=10, shutdown=stop)
+    runner = threading.Thread(target=loop.run)
+    runner.start()
+    try:
+        first = queue.enqueue("slow").id
+        second = queue.enqueue("slow").id
+        assert wait_for(lambda: queue.get(first)["status"] == "completed", timeout=10)
+        freed_at = time.monotonic()
+        assert wait_for(lambda: queue.get(second)["jenkins_queue_id"] is not None, timeout=5, interval=0.01)
+        assert time.monotonic() - freed_at < 1.0
+    finally:
+        stop.set()
+        runner.join(15)
+        session.close()
+        webhook.stop()
+        runtime.reset()
+
+
+def test_overlapping_continuous_dispatchers_trigger_each_job_once_within_caps(make_jenkins, database_url, db):
+    """Consecutive Lambda invocations overlap by design: three loops at once, a stream of inserts."""
+    settings = dispatch_settings("http://unused/", MAX_IN_FLIGHT="6")
+    runtime.install(settings)
+    webhook = WebhookServer(settings).start()
+    jenkins = make_jenkins(executors=20, notification={"url": f"{webhook.url}jenkins/notify?token={WEBHOOK_SECRET}"},
+                           jobs=[{"path": "svc", "parameters": [{"name": "DISPATCH_ID"}], "duration_seconds": 0.1,
+                                  "concurrent": True}])
+    queue = Queue(db)
+    queue.set_limit("svc", 2)
+    stop = threading.Event()
+    loops, sessions = [], []
+    for _ in range(3):
+        session = Database(settings.database)
+        sessions.append(session)
+        loop_settings = dispatch_settings(jenkins.base_url, MAX_IN_FLIGHT="6")
+        loops.append(threading.Thread(target=DispatchLoop(loop_settings, session, NotificationSignal(session, stop),
+                                                          interval=1, shutdown=stop).run))
+    for t in loops:
+        t.start()
+    peaks = {"svc": 0, "all": 0}
+    try:
+        for i in range(60):
+            queue.enqueue("svc" if i % 2 else "deploy")
+            counts = {r["job_name"]: r["n"] for r in db.run(
+                "SELECT job_name, count(*) AS n FROM jenkins_jobs_queue WHERE status = 'processing' GROUP BY 1")}
+            peaks["svc"] = max(peaks["svc"], counts.get("svc", 0))
+            peaks["all"] = max(peaks["all"], sum(counts.values()))
+            time.sleep(0.02)
+        assert wait_for(lambda: queue.stats()["completed_last_hour"] == 60, timeout=40), queue.stats()
+    finally:
+        stop.set()
+        for t in loops:
+            t.join(15)
+        for session in sessions:
+            session.close()
+        webhook.stop()
+        runtime.reset()
+    rows = db.run("SELECT dispatch_id FROM jenkins_jobs_queue")
+    assert all(jenkins.triggers_for(r["dispatch_id"]) == 1 for r in rows)
+    assert peaks["svc"] <= 2 and peaks["all"] <= 6
+    assert jenkins.peak_in_flight("svc") <= 2
+
+
+def test_health_sees_jenkins_come_back_while_no_job_waits(jenkins, database_url, db):
+    """After an outage, an idle dispatcher asks Jenkins itself (whoAmI) instead of reporting it unavailable
+    until the next job arrives (found by a probe: 20 s and 24 idle passes later it still said unavailable)."""
+    queue = Queue(db)
+    job_id = queue.enqueue("deploy").id
+    jenkins.add_fault(path="", status=503)
+    settings = dispatch_settings(jenkins.base_url)
+    stop = threading.Event()
+    session = Database(settings.database)
+    loop = DispatchLoop(settings, session, NotificationSignal(session, stop), interval=0.3, shutdown=stop)
+    runner = threading.Thread(target=loop.run)
+    runner.start()
+    try:
+        assert wait_for(lambda: loop.health.jenkins.ok is False, timeout=10)
+        assert queue.cancel_pending(job_id)  # nothing left to send
+        jenkins.clear_faults()
+        assert wait_for(lambda: loop.health.jenkins.ok is True, timeout=20)
+        assert loop.health.report()[1]["status"] == "ok"
+    finally:
+        stop.set()
+        runner.join(20)
+        session.close()
+
+
+def test_a_backlog_longer_than_one_pass_keeps_flowing_without_waiting_for_the_interval(jenkins, db):
+    """A `serve` pass ends on its budget with rows still due: the next pass must start at once. It used to
+    sleep the whole --interval (800 rows: nothing sent for 10.6 s between passes, in the benchmark)."""
+    jenkins.add_fault(path="buildWithParameters$", latency_seconds=0.1)
+    db.run("INSERT INTO jenkins_jobs_queue (job_name) SELECT 'deploy' FROM generate_series(1, 40)")
+    settings = dispatch_settings(jenkins.base_url, BATCH_SIZE="4", MAX_PARALLEL_TRIGGERS="2")
+    stop = threading.Event()
+    session = Database(settings.database)
+    loop = DispatchLoop(settings, session, NotificationSignal(session, stop), interval=30, shutdown=stop,
+                        pass_budget_seconds=0.5)
+    runner = threading.Thread(target=loop.run)
+    started = time.monotonic()
+    runner.start()
+    try:
+        # Ideal: 40 triggers / (2 threads / 0.1 s) = 2 s, in several passes of 0.5 s.
+        assert wait_for(lambda: jenkins.counters()["trigger_requests"] >= 40, timeout=15)
+        took = time.monotonic() - started
+    finally:
+        stop.set()
+        runner.join(20)
+        session.close()
+    assert took < 8, took
+    assert loop.health.passes >= 3

@@ -1,0 +1,78 @@
+"""`python -m jenkins_emulator` as a user runs it: the lines it prints first, --help, --notify-url, a bad
+--config refused in one line with exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import requests
+
+from ..emulator_fixtures import ADMIN_TOKEN
+
+AUTH = ("admin", ADMIN_TOKEN)
+
+
+@contextmanager
+def _module(*args: str) -> Iterator[tuple[subprocess.Popen, list[str]]]:
+    """``python -m jenkins_emulator ARGS`` on a free port, with the three lines it prints at start; ended afterwards."""
+    process = subprocess.Popen([sys.executable, "-m", "jenkins_emulator", "--port", "0", *args], stdout=subprocess.PIPE, text=True)
+    try:
+        yield process, [process.stdout.readline().strip() for _ in range(3)]
+    finally:
+        process.terminate()
+        process.wait(timeout=5)
+
+
+def test_module_prints_its_url_first_and_serves() -> None:
+    process = subprocess.Popen([sys.executable, "-m", "jenkins_emulator", "--port", "0"], stdout=subprocess.PIPE, text=True)
+    try:
+        base_url = process.stdout.readline().strip()
+        assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/")
+        root = requests.get(base_url + "api/json", auth=("admin", "admin-token"), timeout=5)
+        assert root.status_code == 200 and {"deploy", "team"} <= {j["name"] for j in root.json()["jobs"]}
+        folder_job = requests.get(base_url + "job/team/job/app/job/deploy/api/json?tree=property[parameterDefinitions[name]]", auth=("admin", "admin-token"), timeout=5)
+        assert folder_job.json()["property"][0]["parameterDefinitions"][0]["name"] == "DISPATCH_ID"
+        assert "counters" in requests.get(base_url + "_emulator/state", timeout=5).json()
+    finally:
+        process.terminate()
+        process.wait(timeout=5)
+
+
+def test_module_prints_its_credentials_and_notifications_after_the_url() -> None:
+    with _module() as (_, lines):
+        assert lines[0].startswith("http://127.0.0.1:")
+        assert lines[1] == "user admin: API token admin-token, password admin"
+        assert lines[2] == "notifications: off (--notify-url URL sends them)"
+
+
+def test_help_names_the_default_user_and_token() -> None:
+    help_text = subprocess.run([sys.executable, "-m", "jenkins_emulator", "--help"], capture_output=True, text=True, timeout=30).stdout
+    assert "admin-token" in help_text and "--notify-url" in help_text
+
+
+def test_notify_url_option_makes_the_default_emulator_send_callbacks(receiver) -> None:
+    with _module("--notify-url", receiver.url + "/jenkins/notify?token=SECRET") as (_, lines):
+        assert lines[2] == f"notifications: POST to {receiver.url}/jenkins/notify"  # the token is not printed
+        answer = requests.post(lines[0] + "job/nightly/buildWithParameters", data={"DISPATCH_ID": "n"}, auth=AUTH, timeout=5)
+        assert answer.status_code == 201
+        deadline = time.monotonic() + 10
+        while len(receiver.requests) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [r["json"]["build"]["phase"] for r in receiver.requests] == ["QUEUED", "STARTED", "COMPLETED", "FINALIZED"]
+        assert receiver.requests[0]["path"] == "/jenkins/notify?token=SECRET"
+
+
+def test_module_refuses_a_malformed_config_in_one_line_with_exit_2(tmp_path) -> None:
+    config = tmp_path / "emulator.json"
+    config.write_text(json.dumps({"jobs": [{"path": "deploy"}, {"parameters": ["DISPATCH_ID"]}]}))
+    proc = subprocess.run([sys.executable, "-m", "jenkins_emulator", "--port", "0", "--config", str(config)],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        f'python -m jenkins_emulator: error: {config}: jobs[1] has no "path": {{"parameters": ["DISPATCH_ID"]}}'
+    ]

@@ -1,0 +1,81 @@
+"""Pause and resume from the command line (a subprocess), and `serve` holding a paused job then sending it
+within a second of resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from ..integration.test_queue_pauses import _wait
+
+
+def cli(*argv: str, database_url: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "jenkins_dispatch.cli", *argv], capture_output=True, text=True,
+                          timeout=30, env=dict(os.environ, DATABASE_URL=database_url))
+
+
+def test_pause_and_resume_from_the_command_line(queue, database_url):
+    queue.enqueue("deploy")
+    queue.enqueue("deploy")
+    paused = cli("pause", "deploy", "--reason", "release freeze", database_url=database_url)
+    assert paused.returncode == 0 and paused.stderr == ""
+    assert "paused deploy: 2 pending jobs wait" in paused.stdout and "already in Jenkins continue" in paused.stdout
+    again = cli("pause", "deploy", "--json", database_url=database_url)
+    doc = json.loads(again.stdout)
+    assert again.returncode == 0 and doc["created"] is False and doc["reason"] == "release freeze"
+    assert doc["paused_by"]  # who paused it is on record
+
+    stats = cli("stats", database_url=database_url).stdout
+    assert "paused: deploy since" in stats and "release freeze" in stats
+    assert any(line.split()[:4] == ["deploy", "2", "0/-", "paused"] for line in stats.splitlines())
+    assert json.loads(cli("stats", "--json", database_url=database_url).stdout)["jobs"][0]["paused"] is True
+
+    early = cli("pause", "nightly", database_url=database_url)
+    assert early.returncode == 0 and "no pending jobs of nightly now" in early.stdout
+
+    everything = cli("pause", database_url=database_url)
+    assert everything.returncode == 0 and "paused everything" in everything.stdout
+    assert "EVERYTHING IS PAUSED" in cli("stats", database_url=database_url).stdout
+
+    lifted = cli("resume", "--json", database_url=database_url)
+    doc = json.loads(lifted.stdout)
+    assert doc["resumed"] is True and doc["everything"] is True
+    assert sorted(p["job_name"] for p in doc["still_paused"]) == ["deploy", "nightly"]
+    resumed = cli("resume", "deploy", database_url=database_url)
+    assert resumed.returncode == 0 and "resumed deploy: 2 pending jobs may be dispatched again" in resumed.stdout
+    not_paused = cli("resume", "deploy", database_url=database_url)
+    assert not_paused.returncode == 0 and "deploy was not paused; nothing changed" in not_paused.stdout
+    assert [p.job_name for p in queue.pauses()] == ["nightly"]
+
+
+def test_pause_refuses_the_reserved_name_in_one_line(queue, database_url):
+    for argv in (["pause", "*"], ["resume", "*"]):
+        proc = cli(*argv, database_url=database_url)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "reserved" in proc.stderr
+        assert "Traceback" not in proc.stderr
+    assert queue.pauses() == []
+
+
+def test_the_help_explains_pause_and_what_a_cap_of_zero_does(database_url):
+    assert "until `resume`" in cli("pause", "--help", database_url=database_url).stdout
+    assert "pause JOB" in cli("limits", "set", "--help", database_url=database_url).stdout
+
+
+def test_serve_holds_a_paused_job_and_sends_it_within_a_second_of_resume(jenkins, queue, database_url, tmp_path):
+    from ..serve_helpers import serve_env, start_serve
+
+    queue.pause("deploy")
+    queue.enqueue("deploy")
+    served = start_serve(serve_env(database_url, jenkins.base_url), tmp_path / "serve.log", "--interval", "60")
+    try:
+        time.sleep(1.0)  # its first pass is over and found nothing it may send
+        assert jenkins.counters()["trigger_requests"] == 0
+        resumed = time.monotonic()
+        queue.resume("deploy")
+        assert _wait(lambda: jenkins.counters()["trigger_requests"] >= 1, timeout=5), served.log()[-2000:]
+        assert time.monotonic() - resumed < 1.0  # woken by the resume, not by its 60-second pass
+    finally:
+        assert served.stop() == 0

@@ -1,0 +1,39 @@
+"""Heartbeat decisions: how long a dispatcher counts as live, how a pass ended, what it learned about Jenkins."""
+
+from __future__ import annotations
+
+import pytest
+
+from jenkins_dispatch.heartbeat import jenkins_state, pass_outcome, stale_after_seconds
+
+
+@pytest.mark.parametrize(("kind", "interval", "expected"), [
+    ("serve", 10.0, 300.0),  # a pass can take a lease, a Jenkins outage backs off: never under five minutes
+    ("serve", 600.0, 1800.0),  # three periods of a slow one
+    ("lambda", 10.0, 300.0),
+    ("lambda", None, 300.0),  # one pass per schedule tick: the period is the template's, not known here
+    ("cli", None, 300.0),
+])
+def test_how_long_a_dispatcher_counts_as_live(kind, interval, expected):
+    assert stale_after_seconds(interval) == expected
+
+
+@pytest.mark.parametrize(("summary", "expected"), [
+    ({"stopped_because": "queue empty", "jenkins_unavailable": False}, ("ok", "queue empty")),
+    ({"stopped_because": "cap reached", "jenkins_unavailable": False}, ("ok", "cap reached")),
+    ({"stopped_because": "Jenkins unavailable: HTTP 503", "jenkins_unavailable": True},
+     ("jenkins_unavailable", "Jenkins unavailable: HTTP 503")),
+    ({"passes": 3, "stopped_because": "time nearly up"}, ("ok", "time nearly up")),
+])
+def test_how_a_finished_pass_ended(summary, expected):
+    assert pass_outcome(summary) == expected
+
+
+@pytest.mark.parametrize(("summary", "talked", "expected"), [
+    ({"jenkins_unavailable": True, "stopped_because": "Jenkins unavailable: HTTP 503"}, True,
+     (False, "Jenkins unavailable: HTTP 503")),
+    ({"jenkins_unavailable": False, "stopped_because": "queue empty"}, True, (True, None)),
+    ({"jenkins_unavailable": False, "stopped_because": "queue empty"}, False, (None, None)),  # not asked
+])
+def test_what_a_pass_learned_about_jenkins(summary, talked, expected):
+    assert jenkins_state(summary, talked) == expected

@@ -1,0 +1,125 @@
+"""Metrics without a server: when EMF is on, the Prometheus names, one call feeding both sinks, and the
+catalogue naming every metric the code emits."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from jenkins_dispatch.config import emf_wanted, load_settings
+from jenkins_dispatch.errors import ConfigError
+from jenkins_dispatch.observability import MetricsFacade, MetricUnit, prometheus_name
+
+BASE_ENV = {"DATABASE_URL": "postgresql://u@127.0.0.1/db"}
+
+
+def _families(text: str) -> dict:
+    return {f.name: f for f in text_string_to_metric_families(text)}
+
+
+def _value(families: dict, family: str, sample: str | None = None, **labels) -> float:
+    for s in families[family].samples:
+        if s.name == (sample or family) and all(s.labels.get(k) == v for k, v in labels.items()):
+            return s.value
+    raise AssertionError(f"no sample {sample or family} {labels} in {families[family]}")
+
+
+@pytest.mark.parametrize(("env", "expected"), [
+    ({}, False),
+    ({"AWS_LAMBDA_FUNCTION_NAME": "jd-dispatcher"}, True),
+    ({"METRICS_EMF": "true"}, True),
+    ({"METRICS_EMF": "1"}, True),
+    ({"AWS_LAMBDA_FUNCTION_NAME": "jd-dispatcher", "METRICS_EMF": "false"}, False),
+    ({"METRICS_EMF": ""}, False),
+])
+def test_emf_only_in_lambda_unless_asked(env, expected):
+    assert emf_wanted(env) is expected
+    assert load_settings({**BASE_ENV, **env}).metrics_emf is expected
+
+
+def test_a_bad_metrics_emf_value_is_refused():
+    with pytest.raises(ConfigError, match="METRICS_EMF"):
+        load_settings({**BASE_ENV, "METRICS_EMF": "sometimes"})
+
+
+@pytest.mark.parametrize(("name", "unit", "expected"), [
+    ("Triggered", MetricUnit.Count, ("counter", "jenkins_dispatch_triggered")),
+    ("JenkinsUnavailable", MetricUnit.Count, ("counter", "jenkins_dispatch_jenkins_unavailable")),
+    ("TriggerErrorsHTTP404", MetricUnit.Count, ("counter", "jenkins_dispatch_trigger_errors_http404")),
+    ("InFlight", MetricUnit.Count, ("gauge", "jenkins_dispatch_in_flight")),
+    ("Pending", MetricUnit.Count, ("gauge", "jenkins_dispatch_pending")),
+    ("OldestPendingAgeSeconds", MetricUnit.Seconds, ("gauge", "jenkins_dispatch_oldest_pending_age_seconds")),
+    ("OldestTransactionAgeSeconds", MetricUnit.Seconds,
+     ("gauge", "jenkins_dispatch_oldest_transaction_age_seconds")),
+    ("PassDurationMs", MetricUnit.Milliseconds, ("histogram", "jenkins_dispatch_pass_duration_seconds")),
+    ("NotificationLatency", MetricUnit.Milliseconds, ("histogram", "jenkins_dispatch_notification_latency_seconds")),
+    ("PassesCompleted", MetricUnit.Count, ("counter", "jenkins_dispatch_passes_completed")),
+])
+def test_prometheus_names(name, unit, expected):
+    assert prometheus_name(name, unit) == expected
+
+
+def test_one_call_feeds_both_sinks_and_emf_stays_silent_unless_enabled(capsys):
+    from prometheus_client import generate_latest
+
+    facade = MetricsFacade()
+    registry = facade.enable_prometheus()
+    facade.configure(emf=False)
+    facade.add_metric(name="Triggered", unit=MetricUnit.Count, value=3)
+    facade.add_metric(name="InFlight", unit=MetricUnit.Count, value=7)
+    facade.add_metric(name="InFlight", unit=MetricUnit.Count, value=5)
+    facade.add_metric(name="PassDurationMs", unit=MetricUnit.Milliseconds, value=250)
+    facade.flush_if_any()
+    assert capsys.readouterr().out == ""
+    families = _families(generate_latest(registry).decode())
+    assert _value(families, "jenkins_dispatch_triggered", "jenkins_dispatch_triggered_total") == 3
+    assert _value(families, "jenkins_dispatch_in_flight") == 5  # a gauge holds the latest reading
+    assert _value(families, "jenkins_dispatch_pass_duration_seconds", "jenkins_dispatch_pass_duration_seconds_sum") \
+        == pytest.approx(0.25)
+    # Known families exist (at zero) before anything happened: alerts on them need no first event.
+    assert _value(families, "jenkins_dispatch_jenkins_unavailable", "jenkins_dispatch_jenkins_unavailable_total") == 0
+
+    facade.configure(emf=True)
+    facade.add_metric(name="Triggered", unit=MetricUnit.Count, value=1)
+    facade.flush_if_any()
+    [line] = capsys.readouterr().out.splitlines()
+    assert json.loads(line)["_aws"]["CloudWatchMetrics"][0]["Metrics"][0]["Name"] == "Triggered"
+
+
+def test_an_invocation_that_published_nothing_warns_nothing(capsys):
+    """Powertools' own decorator warned "No application metrics to publish" (a non-JSON stderr line) after
+    every continuous invocation: the loop flushes after each pass, so nothing is left at the end."""
+    facade = MetricsFacade()
+    facade.configure(emf=True)
+
+    @facade.log_metrics
+    def handler(event, context):
+        return "done"
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert handler({}, None) == "done"
+        facade.flush_if_any()
+    assert [str(w.message) for w in caught] == []
+    assert capsys.readouterr().out == ""
+
+
+def test_every_fixed_metric_name_in_the_code_is_in_the_catalogue():
+    """Prometheus declares the catalogue's metrics up front with their meaning; a name emitted by the code
+    but missing there would appear only once it happened, with no help text."""
+    import re
+    from pathlib import Path
+
+    from jenkins_dispatch.observability import CATALOGUE
+    from jenkins_dispatch.webhook import OUTCOMES
+
+    package = Path(__file__).resolve().parents[2] / "layers/shared/jenkins_dispatch"
+    source = "".join(p.read_text() for p in package.glob("*.py"))
+    emitted = set(re.findall(r'add_metric\(name="(\w+)"', source))
+    emitted |= set(re.findall(r'\("(\w+)", s\.[\w.]+\)', source))  # the pass summary's counts, in a loop
+    emitted |= {name for name, _level in OUTCOMES.values()} | {"JobsCompleted", "JobsFailed"}
+    assert {"Triggered", "JenkinsUnavailable", "PassesCompleted", "NotificationsAccepted"} <= emitted
+    assert sorted(emitted - set(CATALOGUE)) == []

@@ -1,0 +1,82 @@
+"""Why a pending job waits: the pure decision (waiting.why_waiting), table-driven, and how durations read."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from jenkins_dispatch.queue import Pause
+from jenkins_dispatch.waiting import JenkinsOutage, duration, why_waiting
+
+NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
+LATER = NOW + timedelta(minutes=12)
+EARLIER = NOW - timedelta(minutes=3)
+JOB_PAUSE = Pause("deploy", NOW - timedelta(hours=1), "alice", "release freeze")
+ALL_PAUSE = Pause(None, NOW - timedelta(minutes=5), "bob", None)
+OUTAGE = JenkinsOutage(NOW - timedelta(minutes=2), "Jenkins answered 503")
+
+
+
+
+def row(status="pending", scheduled_at=EARLIER, attempts=0, last_error=None):
+    return {"job_name": "deploy", "status": status, "scheduled_at": scheduled_at, "attempts": attempts,
+            "max_attempts": 3, "last_error": last_error}
+
+
+FREE = dict(job_cap=None, job_in_flight=0, global_cap=None, total_in_flight=0, pause=None)
+
+
+CASES = [
+    # (what, row, conditions, code, text)
+    ("not pending", row(status="processing"), dict(FREE, pause=JOB_PAUSE), None, None),
+    ("nothing holds it", row(), FREE, "due", "due for 3m: the next dispatcher pass takes it"),
+    ("job paused", row(), dict(FREE, pause=JOB_PAUSE), "paused",
+     "paused since 2026-11-30 11:00:00 UTC by alice: release freeze (`jenkins-dispatch resume deploy` lifts it)"),
+    ("everything paused", row(), dict(FREE, pause=ALL_PAUSE), "paused",
+     "everything is paused since 2026-11-30 11:55:00 UTC by bob (`jenkins-dispatch resume` lifts it)"),
+    ("paused beats not due, caps, Jenkins", row(scheduled_at=LATER),
+     dict(job_cap=1, job_in_flight=1, global_cap=1, total_in_flight=1, pause=JOB_PAUSE, jenkins_unavailable=OUTAGE),
+     "paused", None),
+    ("not due", row(scheduled_at=LATER), FREE, "not_due", "not due until 2026-11-30 12:12:00 UTC (in 12m)"),
+    ("not due beats a full cap", row(scheduled_at=LATER), dict(FREE, job_cap=1, job_in_flight=1), "not_due", None),
+    ("backing off", row(scheduled_at=NOW + timedelta(seconds=40), attempts=2, last_error="Jenkins answered 500"),
+     FREE, "backing_off",
+     "backing off until 2026-11-30 12:00:40 UTC (in 40s) after attempt 2 of 3: Jenkins answered 500"),
+    ("backing off beats caps and Jenkins", row(scheduled_at=LATER, attempts=1),
+     dict(FREE, global_cap=2, total_in_flight=2, jenkins_unavailable=OUTAGE), "backing_off", None),
+    ("job cap full", row(), dict(FREE, job_cap=3, job_in_flight=3), "job_cap", "job cap full (3/3 in flight)"),
+    ("job cap of 0", row(), dict(FREE, job_cap=0), "job_cap", None),
+    ("job cap with room", row(), dict(FREE, job_cap=3, job_in_flight=2), "due", None),
+    ("job cap beats global cap", row(), dict(FREE, job_cap=1, job_in_flight=1, global_cap=1, total_in_flight=1),
+     "job_cap", None),
+    ("global cap full", row(), dict(FREE, global_cap=8, total_in_flight=8), "global_cap",
+     "global cap full (8/8 in flight, MAX_IN_FLIGHT)"),
+    ("global cap beats Jenkins", row(), dict(FREE, global_cap=8, total_in_flight=9, jenkins_unavailable=OUTAGE),
+     "global_cap", None),
+    ("Jenkins unavailable", row(), dict(FREE, jenkins_unavailable=OUTAGE), "jenkins_unavailable",
+     "Jenkins unavailable since 2026-11-30 11:58:00 UTC: Jenkins answered 503"),
+    ("released earlier, due again", row(attempts=0, last_error="not sent: the pass stopped"), FREE, "due", None),
+]
+
+
+@pytest.mark.parametrize(("what", "the_row", "conditions", "code", "text"), CASES, ids=[c[0] for c in CASES])
+def test_why_waiting(what, the_row, conditions, code, text):
+    waiting = why_waiting(the_row, NOW, **conditions)
+    if code is None:
+        assert waiting is None
+        return
+    assert waiting.code == code, waiting
+    if text is not None:
+        assert waiting.text == text
+
+
+def test_a_wait_until_a_time_says_the_time():
+    assert why_waiting(row(scheduled_at=LATER), NOW, **FREE).until == LATER
+    assert why_waiting(row(), NOW, **FREE).until is None
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(-5, "0s"), (45, "45s"), (119, "119s"), (720, "12m"),
+                                               (3 * 3600 + 300, "3h05m"), (2 * 86400 + 4 * 3600, "2d04h")])
+def test_duration(seconds, text):
+    assert duration(seconds) == text
