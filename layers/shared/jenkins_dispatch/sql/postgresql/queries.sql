@@ -5,7 +5,7 @@
 -- {{lock:NAME}} is the advisory-lock key declared below. statements.py documents the format.
 --
 -- Advisory-lock keys (transaction-scoped), written here only. 0004_pauses.sql, applied history, spells
--- the pauses key out in jenkins_dispatch_paused_jobs() (tests/test_statements.py holds the two equal).
+-- the pauses key out in jenkins_dispatch_paused_jobs() (tests/unit/test_statements.py holds the two equal).
 -- lock: caps = 4206101977
 --   capped claims run one at a time (lock_caps)
 -- lock: migrations = 4206101978
