@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jenkins_dispatch.jenkins_answers import (
+from jenkins_dispatch.jenkins.answers import (
     Accepted,
     AuthRejected,
     BadRequest,

@@ -14,13 +14,14 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
-from . import __version__, bulk
+from . import __version__
 from .config import SERVE_HOST, SERVE_INTERVAL_SECONDS, SERVE_PORT, Settings, load_settings
-from .db import Database
 from .errors import OPERATION_FAILED, DispatchError, InvalidInput
-from .migrations import migrate
-from .queue import STATUSES, Queue
-from .waiting import when
+from .operating import bulk
+from .operating.waiting import when
+from .store.db import Database
+from .store.migrations import migrate
+from .store.queue import STATUSES, Queue
 
 EXIT_FAILED = 1  # the operation failed: database or Jenkins unavailable, a pass stopped by Jenkins
 EXIT_BAD_INPUT = 2  # bad input or configuration: nothing changed
@@ -266,7 +267,7 @@ LIST_COLUMNS = ["id", "job_name", "status", "priority", "attempts", "scheduled_a
 
 
 def cmd_ls(ctx: Context, args) -> None:
-    from .operator import list_jobs_waiting
+    from .operating.operator import list_jobs_waiting
 
     rows = list_jobs_waiting(ctx.queue, ctx.settings.max_in_flight, status=args.status, job_name=args.job,
                              since=args.since, before_id=args.before, limit=args.limit)
@@ -280,7 +281,7 @@ def cmd_ls(ctx: Context, args) -> None:
 
 
 def cmd_show(ctx: Context, args) -> None:
-    from .operator import job_details  # Jenkins links and history
+    from .operating.operator import job_details  # Jenkins links and history
 
     details = job_details(ctx.queue, args.id, ctx.settings)
     if args.json:
@@ -423,7 +424,7 @@ def dispatchers_line(dispatchers: Sequence[dict]) -> str:
 
 
 def cmd_cancel(ctx: Context, args) -> int:
-    from .operator import cancel_job
+    from .operating.operator import cancel_job
 
     if not _one_id(args):
         return run_bulk(ctx, args, bulk.CANCEL)
@@ -528,8 +529,8 @@ def cmd_limits_ls(ctx: Context, args) -> None:
 
 
 def cmd_dispatch(ctx: Context, args) -> int:
-    from .dispatcher import run_pass
-    from .heartbeat import Heartbeat
+    from .dispatching.dispatcher import run_pass
+    from .dispatching.heartbeat import Heartbeat
     from .observability import metrics
 
     summary = run_pass(ctx.settings, max_jobs=args.max_jobs, heartbeat=Heartbeat("cli"))
@@ -548,7 +549,7 @@ def cmd_serve(ctx: Context, args) -> None:
 
 
 def cmd_doctor(ctx: Context, args) -> int:
-    from .doctor import FAIL, DoctorOptions, healthy, render, run_checks
+    from .operating.doctor import FAIL, DoctorOptions, healthy, render, run_checks
 
     checks = run_checks(DoctorOptions(webhook_url=args.webhook_url, max_transaction_age_seconds=args.max_transaction_age,
                                       max_jobs_checked=args.max_jobs))
@@ -685,7 +686,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=non_negative_int, default=SERVE_PORT, help="webhook and /healthz port")
     p.add_argument("--host", default=SERVE_HOST, help="address to listen on")
 
-    from .doctor import DEFAULT_MAX_JOBS_CHECKED, DEFAULT_MAX_TRANSACTION_AGE_SECONDS
+    from .operating.doctor import DEFAULT_MAX_JOBS_CHECKED, DEFAULT_MAX_TRANSACTION_AGE_SECONDS
 
     p = command("doctor", cmd_doctor, "check the database, schema, Jenkins, the queued jobs and the webhook; "
                                       "exit 0 only if every check passes")

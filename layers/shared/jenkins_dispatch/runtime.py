@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from .config import Settings, load_settings
-from .db import Database, SessionPool
 from .observability import metrics
+from .store.db import Database, SessionPool
 
 _lock = threading.Lock()
 _settings: Settings | None = None

@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from .config import Settings
-from .db import Database
+from ..config import Settings
+from ..errors import ConfigError, DatabaseBusy, DatabaseUnavailable, DispatchError, JenkinsError
+from ..observability import logger, metrics
+from ..store.db import Database
+from ..store.queue import Queue
 from .decisions import backoff_seconds
-from .errors import ConfigError, DatabaseBusy, DatabaseUnavailable, DispatchError, JenkinsError
 from .heartbeat import Heartbeat
-from .observability import logger, metrics
-from .queue import Queue
 from .wakeup import SLOT, WorkSignal
 
 # How soon a failed dependency is tried again: doubling from the base up to the cap, with jitter.

@@ -1,6 +1,6 @@
 """The only room that speaks Jenkins HTTP: one pooled ``requests.Session`` per pass.
 
-Requests are sent and their raw answers handed to :mod:`jenkins_answers`, which decides what they mean.
+Requests are sent and their raw answers handed to ``answers.py``, which decides what they mean.
 Two rules shape this module:
 
 * A request that may have reached Jenkins is never repeated here. A timeout or a connection lost after
@@ -33,9 +33,9 @@ from requests.adapters import HTTPAdapter
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 from urllib3.exceptions import SSLError as Urllib3SSLError
 
-from .config import default_of
-from .errors import JenkinsAuthRejected, JenkinsUnavailable, SearchInconclusive
-from .jenkins_answers import (
+from ..config import default_of
+from ..errors import JenkinsAuthRejected, JenkinsUnavailable, SearchInconclusive
+from .answers import (
     DISPATCH_ID_PARAMETER,
     AuthRejected,
     BuildGone,

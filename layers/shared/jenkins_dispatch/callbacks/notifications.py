@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from .decisions import build_error, final_status
-from .errors import RejectedNotification
-from .jenkins_answers import header_value
+from ..dispatching.decisions import build_error, final_status
+from ..errors import RejectedNotification
+from ..jenkins.answers import header_value
 
 MAX_BODY_BYTES = 256 * 1024
 # Sanity bounds on single fields: far above anything Jenkins sends, far below what could hurt us.

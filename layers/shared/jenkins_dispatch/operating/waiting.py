@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from .queue import Pause
+from ..store.queue import Pause
 
 
 @dataclass(frozen=True)

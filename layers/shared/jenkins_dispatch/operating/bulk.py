@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 
-from .config import Settings
-from .errors import (
+from ..config import Settings
+from ..errors import (
     ConfigError,
     Conflict,
     DatabaseBusy,
@@ -26,7 +26,7 @@ from .errors import (
     NotFound,
     SchemaMissing,
 )
-from .queue import FINAL_STATUSES, Queue
+from ..store.queue import FINAL_STATUSES, Queue
 
 RETRY, CANCEL = "retry", "cancel"
 UNFINISHED_STATUSES = ("pending", "processing")

@@ -23,14 +23,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from ..config import Settings
+from ..errors import DispatchError, JenkinsError, SearchInconclusive
+from ..jenkins.answers import job_path_error
+from ..jenkins.client import CancelResult, JenkinsClient
+from ..observability import MetricUnit, logger, metrics, subsegment
+from ..store.queue import LEGACY_DISPATCH_PREFIX, ClaimedJob, ExpiredLease, Queue
 from .cancelling import settle_stopped, stop_dispatch
-from .config import Settings
 from .decisions import Next, build_error, final_status, follow_build, follow_queue_item
-from .errors import DispatchError, JenkinsError, SearchInconclusive
-from .jenkins import CancelResult, JenkinsClient
-from .jenkins_answers import job_path_error
-from .observability import MetricUnit, logger, metrics, subsegment
-from .queue import LEGACY_DISPATCH_PREFIX, ClaimedJob, ExpiredLease, Queue
 
 # A pass that found "not found" for a DISPATCH_ID looks once more after this pause: for a moment a
 # queue item that just left the queue has no build yet, and must not be mistaken for a lost trigger.

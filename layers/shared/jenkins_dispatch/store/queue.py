@@ -14,11 +14,11 @@ from typing import Any
 
 from pg8000.exceptions import DatabaseError
 
+from ..config import default_of
+from ..errors import Conflict, InvalidInput, NotFound
+from ..jenkins.answers import job_path_error, loads_parameters
 from . import statements
-from .config import default_of
 from .db import Database, Row, database_error_message, is_sqlstate
-from .errors import Conflict, InvalidInput, NotFound
-from .jenkins_answers import job_path_error, loads_parameters
 
 FINAL_STATUSES = ("completed", "failed", "cancelled")
 STATUSES = ("pending", "processing", *FINAL_STATUSES)
@@ -33,7 +33,7 @@ EVERYTHING = "*"  # jenkins_job_pauses.job_name of a pause of every job (Jenkins
 class ClaimedJob:
     id: int
     job_name: str
-    parameters: dict  # numbers as JsonNumber (their JSON text), see jenkins_answers.form_value
+    parameters: dict  # numbers as JsonNumber (their JSON text), see jenkins.answers.form_value
     attempts: int
     max_attempts: int
     dispatch_id: str

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from typing import Protocol
 
-from .db import Database
+from ..store.db import Database
 
 CHANNEL = "jenkins_dispatch"
 WORK = "work"  # rows became pending (inserted, released, retried, rescheduled) or a cap was raised

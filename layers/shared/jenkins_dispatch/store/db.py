@@ -22,8 +22,8 @@ import pg8000.native
 # driver, so that none of them knows which database it speaks to.
 from pg8000.exceptions import DatabaseError, InterfaceError
 
-from .config import DatabaseSettings
-from .errors import ConfigError, DatabaseBusy, DatabaseUnavailable, SchemaMissing
+from ..config import DatabaseSettings
+from ..errors import ConfigError, DatabaseBusy, DatabaseUnavailable, SchemaMissing
 
 # The layer build drops AWS's RDS CA bundle here (see layers/shared/Makefile).
 BUNDLED_RDS_CA = Path(__file__).with_name("rds-ca-bundle.pem")

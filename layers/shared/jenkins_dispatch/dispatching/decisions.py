@@ -1,6 +1,6 @@
 """Decisions that need no I/O: what to do with a Jenkins answer, how long to back off.
 
-Pure functions over the outcome types of ``jenkins_answers``; the dispatcher carries them out.
+Pure functions over the outcome types of ``jenkins.answers``; the dispatcher carries them out.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import random
 from dataclasses import dataclass
 from enum import Enum
 
-from .jenkins_answers import (
+from ..jenkins.answers import (
     Accepted,
     AuthRejected,
     BadRequest,

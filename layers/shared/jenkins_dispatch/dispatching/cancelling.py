@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import DispatchError, SearchInconclusive
+from ..jenkins.answers import Finished
+from ..jenkins.client import CancelResult, JenkinsClient
 from .decisions import build_error, final_status
-from .errors import DispatchError, SearchInconclusive
-from .jenkins import CancelResult, JenkinsClient
-from .jenkins_answers import Finished
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """What Jenkins's HTTP answers mean: pure functions, no I/O.
 
 Every rule here is described in ``docs/jenkins.md`` (its first table: trigger outcomes at a glance). The client in
-``jenkins.py`` sends requests and hands the answers to these functions; the dispatcher ``match``-es on the
+``client.py`` sends requests and hands the answers to these functions; the dispatcher ``match``-es on the
 frozen dataclasses they return.
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from .errors import InvalidJobPath
+from ..errors import InvalidJobPath
 
 DISPATCH_ID_PARAMETER = "DISPATCH_ID"
 

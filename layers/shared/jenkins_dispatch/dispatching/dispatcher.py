@@ -23,17 +23,17 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from . import runtime
+from .. import runtime
+from ..config import LEASE_SAFETY_SECONDS, Settings, default_of
+from ..errors import DatabaseUnavailable, DispatchError, JenkinsAuthRejected, JenkinsError
+from ..jenkins.answers import JobInfo, job_path_error
+from ..jenkins.client import JenkinsClient
+from ..observability import MetricUnit, logger, metrics, subsegment
+from ..store.db import Database
+from ..store.queue import ClaimedJob, Queue, Settlement
 from .cancelling import settle_stopped, stop_dispatch
-from .config import LEASE_SAFETY_SECONDS, Settings, default_of
-from .db import Database
 from .decisions import Act, Decision, backoff_seconds, check_job, decide_trigger
-from .errors import DatabaseUnavailable, DispatchError, JenkinsAuthRejected, JenkinsError
 from .heartbeat import Heartbeat
-from .jenkins import JenkinsClient
-from .jenkins_answers import JobInfo, job_path_error
-from .observability import MetricUnit, logger, metrics, subsegment
-from .queue import ClaimedJob, Queue, Settlement
 from .reconciler import Reconciled, Reconciler
 
 if TYPE_CHECKING:
