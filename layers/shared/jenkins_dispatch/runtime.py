@@ -26,6 +26,7 @@ _pool_size: int | None = None  # set by `serve`; Lambda keeps one session
 
 
 def settings() -> Settings:
+    """The process's settings, loaded once (and metrics configured from them)."""
     global _settings
     with _lock:
         if _settings is None:
@@ -51,6 +52,7 @@ def database() -> Database:
 
 
 def pool() -> SessionPool:
+    """The webhook's bounded session pool, created on first use."""
     global _pool
     current = settings()
     with _lock:

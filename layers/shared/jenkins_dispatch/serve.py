@@ -118,14 +118,17 @@ class WebhookServer:
 
     @property
     def url(self) -> str:
+        """The base URL the server listens on."""
         host, port = self.httpd.server_address[:2]
         return f"http://{host}:{port}/"
 
     def start(self) -> WebhookServer:
+        """Start serving on its own thread; return self."""
         self.thread.start()
         return self
 
     def stop(self) -> None:
+        """Stop serving and close the socket."""
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -139,6 +142,7 @@ def dispatch_forever(settings: Settings, interval: float, stop: threading.Event,
 
 
 def serve(settings: Settings, host: str = SERVE_HOST, port: int = SERVE_PORT, interval: float = SERVE_INTERVAL_SECONDS) -> None:
+    """Run the dispatcher loop and the webhook in this process until SIGTERM / SIGINT."""
     settings.require_jenkins()
     settings.require_webhook_secret()
     from . import runtime

@@ -69,6 +69,7 @@ OUTCOMES = {
 
 @dataclass(frozen=True)
 class WebhookAnswer:
+    """What the webhook answers one callback: HTTP status, outcome, message and the row it touched."""
     status_code: int
     outcome: str
     message: str
@@ -79,6 +80,7 @@ class WebhookAnswer:
     job: str | None = None  # the job the notification names (logged, not answered)
 
     def body(self) -> dict[str, Any]:
+        """The JSON body of the answer, without the fields that are not known."""
         body: dict[str, Any] = {"outcome": self.outcome, "message": self.message}
         for key in ("job_id", "dispatch_id", "phase"):
             if getattr(self, key) is not None:

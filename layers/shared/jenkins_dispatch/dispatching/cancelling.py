@@ -21,6 +21,7 @@ from .decisions import build_error, final_status
 
 @dataclass(frozen=True)
 class Stopped:
+    """What cancelling one dispatch in Jenkins did, and how its row should end."""
     note: str  # what was done in Jenkins, for the row's last_error and the history
     result: str | None = None  # the build had finished with this result: settle from it, not 'cancelled'
     build_number: int | None = None

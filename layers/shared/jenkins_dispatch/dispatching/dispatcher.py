@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class PassSummary:
+    """The counts of one pass and why it stopped, as logged and returned."""
     reconciled: Reconciled = field(default_factory=Reconciled)
     claimed: int = 0
     triggered: int = 0
@@ -57,6 +58,7 @@ class PassSummary:
     db_statements: int = 0
 
     def as_dict(self) -> dict[str, Any]:
+        """The summary as a plain dict."""
         return asdict(self)
 
 
@@ -82,6 +84,8 @@ class _PassStopped(Exception):
 
 
 class Dispatcher:
+    """One dispatcher pass over one database session and one Jenkins client."""
+
     def __init__(
         self,
         settings: Settings,
@@ -135,6 +139,7 @@ class Dispatcher:
 
     # ------------------------------------------------------------------ the pass
     def run(self, max_jobs: int | None = None) -> dict[str, Any]:
+        """Reconcile, then claim and trigger up to ``max_jobs``; return the pass summary."""
         started = time.monotonic()
         statements_before = self.db.statements
         try:
@@ -407,6 +412,7 @@ class Dispatcher:
 
 
 def jenkins_client(settings: Settings) -> JenkinsClient:
+    """A Jenkins client built from the settings, pooled for the pass's trigger threads."""
     js = settings.require_jenkins()
     return JenkinsClient(js.url, js.user, js.api_token, js.timeout_seconds, verify_tls=js.verify_tls,
                          search_window=js.search_window, pool_maxsize=max(10, settings.max_parallel_triggers))

@@ -40,6 +40,7 @@ EXPIRED_PER_TAKE = 25
 
 @dataclass
 class Reconciled:
+    """What the reconciler did in one pass, by kind."""
     checked: int = 0
     adopted: int = 0
     requeued: int = 0  # sent again (same DISPATCH_ID)
@@ -150,6 +151,7 @@ class Reconciler:
                 self._no_trace(row)
 
     def settle_from_result(self, row, result: str, number: int | None, url: str | None) -> None:
+        """Settle ``row`` from the result of its finished build (fenced on its dispatch)."""
         status = final_status(result, self.settings.unstable_is_success)
         if self.queue.settle(row.id, row.dispatch_id, status, result=result,
                              error=build_error(result, number, self.settings.unstable_is_success),

@@ -196,6 +196,7 @@ TriggerOutcome = (
 
 
 def credentials_rejected_detail(user: str) -> str:
+    """The message for credentials Jenkins rejected (names the user, never the token)."""
     return f"Jenkins rejected the credentials of user {user}: check JENKINS_USER / JENKINS_API_TOKEN"
 
 
@@ -456,6 +457,7 @@ def parse_queue_item(doc: Mapping[str, Any]) -> QueueState:
 
 @dataclass(frozen=True)
 class Building:
+    """A build that is still running."""
     number: int
     url: str
 

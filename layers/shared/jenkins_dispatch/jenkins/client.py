@@ -99,6 +99,7 @@ def _dispatch_id_position(names_doc: dict[str, Any]) -> int | None:
 
 
 class CancelResult(Enum):
+    """What Jenkins did with a request to cancel a queue item."""
     CANCELLED = "cancelled"
     NOT_FOUND = "not_found"
     ALREADY_STARTED = "already_started"
@@ -106,6 +107,7 @@ class CancelResult(Enum):
 
 
 class StopResult(Enum):
+    """What Jenkins did with a request to stop a running build."""
     STOP_REQUESTED = "stop_requested"
     GONE = "gone"
 
@@ -216,6 +218,7 @@ class JenkinsClient:
         self.close()
 
     def close(self) -> None:
+        """Close the pooled HTTP session."""
         self._session.close()
 
     # ------------------------------------------------------------------------------------------------------
@@ -454,11 +457,13 @@ class JenkinsClient:
         return outcome
 
     def queue_item(self, queue_id: int) -> QueueState:
+        """The state of a queue item (waiting, left with a build, cancelled, or gone)."""
         # Only the fields parse_queue_item reads: the item's parameters (twice, in actions and params) can be large.
         doc = self._get_json(f"queue/item/{int(queue_id)}/api/json?tree={QUEUE_ITEM_TREE}", f"queue item {queue_id}")
         return QueueItemGone() if doc is None else parse_queue_item(doc)
 
     def build(self, job_name: str, number: int) -> BuildState:
+        """The state of one build (running, finished with its result, or gone)."""
         doc = self._get_json(
             f"{job_path(job_name)}{int(number)}/api/json?tree=number,url,building,result,duration,queueId",
             f"build {job_name} #{number}",

@@ -57,11 +57,13 @@ class Check:
     fix: str | None = None
 
     def as_dict(self) -> dict[str, str | None]:
+        """The check as a plain dict, for ``--json``."""
         return asdict(self)
 
 
 @dataclass(frozen=True)
 class DoctorOptions:
+    """What `doctor` was asked to check, and its thresholds."""
     webhook_url: str | None = None
     max_transaction_age_seconds: float = DEFAULT_MAX_TRANSACTION_AGE_SECONDS
     max_jobs_checked: int = DEFAULT_MAX_JOBS_CHECKED

@@ -12,6 +12,7 @@ from .waiting import JenkinsOutage, Waiting, why_waiting
 
 
 def jenkins_links(settings: Settings, row: dict) -> dict[str, str]:
+    """The row's links in Jenkins: its build, and its job when Jenkins is configured."""
     links: dict[str, str] = {}
     if row.get("build_url"):
         links["build"] = row["build_url"]
