@@ -35,7 +35,6 @@ from jenkins_dispatch.jenkins.answers import (
     QueueWaiting,
     Refused,
     Unavailable,
-    job_path,
 )
 from jenkins_dispatch.jenkins.client import (
     CancelResult,
@@ -43,6 +42,7 @@ from jenkins_dispatch.jenkins.client import (
     JenkinsClient,
     StopResult,
 )
+from jenkins_dispatch.jenkins.jobs import job_path
 
 from ..emulator_fixtures import ADMIN_TOKEN
 

@@ -6,7 +6,7 @@ import pytest
 from pg8000.exceptions import DatabaseError
 
 from jenkins_dispatch.errors import Conflict, InvalidInput, NotFound
-from jenkins_dispatch.jenkins.answers import JsonNumber
+from jenkins_dispatch.jenkins.jobs import JsonNumber
 from jenkins_dispatch.store.queue import Queue, Settlement
 
 

@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Any
 from .. import runtime
 from ..config import LEASE_SAFETY_SECONDS, Settings, default_of
 from ..errors import DatabaseUnavailable, DispatchError, JenkinsAuthRejected, JenkinsError
-from ..jenkins.answers import JobInfo, job_path_error
+from ..jenkins.answers import JobInfo
 from ..jenkins.client import JenkinsClient
+from ..jenkins.jobs import job_path_error
 from ..observability import MetricUnit, logger, metrics, subsegment
 from ..store.db import Database
 from ..store.queue import ClaimedJob, Queue, Settlement

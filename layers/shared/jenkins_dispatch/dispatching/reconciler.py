@@ -25,8 +25,8 @@ from dataclasses import dataclass, replace
 
 from ..config import Settings
 from ..errors import DispatchError, JenkinsError, SearchInconclusive
-from ..jenkins.answers import job_path_error
 from ..jenkins.client import CancelResult, JenkinsClient
+from ..jenkins.jobs import job_path_error
 from ..observability import MetricUnit, logger, metrics, subsegment
 from ..store.queue import LEGACY_DISPATCH_PREFIX, ClaimedJob, ExpiredLease, Queue
 from .cancelling import settle_stopped, stop_dispatch

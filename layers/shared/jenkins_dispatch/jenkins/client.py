@@ -55,15 +55,13 @@ from .answers import (
     classify_trigger_answer,
     credentials_rejected_detail,
     dispatch_id_of,
-    form_value,
-    job_path,
-    job_url_matches,
     parse_build,
     parse_job_info,
     parse_queue_item,
     parse_who_am_i,
     resolve_forbidden,
 )
+from .jobs import form_value, job_path, job_url_matches
 
 JOB_INFO_TREE = "_class,buildable,property[parameterDefinitions[name]],actions[parameterDefinitions[name]]"
 QUEUE_ITEM_TREE = "_class,id,why,blocked,buildable,cancelled,executable[number,url]"

@@ -29,7 +29,8 @@ from ..config import (
     load_webhook_secret,
 )
 from ..errors import ConfigError, DispatchError, JenkinsError, SchemaMissing
-from ..jenkins.answers import DISPATCH_ID_PARAMETER, JobInfo, job_path_error
+from ..jenkins.answers import DISPATCH_ID_PARAMETER, JobInfo
+from ..jenkins.jobs import job_path_error
 
 if TYPE_CHECKING:
     from ..jenkins.client import WhoAmIAnswer

@@ -17,7 +17,7 @@ def jenkins_links(settings: Settings, row: dict) -> dict[str, str]:
     if row.get("build_url"):
         links["build"] = row["build_url"]
     if settings.jenkins is not None:
-        from ..jenkins.answers import job_path, job_path_error
+        from ..jenkins.jobs import job_path, job_path_error
 
         base = settings.jenkins.url
         if job_path_error(row["job_name"]) is None:  # a row written with plain SQL may name no Jenkins item

@@ -16,7 +16,7 @@ from pg8000.exceptions import DatabaseError
 
 from ..config import default_of
 from ..errors import Conflict, InvalidInput, NotFound
-from ..jenkins.answers import job_path_error, loads_parameters
+from ..jenkins.jobs import job_path_error, loads_parameters
 from . import statements
 from .db import Database, Row, database_error_message, is_sqlstate
 
@@ -34,7 +34,7 @@ class ClaimedJob:
     """A row a claim took: what the trigger needs, and the dispatch that fences it."""
     id: int
     job_name: str
-    parameters: dict  # numbers as JsonNumber (their JSON text), see jenkins.answers.form_value
+    parameters: dict  # numbers as JsonNumber (their JSON text), see jenkins.jobs.form_value
     attempts: int
     max_attempts: int
     dispatch_id: str
