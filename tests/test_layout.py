@@ -7,6 +7,7 @@ subpackage's ``__init__`` states; docs/architecture.md draws them.
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,11 @@ THIRD_PARTY_HOMES = {
 }
 
 
+@cache
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text())
+
+
 def _modules() -> list[Path]:
     return sorted(PACKAGE.rglob("*.py"))
 
@@ -67,7 +73,7 @@ def _package_imports(path: Path) -> set[str]:
     """Every module of the package ``path`` imports, as a dotted name relative to the package."""
     package_parts = _dotted(path).split(".")[:-1]  # a module's package; an __init__'s own package
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package_parts[: len(package_parts) - (node.level - 1)]
@@ -87,14 +93,15 @@ def _package_imports(path: Path) -> set[str]:
     return found
 
 
-def _third_party_imports(path: Path) -> set[str]:
+@cache
+def _third_party_imports(path: Path) -> frozenset[str]:
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.Import):
             names |= {a.name.split(".")[0] for a in node.names}
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
             names.add(node.module.split(".")[0])
-    return names
+    return frozenset(names)
 
 
 def allowed(importer: str, target: str) -> bool:
@@ -153,7 +160,7 @@ def test_third_party_sides_stay_in_their_folder() -> None:
 
 
 def test_every_module_says_what_it_owns() -> None:
-    missing = [path.relative_to(PACKAGE).as_posix() for path in _modules() if not ast.get_docstring(ast.parse(path.read_text()))]
+    missing = [path.relative_to(PACKAGE).as_posix() for path in _modules() if not ast.get_docstring(_tree(path))]
     assert missing == []
 
 
@@ -169,5 +176,5 @@ def _public_definitions(tree: ast.Module):
 
 def test_every_public_function_class_and_method_has_a_docstring() -> None:
     missing = [f"{path.relative_to(PACKAGE).as_posix()}: {name}" for path in _modules()
-               for name, node in _public_definitions(ast.parse(path.read_text())) if not ast.get_docstring(node)]
+               for name, node in _public_definitions(_tree(path)) if not ast.get_docstring(node)]
     assert missing == [], f"{len(missing)} undocumented:\n" + "\n".join(missing)
