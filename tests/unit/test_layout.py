@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "layers/shared/jenkins_dispatch"
+PACKAGE = Path(__file__).resolve().parents[2] / "layers/shared/jenkins_dispatch"
 
 # Every part of the package may use these: errors, settings, logs and metrics.
 FOUNDATION = {"errors", "config", "observability"}
