@@ -13,10 +13,10 @@ import time
 import urllib.request
 
 from jenkins_dispatch.config import load_settings, parse_database_url
-from jenkins_dispatch.db import Database
-from jenkins_dispatch.dispatcher import run_pass
-from jenkins_dispatch.migrations import migrate
+from jenkins_dispatch.dispatching.dispatcher import run_pass
 from jenkins_dispatch.observability import logger, metrics
+from jenkins_dispatch.store.db import Database
+from jenkins_dispatch.store.migrations import migrate
 from tests.pg_server import postgres_server, scratch_database
 
 LATENCY_SECONDS = 0.05

@@ -70,10 +70,10 @@ import pg8000.native  # noqa: E402
 
 from jenkins_dispatch import runtime  # noqa: E402
 from jenkins_dispatch.config import parse_database_url  # noqa: E402
-from jenkins_dispatch.db import Database  # noqa: E402
-from jenkins_dispatch.migrations import migrate  # noqa: E402
 from jenkins_dispatch.observability import logger  # noqa: E402
-from jenkins_dispatch.queue import Queue  # noqa: E402
+from jenkins_dispatch.store.db import Database  # noqa: E402
+from jenkins_dispatch.store.migrations import migrate  # noqa: E402
+from jenkins_dispatch.store.queue import Queue  # noqa: E402
 from tests.pg_server import postgres_server, scratch_database  # noqa: E402
 
 SECRET = "bench-latency-secret"

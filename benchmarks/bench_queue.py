@@ -11,9 +11,9 @@ import time
 from collections import Counter
 
 from jenkins_dispatch.config import parse_database_url
-from jenkins_dispatch.db import Database
-from jenkins_dispatch.migrations import migrate
-from jenkins_dispatch.queue import Queue, Settlement
+from jenkins_dispatch.store.db import Database
+from jenkins_dispatch.store.migrations import migrate
+from jenkins_dispatch.store.queue import Queue, Settlement
 from tests.pg_server import postgres_server, scratch_database
 
 CONTEXT = multiprocessing.get_context("fork")

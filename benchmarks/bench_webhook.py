@@ -20,12 +20,12 @@ import time
 from collections.abc import Iterator
 
 from jenkins_dispatch import runtime
+from jenkins_dispatch.callbacks.webhook import handle_http_event, http_api_event
 from jenkins_dispatch.config import parse_database_url
-from jenkins_dispatch.db import Database
-from jenkins_dispatch.migrations import migrate
 from jenkins_dispatch.observability import logger
-from jenkins_dispatch.queue import Queue
-from jenkins_dispatch.webhook import handle_http_event, http_api_event
+from jenkins_dispatch.store.db import Database
+from jenkins_dispatch.store.migrations import migrate
+from jenkins_dispatch.store.queue import Queue
 from tests.pg_server import postgres_server, scratch_database
 
 SECRET = "bench-webhook-secret"

@@ -26,9 +26,9 @@ from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime, timedelta
 
 from jenkins_dispatch.config import parse_database_url
-from jenkins_dispatch.db import Database
-from jenkins_dispatch.migrations import migrate
-from jenkins_dispatch.queue import Queue
+from jenkins_dispatch.store.db import Database
+from jenkins_dispatch.store.migrations import migrate
+from jenkins_dispatch.store.queue import Queue
 
 WEBHOOK_SECRET = "demo-webhook-secret"
 # (job name, priority, share of the mix, build seconds); the cap applies to the deploy job.

@@ -13,9 +13,9 @@ os.environ.setdefault("POWERTOOLS_DEV", "false")
 import pytest  # noqa: E402
 
 from jenkins_dispatch.config import parse_database_url  # noqa: E402
-from jenkins_dispatch.db import Database  # noqa: E402
-from jenkins_dispatch.migrations import migrate  # noqa: E402
-from jenkins_dispatch.queue import Queue  # noqa: E402
+from jenkins_dispatch.store.db import Database  # noqa: E402
+from jenkins_dispatch.store.migrations import migrate  # noqa: E402
+from jenkins_dispatch.store.queue import Queue  # noqa: E402
 
 from .emulator_fixtures import *  # noqa: E402,F401,F403
 from .pg_server import postgres_server, scratch_database  # noqa: E402

@@ -14,8 +14,8 @@ import uuid
 from contextlib import contextmanager
 
 from jenkins_dispatch.config import parse_database_url
-from jenkins_dispatch.db import Database
 from jenkins_dispatch.errors import DatabaseUnavailable
+from jenkins_dispatch.store.db import Database
 
 LOCAL_URL = "postgresql://postgres@127.0.0.1:5432/test"
 

@@ -1,6 +1,6 @@
 """Lambda handler: Jenkins Notification-plugin callbacks (HTTP API / Function URL, payload 2.0).
 
-Powertools' resolver in the package (``jenkins_dispatch.webhook``) reads the HTTP event, routes it and shapes
+Powertools' resolver in the package (``jenkins_dispatch.callbacks.webhook``) reads the HTTP event, routes it and shapes
 the JSON answer. The decorators give every log line the invocation's context and the API request id, and flush
 the metrics once the invocation ends, whatever happened.
 """
@@ -10,8 +10,8 @@ from typing import Any
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from jenkins_dispatch.callbacks.webhook import handle_http_event
 from jenkins_dispatch.observability import logger, metrics
-from jenkins_dispatch.webhook import handle_http_event
 
 
 @metrics.log_metrics

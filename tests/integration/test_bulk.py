@@ -12,8 +12,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from jenkins_dispatch import bulk
-from jenkins_dispatch.dispatcher import run_pass
+from jenkins_dispatch.dispatching.dispatcher import run_pass
+from jenkins_dispatch.operating import bulk
 
 from ..cli_helpers import exit_code
 from ..dispatch_helpers import dispatch_settings, wait_for

@@ -125,7 +125,7 @@ def _tables(db) -> set[str]:
 def test_create_applies_schema_and_answers_success(database_url, db, listener, handler):
     # A fresh database (the session one is already migrated): Create must apply every migration.
     from jenkins_dispatch.config import parse_database_url
-    from jenkins_dispatch.db import Database
+    from jenkins_dispatch.store.db import Database
     from tests.pg_server import scratch_database
 
     with scratch_database(database_url, prefix="jd_cr") as fresh_url:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from jenkins_dispatch.config import DatabaseSettings
-from jenkins_dispatch.db import Database
 from jenkins_dispatch.errors import DatabaseUnavailable
+from jenkins_dispatch.store.db import Database
 
 from ..unit.test_db import _certificates
 

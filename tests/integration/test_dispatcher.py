@@ -10,7 +10,7 @@ import pytest
 
 from functions.dispatcher.app import max_jobs_from_event
 from jenkins_dispatch import runtime
-from jenkins_dispatch.dispatcher import run_pass
+from jenkins_dispatch.dispatching.dispatcher import run_pass
 from jenkins_dispatch.errors import InvalidInput
 from jenkins_dispatch.observability import logger
 
@@ -339,7 +339,7 @@ class NoHttp:
 
 
 def test_batch_size_follows_the_time_and_the_lease_left(db):
-    from jenkins_dispatch.dispatcher import Dispatcher
+    from jenkins_dispatch.dispatching.dispatcher import Dispatcher
 
     short = Dispatcher(dispatch_settings("http://x/", LEASE_SECONDS="3", JENKINS_TIMEOUT_SECONDS="1",
                                          MAX_PARALLEL_TRIGGERS="8"), db, NoHttp())
@@ -353,8 +353,8 @@ def test_batch_size_follows_the_time_and_the_lease_left(db):
 
 
 def test_a_trigger_that_could_outlive_its_lease_is_not_sent(db):
-    from jenkins_dispatch.dispatcher import Dispatcher
-    from jenkins_dispatch.queue import ClaimedJob
+    from jenkins_dispatch.dispatching.dispatcher import Dispatcher
+    from jenkins_dispatch.store.queue import ClaimedJob
 
     dispatcher = Dispatcher(dispatch_settings("http://x/", LEASE_SECONDS="3", JENKINS_TIMEOUT_SECONDS="1"),
                             db, NoHttp())

@@ -5,7 +5,7 @@ would run job ``a/b`` outside ``a/b``'s per-job cap. Jenkins forbids such item n
 path is refused: by ``enqueue``, and for a row written with plain SQL, at claim (that row fails, the rest runs).
 """
 
-from jenkins_dispatch.dispatcher import run_pass
+from jenkins_dispatch.dispatching.dispatcher import run_pass
 
 from ..dispatch_helpers import dispatch_settings
 

@@ -4,7 +4,7 @@ credentials still stop the pass. The real database and the emulator over real HT
 import pytest
 import requests
 
-from jenkins_dispatch.dispatcher import run_pass
+from jenkins_dispatch.dispatching.dispatcher import run_pass
 
 from ..dispatch_helpers import dispatch_settings
 from ..emulator_fixtures import ADMIN_TOKEN

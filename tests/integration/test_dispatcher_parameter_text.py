@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from jenkins_dispatch.dispatcher import run_pass
+from jenkins_dispatch.dispatching.dispatcher import run_pass
 
 from ..dispatch_helpers import dispatch_settings, expire_leases, wait_for
 

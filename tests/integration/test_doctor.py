@@ -6,8 +6,7 @@ from __future__ import annotations
 import time
 
 from jenkins_dispatch.config import parse_database_url
-from jenkins_dispatch.db import Database
-from jenkins_dispatch.doctor import (
+from jenkins_dispatch.operating.doctor import (
     FAIL,
     PASS,
     SKIP,
@@ -17,6 +16,7 @@ from jenkins_dispatch.doctor import (
     render,
     run_checks,
 )
+from jenkins_dispatch.store.db import Database
 
 from ..dispatch_helpers import WEBHOOK_SECRET
 from ..pg_server import postgres_server, scratch_database
@@ -89,7 +89,7 @@ def test_database_that_does_not_exist(database_url, jenkins):
 
 
 def test_queue_table_gone_is_a_failure_not_a_skip(database_url, jenkins):
-    from jenkins_dispatch.migrations import migrate
+    from jenkins_dispatch.store.migrations import migrate
 
     with postgres_server() as (admin_url, _), scratch_database(admin_url, prefix="jd_doctor") as url:
         with Database(parse_database_url(url)) as db:

@@ -11,13 +11,13 @@ import threading
 
 import pytest
 
-from jenkins_dispatch.db import Database
-from jenkins_dispatch.dispatch_loop import DispatchLoop
-from jenkins_dispatch.dispatcher import run_pass
+from jenkins_dispatch.dispatching.dispatch_loop import DispatchLoop
+from jenkins_dispatch.dispatching.dispatcher import run_pass
+from jenkins_dispatch.dispatching.heartbeat import Heartbeat
+from jenkins_dispatch.dispatching.wakeup import NotificationSignal
 from jenkins_dispatch.errors import DatabaseUnavailable
-from jenkins_dispatch.heartbeat import Heartbeat
-from jenkins_dispatch.queue import Queue
-from jenkins_dispatch.wakeup import NotificationSignal
+from jenkins_dispatch.store.db import Database
+from jenkins_dispatch.store.queue import Queue
 
 from ..dispatch_helpers import dispatch_settings, wait_for
 
@@ -160,7 +160,7 @@ class LambdaContext:
 
 def test_a_single_pass_lambda_records_its_container(jenkins, queue, no_dispatchers, monkeypatch):
     from jenkins_dispatch import runtime
-    from jenkins_dispatch.dispatcher import run_invocation
+    from jenkins_dispatch.dispatching.dispatcher import run_invocation
 
     for key, value in {"JENKINS_URL": jenkins.base_url, "JENKINS_USER": "admin", "JENKINS_API_TOKEN": "admin-token",
                        "LEASE_SECONDS": "3", "JENKINS_TIMEOUT_SECONDS": "1", "DISPATCHER_MODE": "single"}.items():

@@ -12,15 +12,9 @@ from urllib.parse import unquote
 import pytest
 import requests
 
-from jenkins_dispatch.decisions import Act, check_job
+from jenkins_dispatch.dispatching.decisions import Act, check_job
 from jenkins_dispatch.errors import InvalidJobPath, JenkinsAuthRejected, JenkinsUnavailable
-from jenkins_dispatch.jenkins import (
-    CancelResult,
-    Found,
-    JenkinsClient,
-    StopResult,
-)
-from jenkins_dispatch.jenkins_answers import (
+from jenkins_dispatch.jenkins.answers import (
     Accepted,
     AuthRejected,
     BuildGone,
@@ -41,8 +35,14 @@ from jenkins_dispatch.jenkins_answers import (
     QueueWaiting,
     Refused,
     Unavailable,
-    job_path,
 )
+from jenkins_dispatch.jenkins.client import (
+    CancelResult,
+    Found,
+    JenkinsClient,
+    StopResult,
+)
+from jenkins_dispatch.jenkins.jobs import job_path
 
 from ..emulator_fixtures import ADMIN_TOKEN
 

@@ -16,11 +16,11 @@ import uuid
 import pytest
 
 from jenkins_dispatch.cli import main
-from jenkins_dispatch.dispatcher import run_pass
+from jenkins_dispatch.dispatching.dispatcher import run_pass
 from jenkins_dispatch.errors import DispatchError, JenkinsError, SearchInconclusive
-from jenkins_dispatch.jenkins import JenkinsClient
-from jenkins_dispatch.jenkins_answers import Accepted
-from jenkins_dispatch.operator import cancel_job
+from jenkins_dispatch.jenkins.answers import Accepted
+from jenkins_dispatch.jenkins.client import JenkinsClient
+from jenkins_dispatch.operating.operator import cancel_job
 
 from ..dispatch_helpers import dispatch_settings, expire_leases
 from ..emulator_fixtures import ADMIN_TOKEN

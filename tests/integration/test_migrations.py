@@ -5,9 +5,9 @@ import threading
 import pytest
 
 from jenkins_dispatch.config import parse_database_url
-from jenkins_dispatch.db import Database
-from jenkins_dispatch.migrations import migrate, migration_files
-from jenkins_dispatch.queue import Queue
+from jenkins_dispatch.store.db import Database
+from jenkins_dispatch.store.migrations import migrate, migration_files
+from jenkins_dispatch.store.queue import Queue
 
 from ..pg_server import postgres_server, scratch_database
 

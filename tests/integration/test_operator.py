@@ -2,9 +2,9 @@
 
 import json
 
+from jenkins_dispatch.callbacks.webhook import http_api_event, process_notification
 from jenkins_dispatch.cli import main
-from jenkins_dispatch.dispatcher import run_pass
-from jenkins_dispatch.webhook import http_api_event, process_notification
+from jenkins_dispatch.dispatching.dispatcher import run_pass
 
 from ..dispatch_helpers import WEBHOOK_SECRET, dispatch_settings, expire_leases, wait_for
 

@@ -6,8 +6,8 @@ import pytest
 from pg8000.exceptions import DatabaseError
 
 from jenkins_dispatch.errors import Conflict, InvalidInput, NotFound
-from jenkins_dispatch.jenkins_answers import JsonNumber
-from jenkins_dispatch.queue import Queue, Settlement
+from jenkins_dispatch.jenkins.jobs import JsonNumber
+from jenkins_dispatch.store.queue import Queue, Settlement
 
 
 def claim_all(queue: Queue, n: int = 100):

@@ -6,8 +6,8 @@ import time
 from collections import Counter
 
 from jenkins_dispatch.config import parse_database_url
-from jenkins_dispatch.db import Database
-from jenkins_dispatch.queue import Queue
+from jenkins_dispatch.store.db import Database
+from jenkins_dispatch.store.queue import Queue
 
 CONTEXT = multiprocessing.get_context("fork")
 

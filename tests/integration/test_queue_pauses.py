@@ -10,10 +10,10 @@ from collections import Counter
 import pytest
 
 from jenkins_dispatch.config import parse_database_url
-from jenkins_dispatch.db import Database
+from jenkins_dispatch.dispatching.wakeup import WORK, NotificationSignal
 from jenkins_dispatch.errors import InvalidInput
-from jenkins_dispatch.queue import Queue
-from jenkins_dispatch.wakeup import WORK, NotificationSignal
+from jenkins_dispatch.store.db import Database
+from jenkins_dispatch.store.queue import Queue
 
 
 def names(jobs) -> Counter:
@@ -207,7 +207,7 @@ def _wait(predicate, timeout: float = 10) -> bool:
 
 
 def test_a_pass_leaves_a_paused_job_alone_and_reports_pauses_as_metrics(jenkins, queue):
-    from jenkins_dispatch.dispatcher import run_pass
+    from jenkins_dispatch.dispatching.dispatcher import run_pass
     from jenkins_dispatch.observability import metrics
 
     from ..dispatch_helpers import dispatch_settings
@@ -232,7 +232,7 @@ STATEMENTS_OF_AN_EMPTY_PASS = 5
 
 
 def test_a_pass_says_when_everything_is_paused(jenkins, queue):
-    from jenkins_dispatch.dispatcher import run_pass
+    from jenkins_dispatch.dispatching.dispatcher import run_pass
     from jenkins_dispatch.observability import metrics
 
     from ..dispatch_helpers import dispatch_settings

@@ -8,11 +8,11 @@ import threading
 import time
 from contextlib import contextmanager
 
-from jenkins_dispatch.db import Database
-from jenkins_dispatch.dispatch_loop import DispatchLoop
-from jenkins_dispatch.jenkins import CancelResult, JenkinsClient
-from jenkins_dispatch.queue import Queue
-from jenkins_dispatch.wakeup import NotificationSignal
+from jenkins_dispatch.dispatching.dispatch_loop import DispatchLoop
+from jenkins_dispatch.dispatching.wakeup import NotificationSignal
+from jenkins_dispatch.jenkins.client import CancelResult, JenkinsClient
+from jenkins_dispatch.store.db import Database
+from jenkins_dispatch.store.queue import Queue
 
 from ..dispatch_helpers import dispatch_settings, expire_leases, wait_for
 
@@ -97,7 +97,7 @@ def test_a_queue_item_a_person_cancelled_is_not_sent_again_once_jenkins_forgets_
     queue = Queue(db)
     ids = [queue.enqueue("waiting").id for _ in range(5)]  # "waiting": a 30 s quiet period
     settings = dispatch_settings(jenkins.base_url)
-    from jenkins_dispatch.dispatcher import run_pass
+    from jenkins_dispatch.dispatching.dispatcher import run_pass
 
     run_pass(settings)
     rows = [queue.get(i) for i in ids]
@@ -140,7 +140,7 @@ def test_a_re_send_that_lands_after_its_original_settled_the_row_is_cancelled(ma
 def test_an_original_that_builds_just_before_its_re_send_lands_keeps_the_re_send_from_building(make_jenkins, db):
     """Case B: the original is acted on between the reconciler's last search and the re-send, and builds at
     once; the re-send waits in the queue — it is cancelled and the row follows the original's build."""
-    from jenkins_dispatch.dispatcher import run_pass
+    from jenkins_dispatch.dispatching.dispatcher import run_pass
 
     jenkins = make_jenkins(notification=None)
     jenkins.add_fault(path="buildWithParameters$", latency_seconds=1.9, times=1)  # the original: +1.9 s
@@ -175,7 +175,7 @@ def test_a_re_send_that_meets_a_jenkins_wide_failure_keeps_its_dispatch_id(make_
     original (sent under the old one) could no longer merge with it — the job could run twice. The row
     stays processing under the same DISPATCH_ID; the reconciler tries again after the lease, and the
     re-send that was never taken is not counted against MAX_RESENDS."""
-    from jenkins_dispatch.dispatcher import run_pass
+    from jenkins_dispatch.dispatching.dispatcher import run_pass
 
     jenkins = make_jenkins(notification=None)
     queue = Queue(db)
@@ -201,7 +201,7 @@ def test_a_re_send_refused_for_its_job_keeps_its_dispatch_id_until_the_re_sends_
     """A re-send Jenkins refuses for now (a disabled job: 409) went to retry_later — pending, and a new
     dispatch id at the next claim. It keeps the row processing under the same DISPATCH_ID, counted as a
     re-send, with the refusal in last_error and the history."""
-    from jenkins_dispatch.dispatcher import run_pass
+    from jenkins_dispatch.dispatching.dispatcher import run_pass
 
     jenkins = make_jenkins(notification=None)
     queue = Queue(db)

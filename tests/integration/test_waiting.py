@@ -6,8 +6,8 @@ import json
 from datetime import UTC, datetime, timedelta
 
 from jenkins_dispatch.cli import main
-from jenkins_dispatch.queue import Pause
-from jenkins_dispatch.waiting import JenkinsOutage
+from jenkins_dispatch.operating.waiting import JenkinsOutage
+from jenkins_dispatch.store.queue import Pause
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 LATER = NOW + timedelta(minutes=12)
@@ -63,7 +63,7 @@ def test_ls_reads_why_rows_wait_in_one_statement_for_the_whole_page(queue, db, c
         queue.enqueue(f"job-{n % 7}")
     queue.pause("job-1")
     before = db.statements
-    from jenkins_dispatch.operator import list_jobs_waiting
+    from jenkins_dispatch.operating.operator import list_jobs_waiting
 
     rows = list_jobs_waiting(queue, None, limit=50)
     assert len(rows) == 30 and db.statements - before == 2  # the page, then one for every row's reason

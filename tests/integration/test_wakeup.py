@@ -16,12 +16,12 @@ import pytest
 
 from jenkins_dispatch import runtime
 from jenkins_dispatch.config import parse_database_url
-from jenkins_dispatch.db import Database, SessionPool
-from jenkins_dispatch.dispatch_loop import DispatchLoop
+from jenkins_dispatch.dispatching.dispatch_loop import DispatchLoop
+from jenkins_dispatch.dispatching.wakeup import SLOT, WORK, NotificationSignal
 from jenkins_dispatch.errors import DatabaseBusy, InvalidInput
-from jenkins_dispatch.queue import Queue
 from jenkins_dispatch.serve import WebhookServer
-from jenkins_dispatch.wakeup import SLOT, WORK, NotificationSignal
+from jenkins_dispatch.store.db import Database, SessionPool
+from jenkins_dispatch.store.queue import Queue
 
 from ..dispatch_helpers import WEBHOOK_SECRET, dispatch_settings, wait_for
 

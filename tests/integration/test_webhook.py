@@ -17,13 +17,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jenkins_dispatch import runtime
+from jenkins_dispatch.callbacks.notifications import is_authorised
+from jenkins_dispatch.callbacks.webhook import handle_http_event, http_api_event, process_notification
 from jenkins_dispatch.config import parse_database_url
-from jenkins_dispatch.db import Database
-from jenkins_dispatch.notifications import is_authorised
 from jenkins_dispatch.observability import logger
-from jenkins_dispatch.queue import Queue
 from jenkins_dispatch.serve import WebhookServer
-from jenkins_dispatch.webhook import handle_http_event, http_api_event, process_notification
+from jenkins_dispatch.store.db import Database
+from jenkins_dispatch.store.queue import Queue
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"

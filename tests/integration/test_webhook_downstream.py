@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from jenkins_dispatch import runtime
-from jenkins_dispatch.dispatcher import run_pass
+from jenkins_dispatch.dispatching.dispatcher import run_pass
 from jenkins_dispatch.observability import logger
 from jenkins_dispatch.serve import WebhookServer
 

@@ -28,13 +28,13 @@ import time
 import uuid
 
 from jenkins_dispatch import runtime
-from jenkins_dispatch.db import Database
-from jenkins_dispatch.decisions import final_status
-from jenkins_dispatch.dispatch_loop import Health
-from jenkins_dispatch.jenkins import CancelResult, JenkinsClient
+from jenkins_dispatch.dispatching.decisions import final_status
+from jenkins_dispatch.dispatching.dispatch_loop import Health
+from jenkins_dispatch.jenkins.client import CancelResult, JenkinsClient
 from jenkins_dispatch.observability import logger
-from jenkins_dispatch.queue import Queue
 from jenkins_dispatch.serve import WebhookServer, dispatch_forever
+from jenkins_dispatch.store.db import Database
+from jenkins_dispatch.store.queue import Queue
 
 from ..dispatch_helpers import WEBHOOK_SECRET, dispatch_settings, wait_for
 from ..emulator_fixtures import ADMIN_TOKEN

@@ -121,7 +121,7 @@ def test_iam_database_auth_without_boto3_says_which_extra_to_install():
 def test_serve_the_dispatcher_and_the_webhook_load_without_aws_packages():
     """`serve` and `dispatch` run the same modules as the Lambdas: none of them may need boto3 or X-Ray to load."""
     load = BLOCK_AWS.split("sys.argv")[0] + (
-        "import jenkins_dispatch.serve, jenkins_dispatch.dispatcher, jenkins_dispatch.webhook, jenkins_dispatch.operator\n"
+        "import jenkins_dispatch.serve, jenkins_dispatch.dispatching.dispatcher, jenkins_dispatch.callbacks.webhook, jenkins_dispatch.operating.operator\n"
         "from jenkins_dispatch.observability import subsegment\n"
         "with subsegment('x'): pass\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('boto3', 'botocore', 'aws_xray_sdk')))\n")

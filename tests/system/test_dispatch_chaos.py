@@ -14,12 +14,12 @@ import signal
 import time
 import uuid
 
-from jenkins_dispatch.db import Database
-from jenkins_dispatch.decisions import final_status
-from jenkins_dispatch.dispatcher import run_pass
+from jenkins_dispatch.dispatching.decisions import final_status
+from jenkins_dispatch.dispatching.dispatcher import run_pass
 from jenkins_dispatch.observability import logger
-from jenkins_dispatch.queue import Queue
 from jenkins_dispatch.serve import WebhookServer
+from jenkins_dispatch.store.db import Database
+from jenkins_dispatch.store.queue import Queue
 
 from ..dispatch_helpers import WEBHOOK_SECRET, dispatch_settings, wait_for
 from ..serve_helpers import serve_env, start_serve

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from jenkins_dispatch.doctor import (
+from jenkins_dispatch.operating.doctor import (
     FAIL,
     DoctorOptions,
     run_checks,

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from jenkins_dispatch.config import parse_database_url
-from jenkins_dispatch.db import Database
+from jenkins_dispatch.store.db import Database
 
 from ..dispatch_helpers import WEBHOOK_SECRET, wait_for
 from ..serve_helpers import ServeProcess, http_get, serve_env, start_serve

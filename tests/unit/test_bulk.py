@@ -5,7 +5,6 @@ from datetime import UTC, datetime
 
 import pytest
 
-from jenkins_dispatch import bulk
 from jenkins_dispatch.errors import (
     Conflict,
     DatabaseBusy,
@@ -17,7 +16,8 @@ from jenkins_dispatch.errors import (
     NotFound,
     SchemaMissing,
 )
-from jenkins_dispatch.queue import like_contains
+from jenkins_dispatch.operating import bulk
+from jenkins_dispatch.store.queue import like_contains
 
 # --------------------------------------------------------------------------- pure parts
 

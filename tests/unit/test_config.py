@@ -82,7 +82,7 @@ def test_template_style_overrides_win_over_the_secret(aws):
 
 
 def test_iam_auth_uses_a_generated_token_not_a_secret(aws, monkeypatch):
-    from jenkins_dispatch import db as db_module
+    from jenkins_dispatch.store import db as db_module
 
     settings = load_settings(
         {"DB_IAM_AUTH": "true", "DB_HOST": "proxy.example.internal", "DB_USER": "dispatch", "DB_NAME": "jobs",

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from jenkins_dispatch.config import DatabaseSettings, load_settings
-from jenkins_dispatch.db import tls_context
 from jenkins_dispatch.errors import ConfigError
+from jenkins_dispatch.store.db import tls_context
 
 
 def test_ca_bundle_from_the_environment(tmp_path):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from jenkins_dispatch.decisions import Act, check_job, decide_trigger
-from jenkins_dispatch.jenkins_answers import (
+from jenkins_dispatch.dispatching.decisions import Act, check_job, decide_trigger
+from jenkins_dispatch.jenkins.answers import (
     AuthRejected,
     Forbidden,
     JobForbidden,

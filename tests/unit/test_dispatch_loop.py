@@ -3,7 +3,7 @@
 import pytest
 
 from jenkins_dispatch.config import load_settings
-from jenkins_dispatch.dispatch_loop import (
+from jenkins_dispatch.dispatching.dispatch_loop import (
     EXPIRED_LEASE_RECHECK_SECONDS,
     MIN_WAIT_SECONDS,
     Health,
@@ -11,8 +11,8 @@ from jenkins_dispatch.dispatch_loop import (
     news_calls_for_a_pass,
     seconds_until_next_pass,
 )
+from jenkins_dispatch.dispatching.wakeup import RECONNECTED, SLOT, WORK
 from jenkins_dispatch.errors import ConfigError
-from jenkins_dispatch.wakeup import RECONNECTED, SLOT, WORK
 
 BASE_ENV = {"DATABASE_URL": "postgresql://u@127.0.0.1/db", "JENKINS_URL": "http://j/", "JENKINS_USER": "u",
             "JENKINS_API_TOKEN": "t"}
@@ -94,7 +94,7 @@ def test_a_pass_budget_that_cannot_fit_one_timeout_is_refused():
 @pytest.mark.parametrize(("lease", "timeout", "budget"), [("300", "10", 55), ("3", "1", 3), ("100", "46", 138),
                                                           ("11", "10", 30)])
 def test_a_pass_gives_way_to_the_reconciler_at_least_once_per_lease(lease, timeout, budget):
-    from jenkins_dispatch.dispatch_loop import default_pass_budget
+    from jenkins_dispatch.dispatching.dispatch_loop import default_pass_budget
 
     settings = load_settings({**BASE_ENV, "LEASE_SECONDS": lease, "JENKINS_TIMEOUT_SECONDS": timeout})
     assert default_pass_budget(settings) == budget

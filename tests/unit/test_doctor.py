@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from jenkins_dispatch.doctor import (
+from jenkins_dispatch.jenkins.answers import Identity, JobForbidden, JobInfo
+from jenkins_dispatch.jenkins.client import WhoAmIAnswer
+from jenkins_dispatch.operating.doctor import (
     FAIL,
     PASS,
     SKIP,
@@ -21,9 +23,7 @@ from jenkins_dispatch.doctor import (
     transaction_check,
     webhook_check,
 )
-from jenkins_dispatch.jenkins import WhoAmIAnswer
-from jenkins_dispatch.jenkins_answers import Identity, JobForbidden, JobInfo
-from jenkins_dispatch.migrations import migration_files
+from jenkins_dispatch.store.migrations import migration_files
 
 KNOWN = [(version, name) for version, name, _ in migration_files()]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jenkins_dispatch.heartbeat import jenkins_state, pass_outcome, stale_after_seconds
+from jenkins_dispatch.dispatching.heartbeat import jenkins_state, pass_outcome, stale_after_seconds
 
 
 @pytest.mark.parametrize(("kind", "interval", "expected"), [

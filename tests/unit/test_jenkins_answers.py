@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jenkins_dispatch.jenkins_answers import (
+from jenkins_dispatch.jenkins.answers import (
     Accepted,
     AuthRejected,
     BadRequest,
@@ -22,7 +22,6 @@ from jenkins_dispatch.jenkins_answers import (
     Identity,
     JobForbidden,
     JobNotFound,
-    JsonNumber,
     Merged,
     NotParameterized,
     NotStartedYet,
@@ -37,18 +36,21 @@ from jenkins_dispatch.jenkins_answers import (
     classify_forbidden,
     classify_trigger_answer,
     dispatch_id_of,
-    form_value,
-    job_path,
-    job_path_error,
-    job_url_matches,
-    loads_parameters,
     parse_build,
     parse_job_info,
     parse_queue_item,
     parse_who_am_i,
     queue_id_from_location,
-    raw_encode,
     resolve_forbidden,
+)
+from jenkins_dispatch.jenkins.jobs import (
+    JsonNumber,
+    form_value,
+    job_path,
+    job_path_error,
+    job_url_matches,
+    loads_parameters,
+    raw_encode,
 )
 
 

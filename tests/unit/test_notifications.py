@@ -5,8 +5,7 @@ import json
 
 import pytest
 
-from jenkins_dispatch.errors import RejectedNotification
-from jenkins_dispatch.notifications import (
+from jenkins_dispatch.callbacks.notifications import (
     MAX_BODY_BYTES,
     MISSING_OR_WRONG_TOKEN,
     SEVERAL_TOKENS,
@@ -23,6 +22,7 @@ from jenkins_dispatch.notifications import (
     token_matches,
     transition_for,
 )
+from jenkins_dispatch.errors import RejectedNotification
 
 SECRET = "s3cret-token"
 

@@ -6,14 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from jenkins_dispatch import statements
-from jenkins_dispatch.db import Database
 from jenkins_dispatch.errors import StatementError
-from jenkins_dispatch.statements import parse
+from jenkins_dispatch.store import statements
+from jenkins_dispatch.store.db import Database
+from jenkins_dispatch.store.statements import parse
 
-PACKAGE = Path(statements.__file__).parent
-DIALECT_FILE = PACKAGE / "sql" / Database.dialect / "queries.sql"
-MIGRATIONS = PACKAGE / "sql" / Database.dialect / "migrations"
+STORE = Path(statements.__file__).parent
+PACKAGE = STORE.parent
+DIALECT_FILE = STORE / "sql" / Database.dialect / "queries.sql"
+MIGRATIONS = STORE / "sql" / Database.dialect / "migrations"
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -65,7 +66,7 @@ def test_each_advisory_lock_key_is_declared_once_and_written_nowhere_else() -> N
     assert set(declared) == {"caps", "migrations", "pauses"}
     for key in declared.values():
         assert text.count(str(key)) == 1
-        for module in PACKAGE.glob("*.py"):
+        for module in PACKAGE.rglob("*.py"):
             assert str(key) not in module.read_text(), module.name
     # 0004 is applied history and keeps its literal: it must be the declared key.
     pauses = (MIGRATIONS / "0004_pauses.sql").read_text()
@@ -75,12 +76,12 @@ def test_each_advisory_lock_key_is_declared_once_and_written_nowhere_else() -> N
 def test_no_sql_outside_the_sql_files_but_the_session_settings() -> None:
     """queue.py and migrations.py run statements by name; db.py owns only session mechanics."""
     for name in ("queue.py", "migrations.py"):
-        source = (PACKAGE / name).read_text()
+        source = (STORE / name).read_text()
         assert not re.search(r"\b(SELECT|INSERT|UPDATE|DELETE|CREATE)\s+[A-Za-z_(]", source), name
 
 
 def test_only_the_database_side_imports_the_database_driver() -> None:
     """The dialect seam: the queue, the migrations and the session (db.py) know the driver; nothing else."""
-    database_side = {"db.py", "queue.py", "migrations.py"}
-    importers = {m.name for m in PACKAGE.glob("*.py") if re.search(r"^\s*(from|import) pg8000", m.read_text(), re.M)}
+    database_side = {"store/db.py", "store/queue.py", "store/migrations.py"}
+    importers = {m.relative_to(PACKAGE).as_posix() for m in PACKAGE.rglob("*.py") if re.search(r"^\s*(from|import) pg8000", m.read_text(), re.M)}
     assert importers <= database_side

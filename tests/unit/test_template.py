@@ -461,6 +461,6 @@ def test_every_metric_the_template_watches_is_emitted_by_the_code(resources):
         if resource["Type"] == "AWS::CloudWatch::Alarm" and props.get("Namespace") == "JenkinsDispatch":
             watched.add(props["MetricName"])
     assert {"JobsFailed", "OldestPendingAgeSeconds", "LeasesExpired", "NotificationsRejectedAuth"} <= watched
-    source = "".join(p.read_text() for p in (ROOT / "layers/shared/jenkins_dispatch").glob("*.py"))
+    source = "".join(p.read_text() for p in (ROOT / "layers/shared/jenkins_dispatch").rglob("*.py"))
     missing = sorted(name for name in watched if f'"{name}"' not in source)
     assert missing == [], f"watched by template.yaml but never emitted: {missing}"

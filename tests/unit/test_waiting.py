@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from jenkins_dispatch.queue import Pause
-from jenkins_dispatch.waiting import JenkinsOutage, duration, why_waiting
+from jenkins_dispatch.operating.waiting import JenkinsOutage, duration, why_waiting
+from jenkins_dispatch.store.queue import Pause
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 LATER = NOW + timedelta(minutes=12)

@@ -14,13 +14,14 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
-from . import __version__, bulk
+from . import __version__
 from .config import SERVE_HOST, SERVE_INTERVAL_SECONDS, SERVE_PORT, Settings, load_settings
-from .db import Database
 from .errors import OPERATION_FAILED, DispatchError, InvalidInput
-from .migrations import migrate
-from .queue import STATUSES, Queue
-from .waiting import when
+from .operating import bulk
+from .operating.waiting import when
+from .store.db import Database
+from .store.migrations import migrate
+from .store.queue import STATUSES, Queue
 
 EXIT_FAILED = 1  # the operation failed: database or Jenkins unavailable, a pass stopped by Jenkins
 EXIT_BAD_INPUT = 2  # bad input or configuration: nothing changed
@@ -45,6 +46,7 @@ class OneLineParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # noqa: D401 - argparse's API
+        """Exit 2 with one line on stderr, instead of argparse's usage block."""
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
 
     def add_commands(self, dest: str) -> argparse._SubParsersAction:
@@ -107,6 +109,7 @@ def parse_since(text: str) -> datetime:
 
 
 def parse_key_value(text: str) -> tuple[str, str]:
+    """``--param KEY=VALUE`` as a (key, value) pair."""
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
         raise argparse.ArgumentTypeError(f"bad parameter {text!r}: expected KEY=VALUE")
@@ -114,6 +117,7 @@ def parse_key_value(text: str) -> tuple[str, str]:
 
 
 def parse_json_object(text: str) -> dict:
+    """``--params`` as a dict: valid JSON, and an object."""
     try:
         value = json.loads(text)
     except ValueError as exc:
@@ -124,6 +128,7 @@ def parse_json_object(text: str) -> dict:
 
 
 def non_negative_int(text: str) -> int:
+    """An argument that must be a whole number, 0 or more."""
     try:
         value = int(text)
     except ValueError:
@@ -134,6 +139,7 @@ def non_negative_int(text: str) -> int:
 
 
 def positive_int(text: str) -> int:
+    """An argument that must be a whole number, 1 or more."""
     value = non_negative_int(text)
     if value == 0:
         raise argparse.ArgumentTypeError("expected 1 or more, got 0")
@@ -141,6 +147,7 @@ def positive_int(text: str) -> int:
 
 
 def non_negative_float(text: str) -> float:
+    """An argument that must be a number, 0 or more."""
     try:
         value = float(text)
     except ValueError:
@@ -151,6 +158,7 @@ def non_negative_float(text: str) -> float:
 
 
 def interval_seconds(text: str) -> float:
+    """``serve --interval``: a number of seconds, at least 0.1."""
     value = non_negative_float(text)
     if value < 0.1:
         raise argparse.ArgumentTypeError(f"expected at least 0.1 seconds, got {text}")
@@ -169,6 +177,7 @@ def _plain(value):
 
 
 def print_json(data) -> None:
+    """Print ``data`` as indented JSON (dates and decimals as text), for ``--json``."""
     print(json.dumps(data, default=_plain, indent=2, sort_keys=False))
 
 
@@ -185,6 +194,7 @@ def _cell(value) -> str:
 
 
 def print_table(rows: Sequence[dict], columns: Sequence[str], empty: str = "(none)") -> None:
+    """Print ``rows`` as a table of ``columns`` for people, or ``empty`` when there are none."""
     if not rows:
         print(empty)
         return
@@ -196,6 +206,7 @@ def print_table(rows: Sequence[dict], columns: Sequence[str], empty: str = "(non
 
 
 def age(seconds: float | None) -> str:
+    """A duration in seconds as people read it (45s, 12m, 3h05m); '-' when unknown."""
     if seconds is None:
         return "-"
     seconds = int(seconds)
@@ -219,26 +230,31 @@ class Context:
 
     @property
     def settings(self) -> Settings:
+        """The settings, loaded on first use (commands that need none never fail on them)."""
         if self._settings is None:
             self._settings = self._load()
         return self._settings
 
     @property
     def db(self) -> Database:
+        """The command's database session, opened on first use."""
         if self._db is None:
             self._db = Database(self.settings.database, application_name="jenkins-dispatch-cli")
         return self._db
 
     @property
     def queue(self) -> Queue:
+        """The queue on the command's session."""
         return Queue(self.db, lease_seconds=self.settings.lease_seconds)
 
     def close(self) -> None:
+        """Close the session if one was opened."""
         if self._db is not None:
             self._db.close()
 
 
 def cmd_migrate(ctx: Context, args) -> None:
+    """`migrate`: apply the pending migrations."""
     applied = migrate(ctx.db)
     if args.json:
         print_json({"applied": applied})
@@ -247,6 +263,7 @@ def cmd_migrate(ctx: Context, args) -> None:
 
 
 def cmd_enqueue(ctx: Context, args) -> None:
+    """`enqueue`: add one job (or find the unfinished one with the same dedupe key)."""
     parameters = dict(args.params or {})
     parameters.update(dict(args.param or []))
     result = ctx.queue.enqueue(
@@ -266,7 +283,8 @@ LIST_COLUMNS = ["id", "job_name", "status", "priority", "attempts", "scheduled_a
 
 
 def cmd_ls(ctx: Context, args) -> None:
-    from .operator import list_jobs_waiting
+    """`ls`: list jobs, newest first, each pending one with why it waits."""
+    from .operating.operator import list_jobs_waiting
 
     rows = list_jobs_waiting(ctx.queue, ctx.settings.max_in_flight, status=args.status, job_name=args.job,
                              since=args.since, before_id=args.before, limit=args.limit)
@@ -280,7 +298,8 @@ def cmd_ls(ctx: Context, args) -> None:
 
 
 def cmd_show(ctx: Context, args) -> None:
-    from .operator import job_details  # Jenkins links and history
+    """`show ID`: one job, its Jenkins links, why it waits and its history."""
+    from .operating.operator import job_details  # Jenkins links and history
 
     details = job_details(ctx.queue, args.id, ctx.settings)
     if args.json:
@@ -317,6 +336,7 @@ def _pause_text(pause) -> str:
 
 
 def cmd_stats(ctx: Context, args) -> None:
+    """`stats`: counts per status and per job, pauses and live dispatchers."""
     stats = ctx.queue.stats()
     per_job = ctx.queue.stats_per_job()
     dispatchers = ctx.queue.dispatchers()
@@ -366,6 +386,7 @@ def _plural(n: int, word: str) -> str:
 
 
 def cmd_pause(ctx: Context, args) -> None:
+    """`pause [JOB]`: stop claiming one job (or every job) until resumed."""
     result = ctx.queue.pause(args.job, reason=args.reason, paused_by=_operator_name())
     if args.json:
         print_json(dict(result.as_dict(), created=result.created, pending=result.pending))
@@ -383,6 +404,7 @@ def cmd_pause(ctx: Context, args) -> None:
 
 
 def cmd_resume(ctx: Context, args) -> None:
+    """`resume [JOB]`: lift a pause."""
     result = ctx.queue.resume(args.job)
     if args.json:
         print_json({"job_name": args.job, "everything": args.job is None, "resumed": result.resumed,
@@ -423,7 +445,8 @@ def dispatchers_line(dispatchers: Sequence[dict]) -> str:
 
 
 def cmd_cancel(ctx: Context, args) -> int:
-    from .operator import cancel_job
+    """`cancel`: one job by id (in Jenkins too), or many by filters through ``bulk``."""
+    from .operating.operator import cancel_job
 
     if not _one_id(args):
         return run_bulk(ctx, args, bulk.CANCEL)
@@ -436,6 +459,7 @@ def cmd_cancel(ctx: Context, args) -> int:
 
 
 def cmd_retry(ctx: Context, args) -> int:
+    """`retry`: one final job by id back to pending, or many by filters through ``bulk``."""
     if not _one_id(args):
         return run_bulk(ctx, args, bulk.RETRY)
     ctx.queue.retry_final(args.ids[0])
@@ -492,6 +516,7 @@ def run_bulk(ctx: Context, args, action: str) -> int:
 
 
 def cmd_prune(ctx: Context, args) -> None:
+    """`prune`: delete final jobs (and their history) older than the given days."""
     deleted = ctx.queue.prune(args.older_than, batch=args.batch)
     if args.json:
         print_json({"deleted": deleted})
@@ -500,6 +525,7 @@ def cmd_prune(ctx: Context, args) -> None:
 
 
 def cmd_limits_set(ctx: Context, args) -> None:
+    """`limits set JOB N`: at most N of the job in flight."""
     ctx.queue.set_limit(args.job, args.n)
     if args.json:
         print_json({"job_name": args.job, "max_in_flight": args.n})
@@ -510,6 +536,7 @@ def cmd_limits_set(ctx: Context, args) -> None:
 
 
 def cmd_limits_rm(ctx: Context, args) -> None:
+    """`limits rm JOB`: remove the job's cap."""
     removed = ctx.queue.remove_limit(args.job)
     if not removed:
         raise InvalidInput(f"no cap is set for {args.job!r}")
@@ -520,6 +547,7 @@ def cmd_limits_rm(ctx: Context, args) -> None:
 
 
 def cmd_limits_ls(ctx: Context, args) -> None:
+    """`limits ls`: every per-job cap with its jobs in flight."""
     rows = ctx.queue.limits()
     if args.json:
         print_json(rows)
@@ -528,8 +556,9 @@ def cmd_limits_ls(ctx: Context, args) -> None:
 
 
 def cmd_dispatch(ctx: Context, args) -> int:
-    from .dispatcher import run_pass
-    from .heartbeat import Heartbeat
+    """`dispatch`: run one pass now; exit 1 when Jenkins stopped it."""
+    from .dispatching.dispatcher import run_pass
+    from .dispatching.heartbeat import Heartbeat
     from .observability import metrics
 
     summary = run_pass(ctx.settings, max_jobs=args.max_jobs, heartbeat=Heartbeat("cli"))
@@ -542,13 +571,15 @@ def cmd_dispatch(ctx: Context, args) -> int:
 
 
 def cmd_serve(ctx: Context, args) -> None:
+    """`serve`: the dispatcher loop and the webhook in this process, until SIGTERM / SIGINT."""
     from .serve import serve
 
     serve(ctx.settings, host=args.host, port=args.port, interval=args.interval)
 
 
 def cmd_doctor(ctx: Context, args) -> int:
-    from .doctor import FAIL, DoctorOptions, healthy, render, run_checks
+    """`doctor`: run every check; exit 1 when one fails."""
+    from .operating.doctor import FAIL, DoctorOptions, healthy, render, run_checks
 
     checks = run_checks(DoctorOptions(webhook_url=args.webhook_url, max_transaction_age_seconds=args.max_transaction_age,
                                       max_jobs_checked=args.max_jobs))
@@ -566,6 +597,7 @@ def cmd_doctor(ctx: Context, args) -> int:
 
 
 def http_url(text: str) -> str:
+    """``--webhook-url``: an http(s) URL (never echoed back: it may carry a token)."""
     if not re.match(r"^https?://[^/\s]+", text):  # not echoed: a URL may carry a token
         raise argparse.ArgumentTypeError("expected an http:// or https:// URL")
     return text
@@ -592,6 +624,7 @@ def add_bulk_arguments(p: argparse.ArgumentParser, action: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every command, its options and help."""
     parser = OneLineParser(
         prog="jenkins-dispatch", description=__doc__.splitlines()[0],
         epilog="exit codes: 0 success; 1 the operation failed (database or Jenkins unavailable, schema not applied, "
@@ -685,7 +718,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=non_negative_int, default=SERVE_PORT, help="webhook and /healthz port")
     p.add_argument("--host", default=SERVE_HOST, help="address to listen on")
 
-    from .doctor import DEFAULT_MAX_JOBS_CHECKED, DEFAULT_MAX_TRANSACTION_AGE_SECONDS
+    from .operating.doctor import DEFAULT_MAX_JOBS_CHECKED, DEFAULT_MAX_TRANSACTION_AGE_SECONDS
 
     p = command("doctor", cmd_doctor, "check the database, schema, Jenkins, the queued jobs and the webhook; "
                                       "exit 0 only if every check passes")
@@ -720,6 +753,7 @@ def logs_to_stderr() -> None:
 
 
 def main(argv: Sequence[str] | None = None, settings_loader: Callable[[], Settings] = load_settings) -> int:
+    """Run one command; return its exit code (0, 1 operation failed, 2 bad input, 130 interrupted)."""
     args = build_parser().parse_args(argv)
     if args.func is None:
         parser, commands = args.missing_command

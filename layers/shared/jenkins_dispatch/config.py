@@ -42,6 +42,7 @@ class Variable:
     default_text: str | None = None  # shown instead of ``default`` when that is derived or absent
 
     def shown_default(self) -> str:
+        """The default as the help shows it ('true', '0.5', or its own text)."""
         if self.default_text is not None:
             return self.default_text
         if isinstance(self.default, bool):
@@ -105,6 +106,7 @@ def default_of(name: str):
 
 @dataclass(frozen=True)
 class DatabaseSettings:
+    """Where and how to reach the database: host, credentials, TLS, timeouts, IAM authentication."""
     host: str = "127.0.0.1"
     port: int = default_of("DB_PORT")
     user: str = "postgres"
@@ -130,6 +132,7 @@ class DatabaseSettings:
 
 @dataclass(frozen=True)
 class JenkinsSettings:
+    """Where and how to reach Jenkins: URL, user, API token (never shown), timeout, TLS, search window."""
     url: str
     user: str
     api_token: str = field(repr=False)
@@ -140,6 +143,7 @@ class JenkinsSettings:
 
 @dataclass(frozen=True)
 class Settings:
+    """Every setting of the package, read once by ``load_settings`` and passed around."""
     database: DatabaseSettings
     jenkins: JenkinsSettings | None = None
     webhook_secret: str | None = field(default=None, repr=False)
@@ -168,6 +172,7 @@ class Settings:
     metrics_emf: bool = False
 
     def require_jenkins(self) -> JenkinsSettings:
+        """The Jenkins settings, or ConfigError naming the variables to set."""
         if self.jenkins is None:
             raise ConfigError(
                 "Jenkins is not configured: set JENKINS_URL, JENKINS_USER and JENKINS_API_TOKEN "
@@ -185,6 +190,7 @@ class Settings:
             )
 
     def require_webhook_secret(self) -> str:
+        """The webhook's shared secret, or ConfigError naming the variables to set."""
         if not self.webhook_secret:
             raise ConfigError("the webhook secret is not configured: set WEBHOOK_SECRET or WEBHOOK_SECRET_ARN")
         return self.webhook_secret

@@ -17,7 +17,7 @@ import urllib.request
 from typing import TYPE_CHECKING, Any
 
 from . import runtime
-from .migrations import migrate
+from .store.migrations import migrate
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext

@@ -5,8 +5,8 @@ user (operator, Jenkins admin, or whoever sent the request) should do about it. 
 ``OPERATION_FAILED`` into exit 1 and every other ``DispatchError`` into exit 2 (bad input, nothing changed).
 
 Three exceptions are not here on purpose: they steer control flow inside one module and never leave it.
-``jenkins.py`` has ``_NotSent`` and ``_MaybeSent`` (whether a failed request may have reached Jenkins, turned
-into a trigger outcome before the client returns); ``dispatcher.py`` has ``_PassStopped`` (Jenkins as a whole
+``jenkins/client.py`` has ``_NotSent`` and ``_MaybeSent`` (whether a failed request may have reached Jenkins, turned
+into a trigger outcome before the client returns); ``dispatching/dispatcher.py`` has ``_PassStopped`` (Jenkins as a whole
 failed: the pass ends and says why in its summary).
 """
 

@@ -138,6 +138,7 @@ class PrometheusSink:
             return found
 
     def record(self, name: str, unit: MetricUnit | str, value: float) -> None:
+        """Add one metric value to its Prometheus family (a counter, or a gauge in base units)."""
         kind, family, divisor = self._family(name, unit)
         if kind == "counter":
             if value > 0:
@@ -152,11 +153,13 @@ class PrometheusSink:
         self._extra = source
 
     def collect(self) -> Iterator[Any]:
+        """The extra families of the server (prometheus_client's collector API)."""
         source = self._extra
         if source is not None:
             yield from source()
 
     def describe(self) -> list:
+        """Nothing to describe ahead (prometheus_client's collector API)."""
         return []  # the extra families change with the server; nothing to check at registration
 
 
@@ -177,6 +180,7 @@ class MetricsFacade:
 
     @property
     def emf_enabled(self) -> bool:
+        """Whether EMF lines are written (asked of config once; off when its value is invalid)."""
         if self._emf_enabled is None:
             try:
                 self._emf_enabled = emf_wanted()
@@ -199,6 +203,7 @@ class MetricsFacade:
             return self.prometheus.registry
 
     def add_metric(self, *, name: str, unit: MetricUnit | str, value: float) -> None:
+        """Record one metric value in every sink that is on."""
         with self._lock:
             if self.emf_enabled:
                 self._emf.add_metric(name=name, unit=unit, value=value)
@@ -212,6 +217,7 @@ class MetricsFacade:
                 self._emf.flush_metrics()
 
     def clear_metrics(self) -> None:
+        """Drop the EMF metrics not flushed yet."""
         with self._lock:
             self._emf.clear_metrics()
 

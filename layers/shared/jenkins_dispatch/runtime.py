@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from .config import Settings, load_settings
-from .db import Database, SessionPool
 from .observability import metrics
+from .store.db import Database, SessionPool
 
 _lock = threading.Lock()
 _settings: Settings | None = None
@@ -26,6 +26,7 @@ _pool_size: int | None = None  # set by `serve`; Lambda keeps one session
 
 
 def settings() -> Settings:
+    """The process's settings, loaded once (and metrics configured from them)."""
     global _settings
     with _lock:
         if _settings is None:
@@ -51,6 +52,7 @@ def database() -> Database:
 
 
 def pool() -> SessionPool:
+    """The webhook's bounded session pool, created on first use."""
     global _pool
     current = settings()
     with _lock:

@@ -17,14 +17,14 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from .callbacks.notifications import MAX_BODY_BYTES
 from .config import SERVE_HOST, SERVE_INTERVAL_SECONDS, SERVE_PORT, Settings
-from .db import Database
-from .dispatch_loop import DispatchLoop, Health
+from .dispatching.dispatch_loop import DispatchLoop, Health
+from .dispatching.heartbeat import Heartbeat
+from .dispatching.wakeup import NotificationSignal
 from .errors import ConfigError
-from .heartbeat import Heartbeat
-from .notifications import MAX_BODY_BYTES
 from .observability import PROMETHEUS_PREFIX, logger, metrics
-from .wakeup import NotificationSignal
+from .store.db import Database
 
 MAX_BODY = MAX_BODY_BYTES + 1  # read one byte past the webhook's limit so it can answer 413
 HEALTH_HELP = {
@@ -43,7 +43,7 @@ def health_families(health: Health) -> list:
 
 
 def _handler_class(settings: Settings, health: Health, registry: Any):
-    from . import webhook
+    from .callbacks import webhook
 
     class Handler(BaseHTTPRequestHandler):
         server_version = "jenkins-dispatch"
@@ -118,14 +118,17 @@ class WebhookServer:
 
     @property
     def url(self) -> str:
+        """The base URL the server listens on."""
         host, port = self.httpd.server_address[:2]
         return f"http://{host}:{port}/"
 
     def start(self) -> WebhookServer:
+        """Start serving on its own thread; return self."""
         self.thread.start()
         return self
 
     def stop(self) -> None:
+        """Stop serving and close the socket."""
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -139,6 +142,7 @@ def dispatch_forever(settings: Settings, interval: float, stop: threading.Event,
 
 
 def serve(settings: Settings, host: str = SERVE_HOST, port: int = SERVE_PORT, interval: float = SERVE_INTERVAL_SECONDS) -> None:
+    """Run the dispatcher loop and the webhook in this process until SIGTERM / SIGINT."""
     settings.require_jenkins()
     settings.require_webhook_secret()
     from . import runtime

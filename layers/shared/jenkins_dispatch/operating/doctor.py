@@ -21,18 +21,19 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from .config import (
+from ..config import (
     SecretFetcher,
     load_database_settings,
     load_jenkins_settings,
     load_tuning,
     load_webhook_secret,
 )
-from .errors import ConfigError, DispatchError, JenkinsError, SchemaMissing
-from .jenkins_answers import DISPATCH_ID_PARAMETER, JobInfo, job_path_error
+from ..errors import ConfigError, DispatchError, JenkinsError, SchemaMissing
+from ..jenkins.answers import DISPATCH_ID_PARAMETER, JobInfo
+from ..jenkins.jobs import job_path_error
 
 if TYPE_CHECKING:
-    from .jenkins import WhoAmIAnswer
+    from ..jenkins.client import WhoAmIAnswer
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 
@@ -57,11 +58,13 @@ class Check:
     fix: str | None = None
 
     def as_dict(self) -> dict[str, str | None]:
+        """The check as a plain dict, for ``--json``."""
         return asdict(self)
 
 
 @dataclass(frozen=True)
 class DoctorOptions:
+    """What `doctor` was asked to check, and its thresholds."""
     webhook_url: str | None = None
     max_transaction_age_seconds: float = DEFAULT_MAX_TRANSACTION_AGE_SECONDS
     max_jobs_checked: int = DEFAULT_MAX_JOBS_CHECKED
@@ -342,9 +345,9 @@ def _settings_check(env: Mapping[str, str] | None) -> Check:
 
 
 def _database_checks(env, fetch_secret, options: DoctorOptions) -> _Findings:
-    from .db import Database
-    from .migrations import migration_files
-    from .queue import Queue
+    from ..store.db import Database
+    from ..store.migrations import migration_files
+    from ..store.queue import Queue
 
     found = _Findings()
     dependent = ("schema", "oldest transaction")
@@ -401,7 +404,7 @@ def _guarded(name: str, run) -> Check:
 
 
 def _jenkins_checks(env, fetch_secret, found: _Findings) -> list[Check]:
-    from .jenkins import JenkinsClient
+    from ..jenkins.client import JenkinsClient
 
     checks: list[Check] = []
     try:

@@ -14,11 +14,11 @@ from typing import Any
 
 from pg8000.exceptions import DatabaseError
 
+from ..config import default_of
+from ..errors import Conflict, InvalidInput, NotFound
+from ..jenkins.jobs import job_path_error, loads_parameters
 from . import statements
-from .config import default_of
 from .db import Database, Row, database_error_message, is_sqlstate
-from .errors import Conflict, InvalidInput, NotFound
-from .jenkins_answers import job_path_error, loads_parameters
 
 FINAL_STATUSES = ("completed", "failed", "cancelled")
 STATUSES = ("pending", "processing", *FINAL_STATUSES)
@@ -31,9 +31,10 @@ EVERYTHING = "*"  # jenkins_job_pauses.job_name of a pause of every job (Jenkins
 
 @dataclass(frozen=True)
 class ClaimedJob:
+    """A row a claim took: what the trigger needs, and the dispatch that fences it."""
     id: int
     job_name: str
-    parameters: dict  # numbers as JsonNumber (their JSON text), see jenkins_answers.form_value
+    parameters: dict  # numbers as JsonNumber (their JSON text), see jenkins.jobs.form_value
     attempts: int
     max_attempts: int
     dispatch_id: str
@@ -41,6 +42,7 @@ class ClaimedJob:
 
 @dataclass(frozen=True)
 class ExpiredLease:
+    """A processing row whose lease expired, with what Jenkins was known to have of it."""
     id: int
     job_name: str
     parameters: dict  # numbers as JsonNumber (their JSON text), as in ClaimedJob
@@ -58,6 +60,7 @@ class ExpiredLease:
 
 @dataclass(frozen=True)
 class Settlement:
+    """One row's final state, for ``settle_many``."""
     job_id: int
     dispatch_id: str
     status: str  # completed / failed / cancelled
@@ -67,6 +70,7 @@ class Settlement:
 
 @dataclass(frozen=True)
 class EnqueueResult:
+    """The id of an enqueued row, and whether it was new."""
     id: int
     created: bool  # False: an unfinished row with the same dedupe_key already existed
 
@@ -88,18 +92,21 @@ class Pause:
     reason: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
+        """The pause as a plain dict, for ``--json``."""
         return {"job_name": self.job_name, "everything": self.job_name is None, "paused_at": self.paused_at,
                 "paused_by": self.paused_by, "reason": self.reason}
 
 
 @dataclass(frozen=True)
 class PauseResult(Pause):
+    """A pause as it is now in force, and the pending rows it holds back."""
     created: bool = True  # False: it was already paused (the pause in force is kept as it was)
     pending: int = 0  # pending rows of the job (of every job for a pause of everything) now
 
 
 @dataclass(frozen=True)
 class ResumeResult:
+    """What a resume lifted, and the pauses still in force."""
     job_name: str | None  # None: the pause of everything
     resumed: bool  # False: it was not paused
     pending: int  # pending rows of the job (every job's) now
@@ -211,6 +218,7 @@ class Queue:
         dedupe_key: str | None = None,
         actor: str = "operator",
     ) -> EnqueueResult:
+        """Add a pending row; with ``dedupe_key``, return the unfinished row with that key instead."""
         parameters = {} if parameters is None else parameters
         if not isinstance(parameters, dict):
             raise InvalidInput("parameters must be a JSON object (a dict)")
@@ -270,6 +278,7 @@ class Queue:
         actor: str = "dispatcher", detail: str | None = None, build_number: int | None = None,
         build_url: str | None = None,
     ) -> bool:
+        """Record the queue item (and build) Jenkins has for the dispatch; False when the row is no longer ours."""
         rows = self._run(
             "mark_triggered", id=job.id, dispatch_id=job.dispatch_id, queue_id=queue_id,
             build_number=build_number, build_url=build_url, lease_seconds=self.lease_seconds,
@@ -364,6 +373,7 @@ class Queue:
         return bool(rows)
 
     def take_expired_leases(self, limit: int = 100) -> list[ExpiredLease]:
+        """Take up to ``limit`` rows whose lease expired, renewing each lease for this reconciler."""
         rows = self._run("take_expired_leases", limit=limit, lease_seconds=self.lease_seconds)
         return [
             ExpiredLease(
@@ -408,6 +418,7 @@ class Queue:
 
     # ------------------------------------------------------------------ operator
     def get(self, job_id: int) -> Row:
+        """One row by id; NotFound when there is none."""
         rows = self._run("get_job", id=job_id)
         if not rows:
             raise NotFound(f"no job with id {job_id}")
@@ -416,20 +427,25 @@ class Queue:
         return row
 
     def events(self, job_id: int) -> list[Row]:
+        """A row's history, oldest first."""
         return self._run("job_events", id=job_id)
 
     def find_by_dispatch_id(self, dispatch_id: str) -> Row | None:
+        """The row a dispatch id names, or None."""
         rows = self._run("get_job_by_dispatch_id", dispatch_id=dispatch_id)
         return rows[0] if rows else None
 
     def find_by_queue_id(self, job_name: str, queue_id: int) -> Row | None:
+        """The row of ``job_name`` holding Jenkins queue item ``queue_id``, or None."""
         rows = self._run("get_job_by_queue_id", job_name=job_name, queue_id=queue_id)
         return rows[0] if rows else None
 
     def was_dispatched(self, dispatch_id: str) -> bool:
+        """Whether some claim ever drew this dispatch id (its history has the claimed event)."""
         return bool(self._run("was_dispatched", dispatch_id=dispatch_id))
 
     def cancel_pending(self, job_id: int, reason: str = "cancelled by operator", *, actor: str = "operator") -> bool:
+        """Cancel a pending row; False when it is no longer pending."""
         return bool(self._run("cancel_pending", id=job_id, reason=reason, actor=actor))
 
     def retry_final(self, job_id: int, reason: str = "retried by operator", *, actor: str = "operator",
@@ -466,6 +482,7 @@ class Queue:
         self, *, status: str | None = None, job_name: str | None = None, since: datetime | str | None = None,
         before_id: int | None = None, limit: int = 50,
     ) -> list[Row]:
+        """Rows newest first, filtered by status, job, time and id, at most ``limit``."""
         if status is not None and status not in STATUSES:
             raise InvalidInput(f"unknown status {status!r}: use one of {', '.join(STATUSES)}")
         if isinstance(since, datetime):
@@ -485,14 +502,17 @@ class Queue:
                 return total
 
     def set_limit(self, job_name: str, max_in_flight: int) -> None:
+        """Set a job's cap of rows in flight (0 holds it back)."""
         if max_in_flight < 0:
             raise InvalidInput("a cap must be 0 or more (0 holds the job back)")
         self._run("set_limit", job_name=job_name, max_in_flight=max_in_flight)
 
     def remove_limit(self, job_name: str) -> bool:
+        """Remove a job's cap; False when it had none."""
         return bool(self._run("remove_limit", job_name=job_name))
 
     def limits(self) -> list[Row]:
+        """Every per-job cap with its rows in flight."""
         return self._run("list_limits")
 
     # ------------------------------------------------------------------ pauses
@@ -536,6 +556,7 @@ class Queue:
         )
 
     def stats(self) -> Row:
+        """The queue at a glance: rows pending, due and processing, expired leases, the last hour's outcomes, ages."""
         return self._run("stats")[0]
 
     def gauges(self) -> Row:
@@ -544,6 +565,7 @@ class Queue:
         return self._run("gauges")[0]
 
     def stats_per_job(self) -> list[Row]:
+        """Per job: pending and in-flight rows, the oldest due row's age and the last hour's outcomes."""
         return self._run("stats_per_job")
 
     def in_flight_counts(self) -> dict[str, int]:

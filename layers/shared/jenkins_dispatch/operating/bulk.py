@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 
-from .config import Settings
-from .errors import (
+from ..config import Settings
+from ..errors import (
     ConfigError,
     Conflict,
     DatabaseBusy,
@@ -26,7 +26,7 @@ from .errors import (
     NotFound,
     SchemaMissing,
 )
-from .queue import FINAL_STATUSES, Queue
+from ..store.queue import FINAL_STATUSES, Queue
 
 RETRY, CANCEL = "retry", "cancel"
 UNFINISHED_STATUSES = ("pending", "processing")
@@ -47,6 +47,7 @@ class Filters:
     error_like: str | None = None  # last_error contains this text, ignoring case; % and _ are literal
 
     def given(self) -> bool:
+        """Whether any filter was given (bulk needs ids or at least one filter)."""
         return any(value is not None for value in (self.status, self.job_name, self.since, self.error_like))
 
 
@@ -60,12 +61,14 @@ class Target:
 
 @dataclass(frozen=True)
 class Selection:
+    """The rows a bulk command selected, and how many matched in all."""
     rows: list[Target]
     total: int  # every row the filters match; more than len(rows) when the limit cut them
 
 
 @dataclass(frozen=True)
 class Outcome:
+    """What a bulk command did to one row."""
     id: int
     outcome: str  # done · skipped (not in a state to act on, e.g. it changed meanwhile) · failed · not_attempted
     status: str | None  # the row's status afterwards, when done

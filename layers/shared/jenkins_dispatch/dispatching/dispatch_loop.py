@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from .config import Settings
-from .db import Database
+from ..config import Settings
+from ..errors import ConfigError, DatabaseBusy, DatabaseUnavailable, DispatchError, JenkinsError
+from ..observability import logger, metrics
+from ..store.db import Database
+from ..store.queue import Queue
 from .decisions import backoff_seconds
-from .errors import ConfigError, DatabaseBusy, DatabaseUnavailable, DispatchError, JenkinsError
 from .heartbeat import Heartbeat
-from .observability import logger, metrics
-from .queue import Queue
 from .wakeup import SLOT, WorkSignal
 
 # How soon a failed dependency is tried again: doubling from the base up to the cap, with jitter.
@@ -60,6 +60,7 @@ class Condition:
     failures: int = 0  # consecutive failed attempts
 
     def as_dict(self) -> dict[str, Any]:
+        """The condition as `/healthz` shows it."""
         state = "unknown" if self.ok is None else ("ok" if self.ok else "unavailable")
         return {"status": state, "reason": self.reason, "since": self.since, "consecutive_failures": self.failures}
 
@@ -89,20 +90,25 @@ class Health:
             condition.failures = 0 if ok else condition.failures + 1
 
     def database_ok(self) -> None:
+        """The database answered."""
         self._set(self.database, True)
 
     def database_failed(self, reason: str) -> int:
+        """The database failed; return how many times in a row."""
         self._set(self.database, False, reason)
         return self.database.failures
 
     def jenkins_ok(self) -> None:
+        """Jenkins answered."""
         self._set(self.jenkins, True)
 
     def jenkins_failed(self, reason: str) -> int:
+        """Jenkins failed; return how many times in a row."""
         self._set(self.jenkins, False, reason)
         return self.jenkins.failures
 
     def record_pass(self, summary: dict[str, Any]) -> None:
+        """Remember a finished pass and when it ended."""
         with self._lock:
             self.passes += 1
             now = datetime.now(UTC)
@@ -189,11 +195,13 @@ def add_up(total: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class LoopSummary:
+    """What a run of the loop did: passes, summed counts, why it stopped."""
     passes: int = 0
     totals: dict[str, Any] = field(default_factory=dict)
     stopped_because: str = ""
 
     def as_dict(self) -> dict[str, Any]:
+        """The summary as one flat dict (the Lambda's result)."""
         return {"passes": self.passes, **self.totals, "stopped_because": self.stopped_because}
 
 
@@ -229,6 +237,7 @@ class DispatchLoop:
         self.reserve_seconds = settings.time_margin_seconds + timeout
 
     def run(self, seconds_left: Callable[[], float] | None = None) -> dict[str, Any]:
+        """Run passes until shutdown, a configuration error or ``seconds_left`` runs out; return the summary."""
         from .dispatcher import jenkins_client
 
         left = seconds_left or (lambda: math.inf)

@@ -22,8 +22,8 @@ import pg8000.native
 # driver, so that none of them knows which database it speaks to.
 from pg8000.exceptions import DatabaseError, InterfaceError
 
-from .config import DatabaseSettings
-from .errors import ConfigError, DatabaseBusy, DatabaseUnavailable, SchemaMissing
+from ..config import DatabaseSettings
+from ..errors import ConfigError, DatabaseBusy, DatabaseUnavailable, SchemaMissing
 
 # The layer build drops AWS's RDS CA bundle here (see layers/shared/Makefile).
 BUNDLED_RDS_CA = Path(__file__).with_name("rds-ca-bundle.pem")
@@ -146,6 +146,7 @@ class Database:
         return conn
 
     def connection(self) -> pg8000.native.Connection:
+        """The open session, opened or replaced when missing or found dead after idling."""
         now = time.monotonic()
         if self._conn is not None and not self._in_transaction and now - self._last_used > IDLE_CHECK_SECONDS:
             try:
@@ -166,6 +167,7 @@ class Database:
         self._in_transaction = False
 
     def close(self) -> None:
+        """Close the session, if open."""
         self._drop()
 
     def __enter__(self) -> Database:
@@ -315,10 +317,12 @@ class SessionPool:
 
     @property
     def statements(self) -> int:
+        """How many statements the pool's sessions have run, all together."""
         return sum(db.statements for db in self._all)
 
     @contextmanager
     def session(self) -> Iterator[Database]:
+        """Borrow a session for the ``with`` block; DatabaseUnavailable when none frees up in time."""
         if not self._available.acquire(timeout=self.acquire_timeout):
             raise DatabaseUnavailable(
                 f"all {self.size} database sessions are busy (PostgreSQL at {self.settings.describe()}); "
@@ -334,12 +338,14 @@ class SessionPool:
             self._available.release()
 
     def close(self) -> None:
+        """Close every session of the pool."""
         with self._lock:
             for db in self._all:
                 db.close()
 
 
 def is_sqlstate(exc: BaseException, *codes: str) -> bool:
+    """Whether ``exc`` is a database error with one of the SQLSTATE ``codes``."""
     return (
         isinstance(exc, DatabaseError)
         and bool(exc.args)
@@ -349,5 +355,6 @@ def is_sqlstate(exc: BaseException, *codes: str) -> bool:
 
 
 def database_error_message(exc: DatabaseError) -> str:
+    """A database error in one line, without secrets."""
     return _reason(exc)
 

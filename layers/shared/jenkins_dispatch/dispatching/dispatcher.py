@@ -23,17 +23,18 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from . import runtime
+from .. import runtime
+from ..config import LEASE_SAFETY_SECONDS, Settings, default_of
+from ..errors import DatabaseUnavailable, DispatchError, JenkinsAuthRejected, JenkinsError
+from ..jenkins.answers import JobInfo
+from ..jenkins.client import JenkinsClient
+from ..jenkins.jobs import job_path_error
+from ..observability import MetricUnit, logger, metrics, subsegment
+from ..store.db import Database
+from ..store.queue import ClaimedJob, Queue, Settlement
 from .cancelling import settle_stopped, stop_dispatch
-from .config import LEASE_SAFETY_SECONDS, Settings, default_of
-from .db import Database
 from .decisions import Act, Decision, backoff_seconds, check_job, decide_trigger
-from .errors import DatabaseUnavailable, DispatchError, JenkinsAuthRejected, JenkinsError
 from .heartbeat import Heartbeat
-from .jenkins import JenkinsClient
-from .jenkins_answers import JobInfo, job_path_error
-from .observability import MetricUnit, logger, metrics, subsegment
-from .queue import ClaimedJob, Queue, Settlement
 from .reconciler import Reconciled, Reconciler
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class PassSummary:
+    """The counts of one pass and why it stopped, as logged and returned."""
     reconciled: Reconciled = field(default_factory=Reconciled)
     claimed: int = 0
     triggered: int = 0
@@ -57,6 +59,7 @@ class PassSummary:
     db_statements: int = 0
 
     def as_dict(self) -> dict[str, Any]:
+        """The summary as a plain dict."""
         return asdict(self)
 
 
@@ -82,6 +85,8 @@ class _PassStopped(Exception):
 
 
 class Dispatcher:
+    """One dispatcher pass over one database session and one Jenkins client."""
+
     def __init__(
         self,
         settings: Settings,
@@ -135,6 +140,7 @@ class Dispatcher:
 
     # ------------------------------------------------------------------ the pass
     def run(self, max_jobs: int | None = None) -> dict[str, Any]:
+        """Reconcile, then claim and trigger up to ``max_jobs``; return the pass summary."""
         started = time.monotonic()
         statements_before = self.db.statements
         try:
@@ -407,6 +413,7 @@ class Dispatcher:
 
 
 def jenkins_client(settings: Settings) -> JenkinsClient:
+    """A Jenkins client built from the settings, pooled for the pass's trigger threads."""
     js = settings.require_jenkins()
     return JenkinsClient(js.url, js.user, js.api_token, js.timeout_seconds, verify_tls=js.verify_tls,
                          search_window=js.search_window, pool_maxsize=max(10, settings.max_parallel_triggers))

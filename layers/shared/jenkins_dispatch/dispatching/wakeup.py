@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from typing import Protocol
 
-from .db import Database
+from ..store.db import Database
 
 CHANNEL = "jenkins_dispatch"
 WORK = "work"  # rows became pending (inserted, released, retried, rescheduled) or a cap was raised
@@ -19,6 +19,8 @@ RECONNECTED = "reconnected"  # the session was reopened: notifications may have 
 
 
 class WorkSignal(Protocol):
+    """What the dispatch loop waits on between passes."""
+
     def wait(self, timeout: float) -> set[str]:
         """Block up to ``timeout`` seconds; return the kinds of news that arrived ({} on timeout)."""
         ...
@@ -35,6 +37,7 @@ class NotificationSignal:
         db.listen(CHANNEL)
 
     def wait(self, timeout: float) -> set[str]:
+        """Wait up to ``timeout`` seconds for notifications; a reconnect counts as news."""
         # A session opened since the last wait (first use, or a reconnect during a pass) may have missed
         # notifications: report it, so the caller runs a pass instead of trusting the silence.
         self.db.connection()
@@ -60,6 +63,7 @@ class PollingSignal:
         self.shutdown = shutdown or threading.Event()
 
     def wait(self, timeout: float) -> set[str]:
+        """Sleep up to one poll interval; report work once a full interval has passed."""
         if self.shutdown.wait(min(timeout, self.poll_seconds)):
             return set()
         return {WORK} if timeout >= self.poll_seconds else set()

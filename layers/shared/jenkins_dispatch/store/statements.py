@@ -22,7 +22,7 @@ import re
 from functools import cache
 from pathlib import Path
 
-from .errors import StatementError
+from ..errors import StatementError
 
 SQL_DIR = Path(__file__).with_name("sql")
 _HEADER = re.compile(r"^-- (name|fragment): *(\S+) *$", re.M)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from pg8000.exceptions import DatabaseError
 
+from ..errors import MigrationError
 from . import statements
 from .db import Database, Row, database_error_message
-from .errors import MigrationError
 
 
 def migration_files(dialect: str = Database.dialect) -> list[tuple[int, str, Path]]:

@@ -1,6 +1,6 @@
 """Decisions that need no I/O: what to do with a Jenkins answer, how long to back off.
 
-Pure functions over the outcome types of ``jenkins_answers``; the dispatcher carries them out.
+Pure functions over the outcome types of ``jenkins.answers``; the dispatcher carries them out.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import random
 from dataclasses import dataclass
 from enum import Enum
 
-from .jenkins_answers import (
+from ..jenkins.answers import (
     Accepted,
     AuthRejected,
     BadRequest,
@@ -35,6 +35,7 @@ from .jenkins_answers import (
 
 
 class Act(Enum):
+    """What the dispatcher does with a row after Jenkins answered its trigger."""
     RECORD = "record"  # Jenkins has it: remember the queue item
     FAIL = "fail"  # this job can never run as asked: settle failed with the reason
     RETRY_LATER = "retry_later"  # this job cannot run now: back off, spend the attempt
@@ -44,6 +45,7 @@ class Act(Enum):
 
 @dataclass(frozen=True)
 class Decision:
+    """An act, with the reason to record and the queue id when Jenkins took the trigger."""
     act: Act
     reason: str = ""
     queue_id: int | None = None
@@ -64,6 +66,7 @@ def missing_dispatch_id_fix(job_name: str) -> str:
 
 
 def job_not_found(job_name: str) -> Decision:
+    """The decision for a job Jenkins does not have: fail the row, naming the path."""
     return Decision(Act.FAIL, f"Jenkins has no job {job_name!r} (404): check the job path", error_class="JobNotFound")
 
 
@@ -98,6 +101,7 @@ def check_job(job_name: str, info: JobInfo) -> Decision | None:
 
 
 def decide_trigger(job_name: str, outcome) -> Decision:
+    """What to do with a row, given the outcome of its trigger (docs/jenkins.md, trigger outcomes)."""
     match outcome:
         case Accepted(queue_id=queue_id):
             return Decision(Act.RECORD, queue_id=queue_id)
@@ -139,12 +143,14 @@ def final_status(result: str, unstable_is_success: bool = True) -> str:
 
 
 def build_error(result: str, number: int | None, unstable_is_success: bool = True) -> str | None:
+    """The row's error text for a build that did not succeed; None when it completed."""
     if final_status(result, unstable_is_success) == "completed":
         return None
     return f"Jenkins build #{number} finished {result}" if number is not None else f"Jenkins build finished {result}"
 
 
 class Next(Enum):
+    """What the reconciler does next with a row whose queue item or build it followed."""
     SETTLE = "settle"  # the build finished: settle from its result
     PROGRESS = "progress"  # the build started: record it, check again after the lease
     WAIT = "wait"  # still queued or running: the lease was renewed, nothing else to do
@@ -154,6 +160,7 @@ class Next(Enum):
 
 @dataclass(frozen=True)
 class Followup:
+    """The reconciler's next step, with the build (and result) Jenkins showed."""
     next: Next
     reason: str = ""
     build_number: int | None = None
@@ -178,6 +185,7 @@ def follow_queue_item(state) -> Followup:
 
 
 def follow_build(state) -> Followup:
+    """The next step for a row whose build Jenkins was asked about."""
     match state:
         case Finished(number=number, result=result, url=url):
             return Followup(Next.SETTLE, build_number=number, build_url=url, result=result)

@@ -5,18 +5,19 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from .config import Settings
-from .errors import Conflict, DispatchError
-from .queue import FINAL_STATUSES, Queue
+from ..config import Settings
+from ..errors import Conflict, DispatchError
+from ..store.queue import FINAL_STATUSES, Queue
 from .waiting import JenkinsOutage, Waiting, why_waiting
 
 
 def jenkins_links(settings: Settings, row: dict) -> dict[str, str]:
+    """The row's links in Jenkins: its build, and its job when Jenkins is configured."""
     links: dict[str, str] = {}
     if row.get("build_url"):
         links["build"] = row["build_url"]
     if settings.jenkins is not None:
-        from .jenkins_answers import job_path, job_path_error
+        from ..jenkins.jobs import job_path, job_path_error
 
         base = settings.jenkins.url
         if job_path_error(row["job_name"]) is None:  # a row written with plain SQL may name no Jenkins item
@@ -83,9 +84,9 @@ def cancel_job(queue: Queue, job_id: int, settings: Settings, reason: str = "can
             raise Conflict(f"job {job_id} is now {row['status']}; nothing cancelled")
 
     # Jenkins's client only when cancelling, not for `show`.
-    from .cancelling import settle_stopped, stop_dispatch
-    from .dispatcher import jenkins_client
-    from .errors import JenkinsError
+    from ..dispatching.cancelling import settle_stopped, stop_dispatch
+    from ..dispatching.dispatcher import jenkins_client
+    from ..errors import JenkinsError
 
     with jenkins_client(settings) as client:
         try:

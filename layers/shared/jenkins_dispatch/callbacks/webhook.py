@@ -26,9 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 
-from . import runtime
-from .db import DatabaseError, database_error_message
-from .errors import ConfigError, DatabaseBusy, DatabaseUnavailable, InvalidInput, SchemaMissing
+from .. import runtime
+from ..errors import ConfigError, DatabaseBusy, DatabaseUnavailable, InvalidInput, SchemaMissing
+from ..observability import MetricUnit, logger, metrics
+from ..store.db import DatabaseError, database_error_message
+from ..store.queue import FINAL_STATUSES, Queue
 from .notifications import (
     Notification,
     RejectedNotification,
@@ -41,8 +43,6 @@ from .notifications import (
     row_id_hint,
     transition_for,
 )
-from .observability import MetricUnit, logger, metrics
-from .queue import FINAL_STATUSES, Queue
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -69,6 +69,7 @@ OUTCOMES = {
 
 @dataclass(frozen=True)
 class WebhookAnswer:
+    """What the webhook answers one callback: HTTP status, outcome, message and the row it touched."""
     status_code: int
     outcome: str
     message: str
@@ -79,6 +80,7 @@ class WebhookAnswer:
     job: str | None = None  # the job the notification names (logged, not answered)
 
     def body(self) -> dict[str, Any]:
+        """The JSON body of the answer, without the fields that are not known."""
         body: dict[str, Any] = {"outcome": self.outcome, "message": self.message}
         for key in ("job_id", "dispatch_id", "phase"):
             if getattr(self, key) is not None:

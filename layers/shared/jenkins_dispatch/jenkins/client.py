@@ -1,6 +1,6 @@
 """The only room that speaks Jenkins HTTP: one pooled ``requests.Session`` per pass.
 
-Requests are sent and their raw answers handed to :mod:`jenkins_answers`, which decides what they mean.
+Requests are sent and their raw answers handed to ``answers.py``, which decides what they mean.
 Two rules shape this module:
 
 * A request that may have reached Jenkins is never repeated here. A timeout or a connection lost after
@@ -33,9 +33,9 @@ from requests.adapters import HTTPAdapter
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 from urllib3.exceptions import SSLError as Urllib3SSLError
 
-from .config import default_of
-from .errors import JenkinsAuthRejected, JenkinsUnavailable, SearchInconclusive
-from .jenkins_answers import (
+from ..config import default_of
+from ..errors import JenkinsAuthRejected, JenkinsUnavailable, SearchInconclusive
+from .answers import (
     DISPATCH_ID_PARAMETER,
     AuthRejected,
     BuildGone,
@@ -55,15 +55,13 @@ from .jenkins_answers import (
     classify_trigger_answer,
     credentials_rejected_detail,
     dispatch_id_of,
-    form_value,
-    job_path,
-    job_url_matches,
     parse_build,
     parse_job_info,
     parse_queue_item,
     parse_who_am_i,
     resolve_forbidden,
 )
+from .jobs import form_value, job_path, job_url_matches
 
 JOB_INFO_TREE = "_class,buildable,property[parameterDefinitions[name]],actions[parameterDefinitions[name]]"
 QUEUE_ITEM_TREE = "_class,id,why,blocked,buildable,cancelled,executable[number,url]"
@@ -99,6 +97,7 @@ def _dispatch_id_position(names_doc: dict[str, Any]) -> int | None:
 
 
 class CancelResult(Enum):
+    """What Jenkins did with a request to cancel a queue item."""
     CANCELLED = "cancelled"
     NOT_FOUND = "not_found"
     ALREADY_STARTED = "already_started"
@@ -106,6 +105,7 @@ class CancelResult(Enum):
 
 
 class StopResult(Enum):
+    """What Jenkins did with a request to stop a running build."""
     STOP_REQUESTED = "stop_requested"
     GONE = "gone"
 
@@ -216,6 +216,7 @@ class JenkinsClient:
         self.close()
 
     def close(self) -> None:
+        """Close the pooled HTTP session."""
         self._session.close()
 
     # ------------------------------------------------------------------------------------------------------
@@ -454,11 +455,13 @@ class JenkinsClient:
         return outcome
 
     def queue_item(self, queue_id: int) -> QueueState:
+        """The state of a queue item (waiting, left with a build, cancelled, or gone)."""
         # Only the fields parse_queue_item reads: the item's parameters (twice, in actions and params) can be large.
         doc = self._get_json(f"queue/item/{int(queue_id)}/api/json?tree={QUEUE_ITEM_TREE}", f"queue item {queue_id}")
         return QueueItemGone() if doc is None else parse_queue_item(doc)
 
     def build(self, job_name: str, number: int) -> BuildState:
+        """The state of one build (running, finished with its result, or gone)."""
         doc = self._get_json(
             f"{job_path(job_name)}{int(number)}/api/json?tree=number,url,building,result,duration,queueId",
             f"build {job_name} #{number}",

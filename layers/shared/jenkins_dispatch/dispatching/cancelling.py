@@ -13,14 +13,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import DispatchError, SearchInconclusive
+from ..jenkins.answers import Finished
+from ..jenkins.client import CancelResult, JenkinsClient
 from .decisions import build_error, final_status
-from .errors import DispatchError, SearchInconclusive
-from .jenkins import CancelResult, JenkinsClient
-from .jenkins_answers import Finished
 
 
 @dataclass(frozen=True)
 class Stopped:
+    """What cancelling one dispatch in Jenkins did, and how its row should end."""
     note: str  # what was done in Jenkins, for the row's last_error and the history
     result: str | None = None  # the build had finished with this result: settle from it, not 'cancelled'
     build_number: int | None = None

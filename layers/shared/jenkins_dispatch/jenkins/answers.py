@@ -1,61 +1,19 @@
 """What Jenkins's HTTP answers mean: pure functions, no I/O.
 
 Every rule here is described in ``docs/jenkins.md`` (its first table: trigger outcomes at a glance). The client in
-``jenkins.py`` sends requests and hands the answers to these functions; the dispatcher ``match``-es on the
+``client.py`` sends requests and hands the answers to these functions; the dispatcher ``match``-es on the
 frozen dataclasses they return.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote, urlsplit
-
-from .errors import InvalidJobPath
+from urllib.parse import urlsplit
 
 DISPATCH_ID_PARAMETER = "DISPATCH_ID"
-
-# Characters Jenkins' Util.rawEncode leaves alone; everything else is percent-encoded as UTF-8, uppercase hex.
-_RAW_ENCODE_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!$&'()*+,-._=@")
-
-
-def raw_encode(segment: str) -> str:
-    """Encode one URL path segment exactly like Jenkins' ``Util.rawEncode`` (``Test Job`` → ``Test%20Job``)."""
-    return "".join(
-        char if char in _RAW_ENCODE_SAFE else "".join(f"%{byte:02X}" for byte in char.encode("utf-8"))
-        for char in segment
-    )
-
-
-def job_path_error(job_name: str) -> str | None:
-    """Why ``job_name`` can never name a Jenkins item, or None when it can.
-
-    A ``.`` or ``..`` segment is refused: Jenkins forbids such item names (``Jenkins.checkGoodName``), and an HTTP
-    client resolves them before sending (``job/a/job/../job/b/`` goes out as ``job/a/job/b/``), so ``a/../b`` would
-    trigger job ``a/b`` behind the back of ``a/b``'s per-job cap. Percent-encoding them is no way out: requests
-    decodes ``%2E`` (an unreserved character) back to ``.`` and then removes the segment.
-    """
-    segments = job_name.split("/") if job_name else [""]
-    if "" in segments:
-        return f"invalid Jenkins job name {job_name!r}: folders are separated by single '/'"
-    if "." in segments or ".." in segments:
-        return f"invalid Jenkins job name {job_name!r}: Jenkins forbids '.' and '..' as job or folder names"
-    return None
-
-
-def job_path(job_name: str) -> str:
-    """``a/b/c`` → ``job/a/job/b/job/c/``: the job's URL relative to the Jenkins root.
-
-    Raises ValueError for a name that can never name a Jenkins item (see ``job_path_error``): an empty segment
-    (``a//b``, a leading or trailing ``/``), or a ``.`` or ``..`` segment, which the HTTP client would resolve.
-    """
-    error = job_path_error(job_name)
-    if error:
-        raise InvalidJobPath(error)
-    return "".join(f"job/{raw_encode(segment)}/" for segment in job_name.split("/"))
 
 
 _QUEUE_ITEM_PATH = re.compile(r"(?:^|/)queue/item/(\d+)/?$")
@@ -196,6 +154,7 @@ TriggerOutcome = (
 
 
 def credentials_rejected_detail(user: str) -> str:
+    """The message for credentials Jenkins rejected (names the user, never the token)."""
     return f"Jenkins rejected the credentials of user {user}: check JENKINS_USER / JENKINS_API_TOKEN"
 
 
@@ -456,6 +415,7 @@ def parse_queue_item(doc: Mapping[str, Any]) -> QueueState:
 
 @dataclass(frozen=True)
 class Building:
+    """A build that is still running."""
     number: int
     url: str
 
@@ -558,70 +518,3 @@ def parse_job_info(doc: Mapping[str, Any]) -> JobInfo:
     )
 
 
-class JsonNumber(str):
-    """A JSON number kept as the text it was read from (``1.10`` stays ``1.10``), never turned into a float."""
-
-    __slots__ = ()
-
-
-def loads_parameters(text: str) -> dict[str, Any]:
-    """Parse a row's parameters, read from PostgreSQL as ``parameters::text``, keeping every number as its text.
-
-    jsonb stores numbers as ``numeric``, which keeps their digits, trailing zeros included (``1.10``, ``19.990``),
-    but prints an exponent written out (``1E+3`` → ``1000``, ``1e-400`` → ``0.`` and 399 zeros then ``1``,
-    ``-1.500e-3`` → ``-0.001500``). Those printed digits are what ``form_value`` sends: no float is involved.
-    """
-    value = json.loads(text, parse_float=JsonNumber, parse_int=JsonNumber)
-    if not isinstance(value, dict):
-        raise ValueError("parameters must be a JSON object")
-    return value
-
-
-def _json_text(value: Any) -> str:
-    """Compact JSON text (no spaces, non-ASCII as is) in which a JsonNumber is written as its digits."""
-    if isinstance(value, JsonNumber):
-        return str(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, Mapping):
-        return "{" + ",".join(f"{json.dumps(str(k), ensure_ascii=False)}:{_json_text(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list | tuple):
-        return "[" + ",".join(_json_text(v) for v in value) + "]"
-    return json.dumps(value)  # booleans, null, and numbers given as Python ints or floats
-
-
-def form_value(value: Any) -> str | None:
-    """How one of a row's parameters is sent as a ``buildWithParameters`` form field; None: it is not sent.
-
-    * a string: as it is (``"1.10"`` → ``1.10``, ``""`` → an empty value);
-    * a number: its JSON text as PostgreSQL's jsonb prints it (see ``loads_parameters``): ``1.10`` → ``1.10``,
-      ``19.990`` → ``19.990``, ``12345678901234567890123`` as is, ``1E+3`` → ``1000``, ``1e-400`` → ``0.000…0001``
-      (400 decimals) — never through a float;
-    * a boolean: ``true`` / ``false``;
-    * an array or object: its compact JSON text with numbers kept as above (``{"z":2.50}``); keys come in the
-      order jsonb keeps them (shorter keys first, then bytewise), inner nulls stay ``null``;
-    * null: None — the field is left out, so Jenkins uses the job's default value for that parameter.
-    """
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return _json_text(value)
-
-
-def job_url_matches(task_url: str, job_name: str) -> bool:
-    """Whether a queue item's ``task.url`` (absolute, host from Jenkins' own root URL) names ``job_name``.
-
-    Compares only the ``job/…/job/…/`` tail, decoded, so the host and context path do not matter.
-    """
-    segments = [unquote(s) for s in urlsplit(task_url).path.split("/") if s]
-    try:
-        first = segments.index("job")
-    except ValueError:
-        return False
-    tail = segments[first:]
-    if len(tail) % 2 or any(tail[i] != "job" for i in range(0, len(tail), 2)):
-        return False
-    return tail[1::2] == job_name.split("/")

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from .decisions import build_error, final_status
-from .errors import RejectedNotification
-from .jenkins_answers import header_value
+from ..dispatching.decisions import build_error, final_status
+from ..errors import RejectedNotification
+from ..jenkins.answers import header_value
 
 MAX_BODY_BYTES = 256 * 1024
 # Sanity bounds on single fields: far above anything Jenkins sends, far below what could hurt us.
@@ -95,13 +95,16 @@ class Transition:
 
     @property
     def settles(self) -> bool:
+        """Whether this transition ends the row (COMPLETED / FINALIZED) rather than records progress."""
         return self.final_status is not None
 
     @property
     def event(self) -> str:
+        """The history event the transition writes (the phase, lower case)."""
         return self.phase.lower()
 
     def describe(self) -> str:
+        """The build and its phase in words, for the webhook's answer and logs."""
         build = f"Jenkins build #{self.build_number}" if self.build_number is not None else "Jenkins build"
         return f"{build} {self.phase.lower()}"
 
@@ -182,6 +185,7 @@ def authentication_failure(event: Mapping[str, Any], secret: str) -> str | None:
 
 
 def is_authorised(event: Mapping[str, Any], secret: str) -> bool:
+    """Whether the event carries exactly one token and it matches ``secret``."""
     return authentication_failure(event, secret) is None
 
 

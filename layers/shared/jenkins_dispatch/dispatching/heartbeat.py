@@ -14,10 +14,10 @@ import socket
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from .observability import logger
+from ..observability import logger
 
 if TYPE_CHECKING:
-    from .queue import Queue
+    from ..store.queue import Queue
 
 # A dispatcher counts as live this long after its last pass at least: a pass may last a lease, and a
 # Jenkins or database outage backs off between passes; it also covers a one-pass-per-minute schedule.

@@ -23,14 +23,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from ..config import Settings
+from ..errors import DispatchError, JenkinsError, SearchInconclusive
+from ..jenkins.client import CancelResult, JenkinsClient
+from ..jenkins.jobs import job_path_error
+from ..observability import MetricUnit, logger, metrics, subsegment
+from ..store.queue import LEGACY_DISPATCH_PREFIX, ClaimedJob, ExpiredLease, Queue
 from .cancelling import settle_stopped, stop_dispatch
-from .config import Settings
 from .decisions import Next, build_error, final_status, follow_build, follow_queue_item
-from .errors import DispatchError, JenkinsError, SearchInconclusive
-from .jenkins import CancelResult, JenkinsClient
-from .jenkins_answers import job_path_error
-from .observability import MetricUnit, logger, metrics, subsegment
-from .queue import LEGACY_DISPATCH_PREFIX, ClaimedJob, ExpiredLease, Queue
 
 # A pass that found "not found" for a DISPATCH_ID looks once more after this pause: for a moment a
 # queue item that just left the queue has no build yet, and must not be mistaken for a lost trigger.
@@ -40,6 +40,7 @@ EXPIRED_PER_TAKE = 25
 
 @dataclass
 class Reconciled:
+    """What the reconciler did in one pass, by kind."""
     checked: int = 0
     adopted: int = 0
     requeued: int = 0  # sent again (same DISPATCH_ID)
@@ -150,6 +151,7 @@ class Reconciler:
                 self._no_trace(row)
 
     def settle_from_result(self, row, result: str, number: int | None, url: str | None) -> None:
+        """Settle ``row`` from the result of its finished build (fenced on its dispatch)."""
         status = final_status(result, self.settings.unstable_is_success)
         if self.queue.settle(row.id, row.dispatch_id, status, result=result,
                              error=build_error(result, number, self.settings.unstable_is_success),

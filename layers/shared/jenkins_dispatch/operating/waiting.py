@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from .queue import Pause
+from ..store.queue import Pause
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,7 @@ class Waiting:
     until: datetime | None = None  # when it becomes due (not_due, backing_off)
 
     def as_dict(self) -> dict[str, Any]:
+        """The reason as a plain dict, for ``--json``."""
         return {"code": self.code, "text": self.text, "until": self.until}
 
 

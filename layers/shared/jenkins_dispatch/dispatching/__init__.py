@@ -1,0 +1,7 @@
+"""Getting queued jobs into Jenkins and keeping their rows true: one pass (``dispatcher.py``), expired leases
+(``reconciler.py``), cancelling in Jenkins (``cancelling.py``), the pure decisions (``decisions.py``), pass
+after pass (``dispatch_loop.py``), waiting for work (``wakeup.py``) and heartbeats (``heartbeat.py``).
+
+Uses ``jenkins/`` and ``store/`` (never SQL or HTTP of its own). Must not import ``callbacks/``,
+``operating/`` or the entry points (``cli``, ``serve``, ``custom_resource``).
+"""

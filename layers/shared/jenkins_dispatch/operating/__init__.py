@@ -1,0 +1,7 @@
+"""What operators ask for beyond the queue's own statements: one job's details and its cancel
+(``operator.py``), retry and cancel by filters (``bulk.py``), why a job is still waiting (``waiting.py``,
+pure) and every health check (``doctor.py``).
+
+Uses ``store/``, ``jenkins/`` and ``dispatching/`` (cancelling in Jenkins, the client a pass would use).
+Must not import ``callbacks/`` or the entry points: the CLI calls into here, never the reverse.
+"""

@@ -1,0 +1,181 @@
+"""The package layout: which folder may import which, and every module and public name documented.
+
+Pure and fast: reads the source with ``ast``, imports nothing of the package. The rules are the ones each
+subpackage's ``__init__`` states; docs/architecture.md draws them.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "layers/shared/jenkins_dispatch"
+
+# Every part of the package may use these: errors, settings, logs and metrics.
+FOUNDATION = {"errors", "config", "observability"}
+GROUPS = {"jenkins", "store", "dispatching", "callbacks", "operating", "runtime", "secrets"} | FOUNDATION
+
+# Group (a subpackage, or a top-level module) -> what it may import besides itself. An entry names a group,
+# or one module of a group ("jenkins.answers").
+ALLOWED: dict[str, set[str]] = {
+    "errors": set(),
+    "secrets": {"errors"},
+    "config": {"errors", "secrets"},
+    "observability": {"errors", "config"},
+    "jenkins": FOUNDATION,
+    "store": FOUNDATION | {"jenkins.jobs"},
+    "runtime": FOUNDATION | {"store.db"},
+    "dispatching": FOUNDATION | {"runtime", "jenkins", "store"},
+    "callbacks": FOUNDATION | {"runtime", "store", "jenkins.answers", "dispatching.decisions"},
+    "operating": FOUNDATION | {"jenkins", "store", "dispatching"},
+    # The entry points use everything below them; only the CLI starts `serve`.
+    "cli": GROUPS | {"__init__", "serve"},
+    "serve": GROUPS,
+    "custom_resource": GROUPS,
+}
+
+# Third-party modules that belong to one side: the database driver to store/ (the dialect seam), HTTP clients
+# to jenkins/ (and doctor's probe of the webhook URL).
+THIRD_PARTY_HOMES = {
+    "pg8000": ("store/",),
+    "requests": ("jenkins/", "operating/doctor.py"),
+    "urllib3": ("jenkins/",),
+}
+
+
+@cache
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text())
+
+
+def _modules() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def _dotted(path: Path) -> str:
+    return ".".join(path.relative_to(PACKAGE).with_suffix("").parts)
+
+
+def _group(dotted: str) -> str:
+    return dotted.split(".")[0]
+
+
+def _is_module(dotted: str) -> bool:
+    parts = dotted.split(".")
+    return PACKAGE.joinpath(*parts).with_suffix(".py").is_file() or PACKAGE.joinpath(*parts).is_dir()
+
+
+def _package_imports(path: Path) -> set[str]:
+    """Every module of the package ``path`` imports, as a dotted name relative to the package."""
+    package_parts = _dotted(path).split(".")[:-1]  # a module's package; an __init__'s own package
+    found: set[str] = set()
+    for node in ast.walk(_tree(path)):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package_parts[: len(package_parts) - (node.level - 1)]
+            elif (node.module or "").split(".")[0] == "jenkins_dispatch":
+                base = []
+            else:
+                continue
+            module = (node.module or "").split(".")
+            if not node.level:
+                module = module[1:]
+            target = [p for p in base + module if p]
+            for alias in node.names:
+                candidate = ".".join(target + [alias.name])
+                found.add(candidate if _is_module(candidate) else ".".join(target) or "__init__")
+        elif isinstance(node, ast.Import):
+            found |= {a.name.split(".", 1)[1] for a in node.names if a.name.startswith("jenkins_dispatch.")}
+    return found
+
+
+@cache
+def _third_party_imports(path: Path) -> frozenset[str]:
+    names: set[str] = set()
+    for node in ast.walk(_tree(path)):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names.add(node.module.split(".")[0])
+    return frozenset(names)
+
+
+def allowed(importer: str, target: str) -> bool:
+    """Whether module ``importer`` may import module ``target`` (both dotted, relative to the package)."""
+    group = _group(importer)
+    if group == "__init__" or _group(target) == group:
+        return True
+    return any(target == entry or target.startswith(entry + ".") for entry in ALLOWED[group])
+
+
+@pytest.mark.parametrize(("importer", "target", "expected"), [
+    ("jenkins.client", "jenkins.answers", True),
+    ("jenkins.client", "config", True),
+    ("jenkins.client", "store.queue", False),
+    ("jenkins.answers", "dispatching.decisions", False),
+    ("store.queue", "jenkins.jobs", True),
+    ("store.queue", "jenkins.answers", False),
+    ("store.queue", "jenkins.client", False),
+    ("store.db", "runtime", False),
+    ("dispatching.dispatcher", "store.queue", True),
+    ("dispatching.dispatcher", "callbacks.webhook", False),
+    ("dispatching.dispatcher", "operating.operator", False),
+    ("dispatching.dispatcher", "cli", False),
+    ("callbacks.webhook", "dispatching.decisions", True),
+    ("callbacks.webhook", "dispatching.dispatcher", False),
+    ("callbacks.webhook", "jenkins.client", False),
+    ("operating.operator", "dispatching.cancelling", True),
+    ("operating.operator", "callbacks.webhook", False),
+    ("errors", "config", False),
+    ("config", "store.db", False),
+    ("serve", "cli", False),
+    ("cli", "serve", True),
+])
+def test_the_rules_refuse_what_the_subpackages_forbid(importer, target, expected) -> None:
+    assert allowed(importer, target) is expected
+
+
+def test_every_import_inside_the_package_follows_the_layout() -> None:
+    unplaced = sorted({_group(_dotted(path)) for path in _modules()} - set(ALLOWED) - {"__init__"})
+    assert unplaced == [], "a new folder or top-level module: say what it may import in ALLOWED"
+    broken = [f"{_dotted(path)} imports {target}" for path in _modules()
+              for target in sorted(_package_imports(path)) if not allowed(_dotted(path), target)]
+    assert broken == []
+
+
+def test_the_imports_are_read_at_all() -> None:
+    """Guards the test above against a parser that finds nothing (and so forbids nothing)."""
+    assert {"jenkins.answers", "jenkins.jobs", "config", "errors"} <= _package_imports(PACKAGE / "jenkins/client.py")
+    assert {"runtime", "store.queue", "jenkins.client"} <= _package_imports(PACKAGE / "dispatching/dispatcher.py")
+    assert "operating.bulk" in _package_imports(PACKAGE / "cli.py")
+
+
+def test_third_party_sides_stay_in_their_folder() -> None:
+    strays = [f"{path.relative_to(PACKAGE).as_posix()} imports {name}" for path in _modules()
+              for name, homes in THIRD_PARTY_HOMES.items()
+              if name in _third_party_imports(path) and not path.relative_to(PACKAGE).as_posix().startswith(homes)]
+    assert strays == []
+
+
+def test_every_module_says_what_it_owns() -> None:
+    missing = [path.relative_to(PACKAGE).as_posix() for path in _modules() if not ast.get_docstring(_tree(path))]
+    assert missing == []
+
+
+def _public_definitions(tree: ast.Module):
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and not node.name.startswith("_"):
+            yield node.name, node
+            if isinstance(node, ast.ClassDef):
+                for member in node.body:
+                    if isinstance(member, ast.FunctionDef | ast.AsyncFunctionDef) and not member.name.startswith("_"):
+                        yield f"{node.name}.{member.name}", member
+
+
+def test_every_public_function_class_and_method_has_a_docstring() -> None:
+    missing = [f"{path.relative_to(PACKAGE).as_posix()}: {name}" for path in _modules()
+               for name, node in _public_definitions(_tree(path)) if not ast.get_docstring(node)]
+    assert missing == [], f"{len(missing)} undocumented:\n" + "\n".join(missing)
