@@ -206,15 +206,10 @@ def print_table(rows: Sequence[dict], columns: Sequence[str], empty: str = "(non
 
 
 def age(seconds: float | None) -> str:
-    """A duration in seconds as people read it (45s, 12m, 3h05m); '-' when unknown."""
-    if seconds is None:
-        return "-"
-    seconds = int(seconds)
-    if seconds < 120:
-        return f"{seconds}s"
-    if seconds < 7200:
-        return f"{seconds // 60}m"
-    return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
+    """A duration in seconds as people read it (45s, 12m, 3h05m, 2d04h); '-' when unknown."""
+    from .operating.waiting import duration
+
+    return "-" if seconds is None else duration(seconds)
 
 
 # --------------------------------------------------------------------------- commands

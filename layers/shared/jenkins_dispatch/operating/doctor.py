@@ -31,6 +31,7 @@ from ..config import (
 from ..errors import ConfigError, DispatchError, JenkinsError, SchemaMissing
 from ..jenkins.answers import DISPATCH_ID_PARAMETER, JobInfo
 from ..jenkins.jobs import job_path_error
+from .waiting import duration
 
 if TYPE_CHECKING:
     from ..jenkins.client import WhoAmIAnswer
@@ -77,15 +78,6 @@ def healthy(checks: Sequence[Check]) -> bool:
 
 def _skip(name: str, because: str) -> Check:
     return Check(name, SKIP, f"skipped: {because}")
-
-
-def _age(seconds: float) -> str:
-    seconds = int(seconds)
-    if seconds < 120:
-        return f"{seconds}s"
-    if seconds < 7200:
-        return f"{seconds // 60}m"
-    return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
 
 
 # --------------------------------------------------------------------------- pure decisions: database
@@ -140,10 +132,10 @@ def transaction_check(oldest: Mapping[str, object], max_age_seconds: float) -> C
              f"application {oldest.get('application_name') or '-'}, {oldest.get('state') or 'state unknown'}")
     if float(seconds) <= max_age_seconds:
         return Check("oldest transaction", PASS,
-                     f"{_age(float(seconds))} ({where}), within {_age(max_age_seconds)}{note}")
+                     f"{duration(float(seconds))} ({where}), within {duration(max_age_seconds)}{note}")
     return Check(
         "oldest transaction", FAIL,
-        f"open for {_age(float(seconds))}, over {_age(max_age_seconds)} ({where}): it holds back vacuum and may "
+        f"open for {duration(float(seconds))}, over {duration(max_age_seconds)} ({where}): it holds back vacuum and may "
         f"hold locks the dispatcher waits for{note}",
         f"find it in pg_stat_activity (pid {oldest.get('pid')}) and end it: "
         f"SELECT pg_terminate_backend({oldest.get('pid')}); then fix the client that left it open",
