@@ -73,6 +73,13 @@ class ServeProcess:
         return self.proc.wait()
 
 
+def completed_notification(row: dict, number: int = 7) -> dict:
+    """The Notification plugin's COMPLETED/SUCCESS body for ``row``'s dispatch (job ``deploy``)."""
+    return {"name": "deploy", "url": "job/deploy/", "build": {
+        "number": number, "queue_id": row["jenkins_queue_id"], "phase": "COMPLETED", "status": "SUCCESS",
+        "url": f"job/deploy/{number}/", "parameters": {"DISPATCH_ID": row["dispatch_id"]}}}
+
+
 def serve_env(database_url: str, jenkins_url: str, **overrides: str) -> dict[str, str]:
     env = dict(os.environ, DATABASE_URL=database_url, JENKINS_URL=jenkins_url, JENKINS_USER="admin",
                JENKINS_API_TOKEN="admin-token", WEBHOOK_SECRET=WEBHOOK_SECRET, LEASE_SECONDS="30",

@@ -7,7 +7,7 @@ import time
 import urllib.request
 
 from ..dispatch_helpers import wait_for
-from ..serve_helpers import http_post, serve_env, start_serve
+from ..serve_helpers import completed_notification, http_post, serve_env, start_serve
 from ..unit.test_observability import _families, _value
 
 BASE_ENV = {"DATABASE_URL": "postgresql://u@127.0.0.1/db"}
@@ -26,10 +26,7 @@ def test_serve_prints_only_json_logs_and_exposes_prometheus_metrics(jenkins, dat
     try:
         job_id = queue.enqueue("deploy").id
         assert wait_for(lambda: queue.get(job_id)["jenkins_queue_id"] is not None, timeout=15)
-        row = queue.get(job_id)
-        body = {"name": "deploy", "url": "job/deploy/", "build": {
-            "number": 7, "queue_id": row["jenkins_queue_id"], "phase": "COMPLETED", "status": "SUCCESS",
-            "url": "job/deploy/7/", "parameters": {"DISPATCH_ID": row["dispatch_id"]}}}
+        body = completed_notification(queue.get(job_id))
         assert http_post(served.notify_url, body)[0] == 200
         assert http_post(served.base + "/jenkins/notify?token=wrong", body)[0] == 401
         time.sleep(0.8)  # a few idle passes

@@ -12,6 +12,7 @@ import urllib.request
 import pytest
 
 from ..dispatch_helpers import WEBHOOK_SECRET, wait_for
+from ..serve_helpers import completed_notification
 
 
 def free_port() -> int:
@@ -64,10 +65,7 @@ def test_healthz_and_the_webhook_over_plain_http(serve_process, queue):
     assert _get(base + "/healthz")[0] == 200
     job_id = queue.enqueue("deploy").id
     assert wait_for(lambda: queue.get(job_id)["jenkins_queue_id"] is not None, timeout=15)
-    row = queue.get(job_id)
-    body = {"name": "deploy", "url": "job/deploy/", "build": {
-        "number": 7, "queue_id": row["jenkins_queue_id"], "phase": "COMPLETED", "status": "SUCCESS",
-        "url": "job/deploy/7/", "parameters": {"DISPATCH_ID": row["dispatch_id"]}}}
+    body = completed_notification(queue.get(job_id))
     assert _post(f"{base}/jenkins/notify?token=wrong", body)[0] == 401
     status, answer = _post(f"{base}/jenkins/notify?token={WEBHOOK_SECRET}", body)
     assert status == 200, answer

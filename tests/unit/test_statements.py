@@ -26,6 +26,8 @@ MIGRATIONS = STORE / "sql" / Database.dialect / "migrations"
     ("-- lock: caps = 42\n-- name: q\nSELECT pg_advisory_xact_lock({{lock:caps}});\n",
      {"q": "SELECT pg_advisory_xact_lock(42)"}),
     ("-- lock: k = 7\n-- fragment: f\nlock({{lock:k}})\n-- name: q\nSELECT {{f}}\n", {"q": "SELECT lock(7)"}),
+    ("-- fragment: inner\nx = 1\n-- fragment: outer\nWHERE {{inner}}\n-- name: q\nSELECT 1 {{outer}}\n",
+     {"q": "SELECT 1 WHERE x = 1"}),
 ])
 def test_parse_renders_named_blocks(text, expected) -> None:
     assert parse(text) == expected
@@ -36,6 +38,7 @@ def test_parse_renders_named_blocks(text, expected) -> None:
     ("-- name: q\nSELECT {{lock:nope}}\n", "unknown lock 'nope' in q"),
     ("-- name: q\nSELECT 1\n-- name: q\nSELECT 2\n", "'q' is defined twice"),
     ("-- lock: a = 1\n-- lock: b = 1\n-- name: q\nSELECT 1\n", "locks a and b share the key 1"),
+    ("-- fragment: f\n{{g}}\n-- fragment: g\n{{f}}\n-- name: q\nSELECT {{f}}\n", "fragment 'f' includes itself"),
 ])
 def test_parse_refuses_what_cannot_be_meant(text, message) -> None:
     with pytest.raises(StatementError, match=re.escape(message)):

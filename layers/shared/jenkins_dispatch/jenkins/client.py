@@ -367,8 +367,11 @@ class JenkinsClient:
 
     def who_am_i(self) -> WhoAmIAnswer:
         """One ``whoAmI`` request, its answer as it came; raises JenkinsUnavailable only when none came."""
+        return self._who_am_i(time.monotonic() + self.timeout_seconds)
+
+    def _who_am_i(self, deadline: float) -> WhoAmIAnswer:
         try:
-            answer = self._send("GET", "whoAmI/api/json", deadline=time.monotonic() + self.timeout_seconds)
+            answer = self._send("GET", "whoAmI/api/json", deadline=deadline)
         except (_NotSent, _MaybeSent) as exc:
             raise JenkinsUnavailable(str(exc)) from None
         headers = {k.lower(): v for k, v in answer.headers.items()}
@@ -384,20 +387,16 @@ class JenkinsClient:
 
     def _ask_who_am_i(self, deadline: float) -> bool | None:
         try:
-            answer = self._send("GET", "whoAmI/api/json", deadline=deadline)
-        except (_NotSent, _MaybeSent) as exc:
+            answer = self._who_am_i(deadline)
+        except JenkinsUnavailable as exc:
             self._logger.warning(f"could not ask Jenkins's whoAmI whether our credentials work: {exc}")
             return None
         if answer.status in (401, 403):
             return False  # whoAmI is readable by anyone Jenkins lets in: refused here, refused everywhere
-        try:
-            doc = json.loads(answer.text) if answer.status == 200 else None
-        except ValueError:
-            doc = None
-        if not isinstance(doc, dict):
+        identity = answer.identity
+        if identity is None:
             self._logger.warning(f"Jenkins's whoAmI answered HTTP {answer.status} without its JSON document")
             return None
-        identity = parse_who_am_i(doc)
         if not identity.is_user(self.user):
             self._logger.warning(f"Jenkins takes our requests as {identity.name or 'nobody'!r}, not as user {self.user}")
         return identity.is_user(self.user)

@@ -8,7 +8,7 @@ A file is a sequence of blocks, each opened by a header line:
   statement are part of it);
 * ``-- fragment: NAME`` text several statements share, written once; a statement includes it with
   ``{{NAME}}``, replaced by the fragment's text (without the comment lines that open it, which document
-  it) when the file is loaded; a fragment may not include another;
+  it) when the file is loaded; a fragment may include another, never itself;
 * ``-- lock: NAME = KEY`` (a line, anywhere before the first block) an advisory-lock key, the only place
   it is written; a statement or fragment says ``{{lock:NAME}}``.
 
@@ -50,20 +50,22 @@ def parse(text: str) -> dict[str, str]:
             body = re.sub(r"\A(?:[ \t]*--[^\n]*\n)*", "", body).strip()
         blocks[kind][name] = body
 
-    def render(name: str, body: str, *, fragments: bool) -> str:
+    def render(name: str, body: str, within: tuple[str, ...] = ()) -> str:
         def include(match: re.Match) -> str:
             is_lock, ref = match.group(1), match.group(2)
             if is_lock:
                 if ref not in locks:
                     raise StatementError(f"unknown lock {ref!r} in {name}")
                 return locks[ref]
-            if not fragments or ref not in blocks["fragment"]:
+            if ref not in blocks["fragment"]:
                 raise StatementError(f"unknown fragment {ref!r} in {name}")
-            return render(ref, blocks["fragment"][ref], fragments=False)
+            if ref in within:
+                raise StatementError(f"fragment {ref!r} includes itself (through {' → '.join(within)})")
+            return render(ref, blocks["fragment"][ref], (*within, ref))
 
         return _INCLUDE.sub(include, body)
 
-    return {name: render(name, body, fragments=True) for name, body in blocks["name"].items()}
+    return {name: render(name, body) for name, body in blocks["name"].items()}
 
 
 def _trimmed(body: str) -> str:

@@ -665,12 +665,8 @@ SELECT
     (SELECT coalesce(jsonb_agg(jsonb_build_object('job_name', job_name, 'paused_at', paused_at,
                                                   'paused_by', paused_by, 'reason', reason)), '[]')
      FROM jenkins_job_pauses) AS pauses,
-    -- Jenkins as a whole, as the live dispatcher that asked it last found it (see jenkins_outage).
-    (SELECT jsonb_build_object('since', jenkins_unavailable_since, 'reason', jenkins_reason)
-     FROM jenkins_dispatchers
-     WHERE jenkins_checked_at IS NOT NULL AND last_pass_at > now() - make_interval(secs => stale_after_seconds)
-       AND last_outcome <> 'stopped'
-     ORDER BY jenkins_checked_at DESC, id LIMIT 1) AS jenkins;
+    -- Jenkins as a whole, as the live dispatcher that asked it last found it.
+    (SELECT jsonb_build_object('since', since, 'reason', reason) FROM ({{latest_word_on_jenkins}}) AS w) AS jenkins;
 
 -- name: in_flight_counts
 -- Processing rows per job: what the demo prints, and what the concurrency and chaos tests sample to prove
@@ -739,26 +735,32 @@ ON CONFLICT (id) DO UPDATE SET
         WHEN CAST(:jenkins_ok AS boolean) THEN NULL
         ELSE CAST(:jenkins_reason AS text) END;
 
+-- fragment: live_dispatcher
+-- A dispatcher is live while it passed within its own window and did not say it stopped.
+(last_pass_at > now() - make_interval(secs => stale_after_seconds) AND last_outcome <> 'stopped')
+
 -- name: dispatchers
 -- Every dispatcher seen in the last day, the most recent pass first. Live: it passed within its window and
 -- did not say it stopped.
 SELECT id, kind, host, pid, started_at, last_pass_at,
        extract(epoch FROM now() - last_pass_at)::float8 AS last_pass_seconds,
-       last_pass_at > now() - make_interval(secs => stale_after_seconds) AND last_outcome <> 'stopped' AS live,
+       {{live_dispatcher}} AS live,
        last_outcome, last_detail, passes, jenkins_unavailable_since, jenkins_reason
 FROM jenkins_dispatchers
 WHERE last_pass_at > now() - interval '1 day'
 ORDER BY last_pass_at DESC, id;
 
--- name: jenkins_outage
+-- fragment: latest_word_on_jenkins
 -- The latest word about Jenkins among live dispatchers: the one that asked Jenkins last.
 SELECT id AS dispatcher_id, jenkins_unavailable_since AS since, jenkins_reason AS reason,
        jenkins_checked_at AS checked_at
 FROM jenkins_dispatchers
-WHERE jenkins_checked_at IS NOT NULL AND last_pass_at > now() - make_interval(secs => stale_after_seconds)
-  AND last_outcome <> 'stopped'
+WHERE jenkins_checked_at IS NOT NULL AND {{live_dispatcher}}
 ORDER BY jenkins_checked_at DESC, id
-LIMIT 1;
+LIMIT 1
+
+-- name: jenkins_outage
+{{latest_word_on_jenkins}};
 
 -- ============================================================================ the migration runner
 -- Run by migrations.py, all in one transaction: the lock, the bookkeeping table, then each migration file
