@@ -495,8 +495,7 @@ class Queue:
             raise InvalidInput("the age must not be negative")
         total = 0
         while True:
-            self._run("prune_batch", days=float(older_than_days), batch=batch)
-            deleted = self.db.last_row_count
+            deleted = self._run("prune_batch", days=float(older_than_days), batch=batch)[0]["deleted"]
             total += deleted
             if deleted < batch:
                 return total
