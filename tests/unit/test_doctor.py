@@ -44,7 +44,7 @@ ANONYMOUS = Identity(name="anonymous", authenticated=True, anonymous=True)
 
 
 @pytest.mark.parametrize("message, fix", [
-    ("cannot connect to PostgreSQL at 127.0.0.1:9 (database q): Connection refused", "start PostgreSQL"),
+    ("cannot connect to PostgreSQL at 127.0.0.1:9 (database q): Connection refused", "start the database server"),
     ('cannot connect to PostgreSQL at h:5432 (database q): password authentication failed for user "ops" '
      "(SQLSTATE 28P01)", "user or password"),
     ('cannot connect to PostgreSQL at h:5432 (database q): database "q" does not exist (SQLSTATE 3D000)',
