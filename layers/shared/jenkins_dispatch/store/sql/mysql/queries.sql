@@ -96,16 +96,21 @@ DELETE q FROM jenkins_jobs_queue q
     JOIN JSON_TABLE(COALESCE(@jd_pruned, '[]'), '$[*]' COLUMNS (id BIGINT PATH '$')) AS doomed ON q.id = doomed.id;
 SELECT ROW_COUNT() AS deleted;
 
+-- fragment: op_job_key
+-- The unique key of a job name in jenkins_job_limits and jenkins_job_pauses (a hash: the names are longer
+-- than an InnoDB key holds), for :job_name.
+UNHEX(SHA2(LOWER(:job_name), 256))
+
 -- name: set_limit
 -- VALUES(col) rather than MySQL 8.0.20's row alias, which MariaDB does not know. No trigger wakes the
 -- dispatcher on MySQL: it sees a raised cap at its next poll.
 INSERT INTO jenkins_job_limits (job_name, max_in_flight) VALUES (:job_name, :max_in_flight)
 ON DUPLICATE KEY UPDATE max_in_flight = VALUES(max_in_flight), updated_at = NOW(6);
-SELECT job_name, max_in_flight FROM jenkins_job_limits WHERE job_name = :job_name;
+SELECT job_name, max_in_flight FROM jenkins_job_limits WHERE job_key = {{op_job_key}};
 
 -- name: remove_limit
 SET @jd_removed = 0;
-DELETE FROM jenkins_job_limits WHERE job_name = :job_name;
+DELETE FROM jenkins_job_limits WHERE job_key = {{op_job_key}};
 SET @jd_removed = ROW_COUNT();
 SELECT :job_name AS job_name FROM DUAL WHERE @jd_removed > 0;
 
@@ -260,8 +265,7 @@ SELECT job_name, count(*) AS n FROM jenkins_jobs_queue WHERE status = 'processin
 
 -- name: server_identity
 -- `doctor`: who we are (the account, user@host) on which server, proving the session works.
-SELECT CURRENT_USER() AS user_name, DATABASE() AS dbname, VERSION() AS server_version,
-       CASE WHEN VERSION() LIKE '%MariaDB%' THEN 'MariaDB' ELSE 'MySQL' END AS server_product;
+SELECT CURRENT_USER() AS user_name, DATABASE() AS dbname, VERSION() AS server_version;
 
 -- name: applied_migrations
 -- `doctor`: the schema versions `migrate` recorded (the table is missing before the first migrate).
@@ -290,10 +294,11 @@ LEFT JOIN information_schema.processlist o ON o.ID = @jd_trx_session;
 
 -- name: waiting_job_names
 -- `doctor`: the distinct job names of unfinished rows, those with the most rows first, each with its count, and
--- how many names there are in all (the status-led indexes of unfinished rows only).
+-- how many names there are in all (the status-led indexes of unfinished rows only). Ties go by the names'
+-- bytes, as PostgreSQL's C collation orders them, so that both dialects check the same names.
 SELECT job_name, count(*) AS waiting, count(*) OVER () AS job_names
 FROM jenkins_jobs_queue WHERE status IN ('pending', 'processing')
-GROUP BY job_name ORDER BY count(*) DESC, job_name LIMIT :limit;
+GROUP BY job_name ORDER BY count(*) DESC, job_name COLLATE utf8mb4_bin LIMIT :limit;
 
 -- ---------------------------------------------------------------------------- dispatcher heartbeats
 -- One row per dispatcher; a tiny table, read whole.
