@@ -3,13 +3,18 @@
 
 Owns only the migration runner; the queue's transitions live in ``queue.py``. Its own statements (the
 lock, the bookkeeping table) are named blocks of the dialect's ``queries.sql``, like every other.
+
+PostgreSQL applies everything in one transaction under an advisory lock. MySQL commits DDL implicitly, so
+there the runner holds a named session lock instead and each migration file is written to be run again
+after a failure part-way through.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from ..errors import MigrationError
+from ..errors import DispatchError, MigrationError
 from . import statements
 from .db import Database, DatabaseError, Row, database_error_message
 
@@ -28,11 +33,14 @@ def _run(db: Database, statement: str, /, **params) -> list[Row]:
 
 
 def migrate(db: Database) -> list[str]:
-    """Apply pending migrations in order, in one transaction under an advisory lock.
+    """Apply pending migrations in order: on PostgreSQL in one transaction under an advisory lock, on MySQL
+    file by file under a named lock.
 
     Safe to run concurrently (the second run waits, then finds nothing to do) and idempotent.
     Returns the names of the migrations applied by this call.
     """
+    if db.dialect == "mysql":
+        return _migrate_mysql(db)
     applied_now: list[str] = []
     try:
         with db.transaction():
@@ -47,4 +55,69 @@ def migrate(db: Database) -> list[str]:
                 applied_now.append(f"{version:04d}_{name}")
     except DatabaseError as exc:
         raise MigrationError(f"migration failed: {database_error_message(exc)}") from None
+    return applied_now
+
+
+# The oldest servers with everything the MySQL statements use: FOR UPDATE SKIP LOCKED (MySQL 8.0.1, MariaDB
+# 10.6), JSON_TABLE (8.0.4, 10.6), expression defaults (8.0.13) and CHECK constraints that are enforced rather
+# than parsed and ignored (8.0.16).
+MYSQL_MINIMUM = (8, 0, 16)
+MARIADB_MINIMUM = (10, 6, 0)
+_VERSION = re.compile(r"^(?:5\.5\.5-)?(\d+)\.(\d+)\.(\d+)")
+
+
+def unsupported_server(version: str) -> str | None:
+    """Why a server reporting ``VERSION()`` = ``version`` cannot hold the queue, in one line; None if it can."""
+    found = _VERSION.match(version.strip())
+    mariadb = "mariadb" in version.lower()
+    name, minimum = ("MariaDB", MARIADB_MINIMUM) if mariadb else ("MySQL", MYSQL_MINIMUM)
+    wanted = ".".join(map(str, minimum))
+    if not found:
+        return f"cannot read the server's version {version!r}: jenkins-dispatch needs {name} {wanted} or later"
+    number = tuple(int(part) for part in found.groups())
+    if number >= minimum:
+        return None
+    shown = ".".join(found.groups())
+    if number[:2] < minimum[:2]:  # a whole series short: the one feature a queue cannot do without
+        why = "it has no FOR UPDATE SKIP LOCKED, which concurrent claims rely on"
+    else:
+        why = "it parses CHECK constraints without enforcing them"
+    return f"{name} {shown} is too old for jenkins-dispatch ({why}): upgrade to {name} {wanted} or later"
+
+
+def _migrate_mysql(db: Database) -> list[str]:
+    """MySQL's runner: DDL commits as it goes, so no wrapping transaction, a session lock instead."""
+    try:
+        refusal = unsupported_server(_run(db, "server_version")[0]["version"])
+        if refusal:
+            raise MigrationError(refusal)
+        if _run(db, "lock_migrations")[0]["locked"] != 1:
+            raise MigrationError("another `jenkins-dispatch migrate` held the migration lock for 60 s: "
+                                 "let it finish, then run migrate again")
+    except DatabaseError as exc:
+        raise MigrationError(f"migration failed: {database_error_message(exc)}") from None
+    applied_now: list[str] = []
+    current = "the bookkeeping"
+    try:
+        _run(db, "lift_statement_limit")
+        _run(db, "create_migrations_table")
+        done = {r["version"] for r in _run(db, "migration_versions")}
+        for version, name, path in migration_files(db.dialect):
+            if version in done:
+                continue
+            current = f"{version:04d}_{name}"
+            db.run_script(path.read_text())
+            _run(db, "record_migration", version=version, name=name)
+            applied_now.append(current)
+    except DatabaseError as exc:
+        raise MigrationError(f"migration {current} failed part-way; what it did is kept and running migrate "
+                             f"again resumes it: {database_error_message(exc)}") from None
+    finally:
+        # The lock and the limit belong to this session: give both back for whoever uses it next. A session
+        # that broke meanwhile took both with it, so a failure here changes nothing.
+        try:
+            _run(db, "restore_statement_limit")
+            _run(db, "unlock_migrations")
+        except DispatchError:
+            pass
     return applied_now

@@ -34,3 +34,21 @@ SELECT version FROM jenkins_dispatch_migrations;
 
 -- name: record_migration
 INSERT INTO jenkins_dispatch_migrations (version, name) VALUES (:version, :name);
+
+-- name: lift_statement_limit
+-- MariaDB's per-session statement time limit (store/mysql.py sets it) would stop an ALTER of a large seed
+-- table half-way: lifted while migrating, restored after. MySQL's own limit covers SELECTs only, and it has
+-- no such variable: the SET is prepared from text only on MariaDB.
+SET @jd_statement_limit = NULL;
+SET @jd_sql = IF(VERSION() LIKE '%MariaDB%',
+                 'SET @jd_statement_limit = @@session.max_statement_time, SESSION max_statement_time = 0', 'DO 0');
+PREPARE jd_sql FROM @jd_sql;
+EXECUTE jd_sql;
+DEALLOCATE PREPARE jd_sql;
+
+-- name: restore_statement_limit
+SET @jd_sql = IF(@jd_statement_limit IS NULL, 'DO 0',
+                 CONCAT('SET SESSION max_statement_time = ', @jd_statement_limit));
+PREPARE jd_sql FROM @jd_sql;
+EXECUTE jd_sql;
+DEALLOCATE PREPARE jd_sql;
