@@ -27,6 +27,22 @@ CREATE TABLE IF NOT EXISTS jenkins_jobs_queue (
 
 -- ---- A seed table: its values first, while its columns still accept them.
 
+-- A seed's DATETIME (no fractional seconds) was written by the seed's sessions in the server's zone, as
+-- PostgreSQL reads a seed's timestamp without time zone in the server's zone: bring it to UTC, once, before
+-- the column becomes DATETIME(6), which is what marks it done. (A seed's TIMESTAMP is stored in UTC and
+-- reads as UTC in our sessions: nothing to do.) First of the fixes, so that the NOW(6) (UTC) given to a
+-- missing time below is not shifted.
+SELECT IF(COUNT(*) = 0, 'DO 0',
+          'UPDATE jenkins_jobs_queue
+           SET scheduled_at = COALESCE(CONVERT_TZ(scheduled_at, @@global.time_zone, ''+00:00''), scheduled_at)')
+INTO @jd_ddl
+FROM information_schema.columns
+WHERE table_schema = DATABASE() AND table_name = 'jenkins_jobs_queue' AND column_name = 'scheduled_at'
+  AND data_type = 'datetime' AND datetime_precision = 0;
+PREPARE jd_ddl FROM @jd_ddl;
+EXECUTE jd_ddl;
+DEALLOCATE PREPARE jd_ddl;
+
 -- Parameters, by the same rules as on PostgreSQL: missing, blank or JSON null is {}; an object is kept;
 -- anything else (unreadable text, an array, a scalar) is kept, not dropped, under _unparsed_parameters.
 -- IF(JSON_VALID(..)) guards JSON_TYPE, which fails on text that is not JSON.
@@ -34,31 +50,20 @@ UPDATE jenkins_jobs_queue
 SET parameters = CASE
     WHEN parameters IS NULL OR TRIM(parameters) = '' THEN JSON_OBJECT()
     WHEN IF(JSON_VALID(parameters), JSON_TYPE(parameters), NULL) = 'NULL' THEN JSON_OBJECT()
-    ELSE JSON_OBJECT('_unparsed_parameters', parameters)
+    -- As text: from MySQL's JSON type, an array would otherwise go in as an array, not as what was written.
+    ELSE JSON_OBJECT('_unparsed_parameters', CAST(parameters AS CHAR))
 END
 WHERE parameters IS NULL OR IF(JSON_VALID(parameters), JSON_TYPE(parameters), NULL) IS NULL
    OR IF(JSON_VALID(parameters), JSON_TYPE(parameters), NULL) <> 'OBJECT';
 UPDATE jenkins_jobs_queue SET status = 'pending' WHERE status IS NULL;
 UPDATE jenkins_jobs_queue SET priority = 0 WHERE priority IS NULL;
-UPDATE jenkins_jobs_queue SET scheduled_at = NOW(6) WHERE scheduled_at IS NULL;
+-- Missing and zero dates (MySQL's '0000-00-00', '2024-00-10' from a server without strict mode): due now.
+UPDATE jenkins_jobs_queue SET scheduled_at = NOW(6)
+WHERE scheduled_at IS NULL OR MONTH(scheduled_at) = 0 OR DAYOFMONTH(scheduled_at) = 0;
 
 -- A row without a job name cannot be dispatched, and there is no name to give it: it is kept, under '?'
 -- (a character Jenkins forbids in item names, so it never names a real job), and settled below.
 UPDATE jenkins_jobs_queue SET job_name = '?' WHERE job_name IS NULL OR TRIM(job_name) = '';
-
--- A seed's DATETIME (no fractional seconds) was written by the seed's sessions in the server's zone, as
--- PostgreSQL reads a seed's timestamp without time zone in the server's zone: bring it to UTC, once,
--- just before the column becomes DATETIME(6) (which is what marks it done).
-SELECT IF(COUNT(*) = 0, 'DO 0',
-          'UPDATE jenkins_jobs_queue
-           SET scheduled_at = COALESCE(CONVERT_TZ(scheduled_at, @@global.time_zone, ''+00:00''), scheduled_at)')
-INTO @jd_ddl
-FROM information_schema.columns
-WHERE table_schema = DATABASE() AND table_name = 'jenkins_jobs_queue' AND column_name = 'scheduled_at'
-  AND data_type IN ('datetime', 'timestamp') AND (datetime_precision = 0 OR data_type = 'timestamp');
-PREPARE jd_ddl FROM @jd_ddl;
-EXECUTE jd_ddl;
-DEALLOCATE PREPARE jd_ddl;
 
 -- ---- The seed's columns in their final types (only those that differ), in one ALTER.
 SET @jd_ddl = NULL;
