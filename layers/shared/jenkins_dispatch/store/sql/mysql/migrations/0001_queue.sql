@@ -11,7 +11,9 @@
 -- and stored procedures would need privileges and DELIMITER handling, hence the prepared statements.
 -- No partial indexes either: generated columns stand in for their WHERE clauses.
 --
--- Timestamps are DATETIME(6) holding UTC (our sessions run with time_zone '+00:00').
+-- Timestamps are DATETIME(6) holding UTC (our sessions run with time_zone '+00:00'). parameters is JSON:
+-- on MariaDB text checked by JSON_VALID, kept exactly as written; on MySQL 8 a binary form that normalises
+-- what it stores ({"N": 1.10} reads back as {"N": 1.1}, keys reordered). Both hold the same JSON value.
 
 -- The ALTERs below are GROUP_CONCATs of clauses: MySQL cuts them at 1024 bytes by default, silently.
 SET SESSION group_concat_max_len = 1048576;
