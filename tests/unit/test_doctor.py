@@ -47,6 +47,9 @@ ANONYMOUS = Identity(name="anonymous", authenticated=True, anonymous=True)
     ("cannot connect to PostgreSQL at 127.0.0.1:9 (database q): Connection refused", "start the database server"),
     ('cannot connect to PostgreSQL at h:5432 (database q): password authentication failed for user "ops" '
      "(SQLSTATE 28P01)", "user or password"),
+    ("cannot connect to MySQL at h:3306 (database q): Access denied for user 'ops'@'10.0.0.7' (using password: YES) "
+     "(error 1045)", "user or password"),
+    ("cannot connect to MySQL at h:3306 (database q): Unknown database 'q' (error 1049)", "create the database"),
     ('cannot connect to PostgreSQL at h:5432 (database q): database "q" does not exist (SQLSTATE 3D000)',
      "create the database"),
     ("cannot connect to PostgreSQL at h:5432 (database q): the server's TLS certificate could not be verified",
@@ -88,6 +91,13 @@ def test_transaction_check(row, limit, status, words):
     assert check.status == status and words in check.detail, check
     if status == FAIL:
         assert "pg_terminate_backend(4242)" in check.fix and "pg_stat_activity" in check.fix
+
+
+def test_transaction_check_on_mysql_names_its_tools():
+    check = transaction_check(OLD, 300, "mysql")
+    assert check.status == FAIL and "purge" in check.detail and "KILL 4242" in check.fix, check
+    hidden = transaction_check({**NO_TRANSACTION, "hidden_sessions": 2}, 300, "mysql")
+    assert "grant PROCESS" in hidden.detail
 
 
 @pytest.mark.parametrize("answer, reach, credentials, words", [

@@ -86,9 +86,11 @@ def _skip(name: str, because: str) -> Check:
 def database_unreachable_check(message: str) -> Check:
     """The database row when no session could be opened; ``message`` is DatabaseUnavailable's (no password)."""
     lowered = message.lower()
-    if "password authentication failed" in lowered or "28p01" in lowered or "no password" in lowered:
+    # PostgreSQL's words and SQLSTATEs, then MySQL's (errors 1045 and 1049).
+    if ("password authentication failed" in lowered or "28p01" in lowered or "no password" in lowered
+            or "access denied for user" in lowered):
         fix = "correct the user or password in DATABASE_URL (on AWS: the secret named by DB_SECRET_ARN)"
-    elif "does not exist" in lowered and "database" in lowered:
+    elif ("does not exist" in lowered and "database" in lowered) or "unknown database" in lowered:
         fix = "create the database, or correct its name at the end of DATABASE_URL"
     elif "no pg_hba.conf entry" in lowered:  # before the TLS test: its message says "SSL off"
         fix = "allow this client's address in the server's pg_hba.conf (or use TLS: ?sslmode=verify-full)"
@@ -128,10 +130,19 @@ def schema_check(applied: Mapping[int, str] | None, known: Sequence[tuple[int, s
     return Check("schema", PASS, f"current: all {len(known)} migrations applied (latest {latest})")
 
 
-def transaction_check(oldest: Mapping[str, object], max_age_seconds: float) -> Check:
+# Per dialect: what a long transaction holds back, where its session is listed, how to end it, and the grant
+# that shows other users' transactions.
+_TRANSACTION_TOOLS = {
+    "postgresql": ("vacuum", "pg_stat_activity", "SELECT pg_terminate_backend({pid})", "pg_read_all_stats"),
+    "mysql": ("InnoDB's purge", "information_schema.innodb_trx", "KILL {pid}", "PROCESS"),
+}
+
+
+def transaction_check(oldest: Mapping[str, object], max_age_seconds: float, dialect: str = "postgresql") -> Check:
     """The oldest open transaction (a row of ``Queue.oldest_transaction``) against the threshold."""
+    holds_back, listed_in, end_it, grant = _TRANSACTION_TOOLS[dialect]
     hidden = int(oldest.get("hidden_sessions") or 0)
-    note = (f"; {hidden} sessions of other users are hidden from us (grant pg_read_all_stats to see them)"
+    note = (f"; {hidden} sessions of other users are hidden from us (grant {grant} to see them)"
             if hidden else "")
     seconds = oldest.get("seconds")
     if seconds is None:
@@ -143,10 +154,10 @@ def transaction_check(oldest: Mapping[str, object], max_age_seconds: float) -> C
                      f"{duration(float(seconds))} ({where}), within {duration(max_age_seconds)}{note}")
     return Check(
         "oldest transaction", FAIL,
-        f"open for {duration(float(seconds))}, over {duration(max_age_seconds)} ({where}): it holds back vacuum and may "
-        f"hold locks the dispatcher waits for{note}",
-        f"find it in pg_stat_activity (pid {oldest.get('pid')}) and end it: "
-        f"SELECT pg_terminate_backend({oldest.get('pid')}); then fix the client that left it open",
+        f"open for {duration(float(seconds))}, over {duration(max_age_seconds)} ({where}): it holds back {holds_back} "
+        f"and may hold locks the dispatcher waits for{note}",
+        f"find it in {listed_in} (pid {oldest.get('pid')}) and end it: "
+        f"{end_it.format(pid=oldest.get('pid'))}; then fix the client that left it open",
     )
 
 
@@ -379,7 +390,7 @@ def _database_checks(env, fetch_secret, options: DoctorOptions) -> _Findings:
         schema = schema_check(applied, [(version, name) for version, name, _ in migration_files(db.dialect)])
         found.checks.append(schema)
         found.checks.append(_guarded("oldest transaction", lambda: transaction_check(
-            queue.oldest_transaction(), options.max_transaction_age_seconds)))
+            queue.oldest_transaction(), options.max_transaction_age_seconds, db.dialect)))
         if applied is None:
             found.waiting_unknown_because = "the schema is not applied"
             return found

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from ..config import default_of
@@ -131,6 +131,16 @@ class WaitingContext:
 def _timestamp(value: str | datetime | None) -> datetime | None:
     """A timestamp read back from JSON (ISO text) or as itself."""
     return datetime.fromisoformat(value) if isinstance(value, str) else value
+
+
+def _moment(value: str | datetime | None) -> datetime | None:
+    """A time filter as a datetime, which both dialects bind as a point in time (ISO text without a zone
+    means UTC, as on the command line); MySQL cannot read an ISO text's offset."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if value is not None and value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value
 
 
 def _pause(row: Row) -> Pause:
@@ -469,7 +479,7 @@ class Queue:
         many match in all. ``error_like``: ``last_error`` contains this text, ignoring case."""
         rows = self._run(
             "select_jobs_matching", final=final, status=status, job_name=job_name,
-            since=since.isoformat() if since else None,
+            since=_moment(since),
             error_pattern=like_contains(error_like) if error_like is not None else None, limit=limit,
         )
         total = rows[0]["total"] if rows else 0
@@ -482,9 +492,8 @@ class Queue:
         """Rows newest first, filtered by status, job, time and id, at most ``limit``."""
         if status is not None and status not in STATUSES:
             raise InvalidInput(f"unknown status {status!r}: use one of {', '.join(STATUSES)}")
-        if isinstance(since, datetime):
-            since = since.isoformat()
-        return self._run("list_jobs", status=status, job_name=job_name, since=since, before_id=before_id, limit=limit)
+        return self._run("list_jobs", status=status, job_name=job_name, since=_moment(since), before_id=before_id,
+                         limit=limit)
 
     def prune(self, older_than_days: float, batch: int = 1000) -> int:
         """Delete finished rows older than the cutoff in bounded batches; returns how many went."""
@@ -492,8 +501,7 @@ class Queue:
             raise InvalidInput("the age must not be negative")
         total = 0
         while True:
-            self._run("prune_batch", days=float(older_than_days), batch=batch)
-            deleted = self.db.last_row_count
+            deleted = self._run("prune_batch", days=float(older_than_days), batch=batch)[0]["deleted"]
             total += deleted
             if deleted < batch:
                 return total

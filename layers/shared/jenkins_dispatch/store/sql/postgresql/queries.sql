@@ -544,7 +544,8 @@ ORDER BY id
 LIMIT :limit;
 
 -- name: prune_batch
--- Finished rows older than the cutoff, a bounded batch at a time; their events go with them.
+-- Finished rows older than the cutoff, a bounded batch at a time; their events go with them. Returns how
+-- many rows went (`deleted`), as the MySQL statement does.
 WITH doomed AS (
     SELECT id FROM jenkins_jobs_queue
     WHERE finished_at IS NOT NULL AND finished_at < now() - make_interval(secs => CAST(:days AS float8) * 86400)
@@ -554,8 +555,10 @@ WITH doomed AS (
     FOR UPDATE SKIP LOCKED
 ), history AS (
     DELETE FROM jenkins_job_events e USING doomed WHERE e.job_id = doomed.id
+), gone AS (
+    DELETE FROM jenkins_jobs_queue q USING doomed WHERE q.id = doomed.id RETURNING q.id
 )
-DELETE FROM jenkins_jobs_queue q USING doomed WHERE q.id = doomed.id;
+SELECT count(*) AS deleted FROM gone;
 
 -- name: set_limit
 INSERT INTO jenkins_job_limits (job_name, max_in_flight) VALUES (:job_name, :max_in_flight)
