@@ -137,7 +137,10 @@ def _moment(value: str | datetime | None) -> datetime | None:
     """A time filter as a datetime, which both dialects bind as a point in time (ISO text without a zone
     means UTC, as on the command line); MySQL cannot read an ISO text's offset."""
     if isinstance(value, str):
-        value = datetime.fromisoformat(value)
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            raise InvalidInput(f"not a time: {value!r} (use ISO 8601, e.g. 2026-11-30T12:00:00Z)") from None
     if value is not None and value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     return value
