@@ -80,8 +80,9 @@ def own_database(url: str):
     settings = parse_database_url(url)
     name = f"jenkins_dispatch_demo_{os.getpid()}"
     admin = Database(settings, application_name="jenkins-dispatch-demo")
+    quoted = f"`{name}`" if settings.engine == "mysql" else f'"{name}"'
     try:
-        admin.run(f'CREATE DATABASE "{name}"')
+        admin.run(f"CREATE DATABASE {quoted}")
     except DispatchError:
         raise
     except Exception as exc:  # noqa: BLE001 - any refusal: say why in one line
@@ -96,9 +97,10 @@ def own_database(url: str):
     try:
         yield demo_url
     finally:
-        admin.run("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :n "
-                  "AND pid <> pg_backend_pid()", n=name)
-        admin.run(f'DROP DATABASE IF EXISTS "{name}"')
+        if settings.engine != "mysql":  # MySQL drops a database whatever sessions use it
+            admin.run("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :n "
+                      "AND pid <> pg_backend_pid()", n=name)
+        admin.run(f"DROP DATABASE IF EXISTS {quoted}")
         admin.close()
         say(f"database: {name} dropped")
 

@@ -3,10 +3,10 @@
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from pg8000.exceptions import DatabaseError
 
 from jenkins_dispatch.errors import Conflict, InvalidInput, NotFound
 from jenkins_dispatch.jenkins.jobs import JsonNumber
+from jenkins_dispatch.store.db import DatabaseError
 from jenkins_dispatch.store.queue import Queue, Settlement
 
 

@@ -98,7 +98,7 @@ def test_a_listener_whose_session_was_killed_reconnects_and_says_so(listener, db
 
 
 def test_scheduled_at_must_be_a_real_time(db, queue):
-    from pg8000.exceptions import DatabaseError
+    from jenkins_dispatch.store.db import DatabaseError
 
     with pytest.raises(DatabaseError, match="jenkins_jobs_queue_scheduled_at_check"):
         db.run("INSERT INTO jenkins_jobs_queue (job_name, scheduled_at) VALUES ('deploy', '-infinity')")

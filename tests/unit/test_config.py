@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from jenkins_dispatch.config import load_settings
+from jenkins_dispatch.config import load_settings, parse_database_url
 from jenkins_dispatch.errors import ConfigError
 
 from .aws_secrets import DB_SECRET, JENKINS_SECRET, WEBHOOK_TOKEN, create_secrets
@@ -93,3 +93,37 @@ def test_iam_auth_uses_a_generated_token_not_a_secret(aws, monkeypatch):
     assert token.startswith("proxy.example.internal:5432/?Action=connect") and "DBUser=dispatch" in token
     with pytest.raises(ConfigError, match="DB_USER"):
         load_settings({"DB_IAM_AUTH": "true", "DB_HOST": "h"})
+
+
+@pytest.mark.parametrize(("url", "expected"), [
+    ("mysql://app:pw@127.0.0.1/jobs", dict(engine="mysql", port=3306, user="app", dbname="jobs", tls="disable")),
+    ("mariadb://app@db.example.com:3307/jobs", dict(engine="mysql", port=3307, tls="verify")),
+    ("mysql://app@db.example.com/jobs?ssl-mode=DISABLED", dict(tls="disable")),
+    ("mysql://app@localhost/jobs?ssl_mode=VERIFY_IDENTITY&ssl_ca=/ca.pem", dict(tls="verify", ca_bundle="/ca.pem")),
+    ("mysql://app@localhost/jobs?unix_socket=/run/mysqld/mysqld.sock", dict(unix_socket="/run/mysqld/mysqld.sock")),
+    ("postgresql://u@127.0.0.1/db", dict(engine="postgresql", port=5432)),
+])
+def test_a_mysql_or_mariadb_url_selects_the_mysql_dialect(url, expected) -> None:
+    settings = parse_database_url(url)
+    assert {key: getattr(settings, key) for key in expected} == expected
+
+
+@pytest.mark.parametrize(("url", "message"), [
+    ("mysql://app@db.example.com/", "names no database"),
+    ("mysql://app@db.example.com/jobs?ssl-mode=SOMETIMES", "unknown ssl-mode"),
+    ("oracle://app@db.example.com/jobs", "postgresql://, mysql:// or mariadb://"),
+])
+def test_a_bad_mysql_url_is_refused_in_one_line(url, message) -> None:
+    with pytest.raises(ConfigError, match=message) as caught:
+        parse_database_url(url)
+    assert "\n" not in str(caught.value)
+
+
+def test_the_engine_comes_from_db_engine_or_the_secret_with_its_default_port(aws) -> None:
+    settings = load_settings({"DB_IAM_AUTH": "true", "DB_HOST": "h", "DB_USER": "u", "DB_NAME": "jobs",
+                              "DB_ENGINE": "mysql"}).database
+    assert (settings.engine, settings.port, settings.tls) == ("mysql", 3306, "verify")
+    with pytest.raises(ConfigError, match="DB_ENGINE names an unknown database engine 'oracle'"):
+        load_settings({"DB_IAM_AUTH": "true", "DB_HOST": "h", "DB_USER": "u", "DB_ENGINE": "oracle"})
+    with pytest.raises(ConfigError, match="DB_NAME"):  # MySQL has no default database
+        load_settings({"DB_IAM_AUTH": "true", "DB_HOST": "h", "DB_USER": "u", "DB_ENGINE": "mariadb"})

@@ -20,6 +20,7 @@ from jenkins_dispatch.operating.doctor import (
     queued_jobs_summary,
     render,
     schema_check,
+    server_label,
     transaction_check,
     webhook_check,
 )
@@ -43,7 +44,7 @@ ANONYMOUS = Identity(name="anonymous", authenticated=True, anonymous=True)
 
 
 @pytest.mark.parametrize("message, fix", [
-    ("cannot connect to PostgreSQL at 127.0.0.1:9 (database q): Connection refused", "start PostgreSQL"),
+    ("cannot connect to PostgreSQL at 127.0.0.1:9 (database q): Connection refused", "start the database server"),
     ('cannot connect to PostgreSQL at h:5432 (database q): password authentication failed for user "ops" '
      "(SQLSTATE 28P01)", "user or password"),
     ('cannot connect to PostgreSQL at h:5432 (database q): database "q" does not exist (SQLSTATE 3D000)',
@@ -174,3 +175,13 @@ def test_healthy_only_when_nothing_fails_and_render_gives_each_failure_its_fix()
     schema_row = next(i for i, line in enumerate(lines) if line.startswith("schema"))
     assert "FAIL" in lines[schema_row] and lines[schema_row + 1].strip() == "fix: run migrate"
     assert lines[-1] == "1 failed: schema"
+
+
+@pytest.mark.parametrize(("engine", "version", "label"), [
+    ("PostgreSQL", "16.4 (Debian 16.4-1.pgdg120+1)", "PostgreSQL 16.4"),
+    ("MySQL", "8.0.36", "MySQL 8.0.36"),
+    ("MySQL", "10.11.19-MariaDB-0+deb12u1", "MariaDB 10.11.19"),
+    ("MySQL", "8.0.28-log", "MySQL 8.0.28"),
+])
+def test_the_server_is_named_by_its_version_string(engine, version, label) -> None:
+    assert server_label(engine, version) == label

@@ -56,12 +56,17 @@ class Variable:
 # `jenkins-dispatch --help` prints this table, so the two cannot disagree. Reading a variable missing
 # from the table is a KeyError.
 ENVIRONMENT: tuple[Variable, ...] = (
-    Variable("DATABASE_URL", "postgresql://user:pass@host:port/db[?sslmode=verify-full] (local runs, tests)"),
-    Variable("DB_SECRET_ARN", "on AWS: Secrets Manager secret (JSON: host, port, username, password, dbname)"),
+    Variable("DATABASE_URL", "postgresql://user:pass@host:port/db[?sslmode=verify-full], or mysql://… / "
+             "mariadb://…[?ssl-mode=VERIFY_IDENTITY] for MySQL 8 / MariaDB 10.6+ (local runs, tests)"),
+    Variable("DB_SECRET_ARN", "on AWS: Secrets Manager secret (JSON: engine, host, port, username, password, dbname)"),
+    Variable("DB_ENGINE", "with DB_SECRET_ARN or DB_IAM_AUTH: postgresql or mysql (MariaDB too)",
+             default_text="the secret's engine, else postgresql"),
     Variable("DB_HOST", "with DB_SECRET_ARN or DB_IAM_AUTH: database host (else the secret's)"),
-    Variable("DB_PORT", "with DB_SECRET_ARN or DB_IAM_AUTH: database port (else the secret's)", 5432),
+    Variable("DB_PORT", "with DB_SECRET_ARN or DB_IAM_AUTH: database port (else the secret's)", 5432,
+             default_text="5432; mysql: 3306"),
     Variable("DB_USER", "with DB_SECRET_ARN or DB_IAM_AUTH: database user (else the secret's)"),
-    Variable("DB_NAME", "with DB_SECRET_ARN or DB_IAM_AUTH: database name (else the secret's)", "postgres"),
+    Variable("DB_NAME", "with DB_SECRET_ARN or DB_IAM_AUTH: database name (else the secret's)", "postgres",
+             default_text="postgres; mysql: required"),
     Variable("DB_IAM_AUTH", "authenticate to RDS with an IAM token instead of a password", False),
     Variable("DB_CA_BUNDLE", "CA bundle (PEM) trusted besides the system roots for the database's TLS",
              default_text="RDS CA bundle"),
@@ -106,7 +111,8 @@ def default_of(name: str):
 
 @dataclass(frozen=True)
 class DatabaseSettings:
-    """Where and how to reach the database: host, credentials, TLS, timeouts, IAM authentication."""
+    """Where and how to reach the database: which engine, host, credentials, TLS, timeouts, IAM authentication."""
+    engine: str = "postgresql"  # or "mysql" (MySQL 8, MariaDB 10.6+): which driver and which SQL
     host: str = "127.0.0.1"
     port: int = default_of("DB_PORT")
     user: str = "postgres"
@@ -290,15 +296,37 @@ def _secret_text(fetch: SecretFetcher, name: str, arn: str, key: str) -> str:
     return value
 
 
+# Engines as URLs and RDS secrets ("engine": "postgres", "aurora-mysql", …) name them, and their default ports.
+ENGINE_NAMES = {
+    "postgresql": "postgresql", "postgres": "postgresql", "aurora-postgresql": "postgresql",
+    "mysql": "mysql", "mariadb": "mysql", "aurora-mysql": "mysql", "aurora": "mysql",
+}
+DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306}
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def engine_of(value: str, name: str) -> str:
+    """``postgresql`` or ``mysql`` for an engine name as URLs, secrets and DB_ENGINE spell it."""
+    engine = ENGINE_NAMES.get(value.strip().lower())
+    if engine is None:
+        raise ConfigError(f"{name} names an unknown database engine {value!r} (use postgresql or mysql)")
+    return engine
+
+
 def parse_database_url(url: str, name: str = "DATABASE_URL") -> DatabaseSettings:
-    """``postgresql://user:pass@host:port/db?sslmode=verify-full&sslrootcert=/ca.pem`` (or ``?host=/socket/dir``)."""
+    """``postgresql://user:pass@host:port/db?sslmode=verify-full&sslrootcert=/ca.pem`` (or ``?host=/socket/dir``);
+    ``mysql://`` / ``mariadb://user:pass@host:port/db?ssl-mode=VERIFY_IDENTITY&ssl-ca=/ca.pem``."""
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError:
-        raise ConfigError(f"{name} is not a valid URL (expected postgresql://user:pass@host:port/db)") from None
+        raise ConfigError(f"{name} is not a valid URL (expected postgresql://user:pass@host:port/db "
+                          "or mysql://user:pass@host:port/db)") from None
+    if parts.scheme in ("mysql", "mariadb"):
+        return _parse_mysql_url(parts, port, name)
     if parts.scheme not in ("postgresql", "postgres"):
-        raise ConfigError(f"{name} must start with postgresql:// (got scheme {parts.scheme!r})")
+        raise ConfigError(f"{name} must start with postgresql://, mysql:// or mariadb:// "
+                          f"(got scheme {parts.scheme!r})")
     query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
     socket_dir = query.get("host")
     host = parts.hostname or ("" if socket_dir else "127.0.0.1")
@@ -325,6 +353,36 @@ def parse_database_url(url: str, name: str = "DATABASE_URL") -> DatabaseSettings
         unix_socket=unix_socket,
         tls=tls,
         ca_bundle=query.get("sslrootcert"),
+    )
+
+
+def _parse_mysql_url(parts, port: int | None, name: str) -> DatabaseSettings:
+    """A ``mysql://`` URL: TLS from ``ssl-mode`` (MySQL's spelling) or ``sslmode``, the CA from ``ssl-ca``
+    (or ``sslrootcert``), a local socket from ``unix_socket``."""
+    query = {k.replace("_", "-").lower(): v[-1] for k, v in parse_qs(parts.query).items()}
+    host = parts.hostname or "127.0.0.1"
+    dbname = unquote(parts.path.lstrip("/"))
+    if not dbname:
+        raise ConfigError(f"{name} names no database: mysql://user:pass@host:port/DATABASE")
+    socket_path = query.get("unix-socket")
+    mode = (query.get("ssl-mode") or query.get("sslmode")
+            or ("disabled" if (socket_path or host in LOCAL_HOSTS) else "verify_identity")).lower().replace("-", "_")
+    if mode in ("disabled", "disable", "preferred", "prefer", "allow"):
+        tls = "disable"
+    elif mode in ("required", "require", "verify_ca", "verify_identity", "verify_full"):
+        tls = "verify"  # never unverified TLS: REQUIRED is upgraded to full verification, as for PostgreSQL
+    else:
+        raise ConfigError(f"{name} has an unknown ssl-mode {mode!r} (use DISABLED or VERIFY_IDENTITY)")
+    return DatabaseSettings(
+        engine="mysql",
+        host=host,
+        port=port or DEFAULT_PORTS["mysql"],
+        user=unquote(parts.username) if parts.username else "root",
+        password=unquote(parts.password) if parts.password else None,
+        dbname=dbname,
+        unix_socket=socket_path,
+        tls=tls,
+        ca_bundle=query.get("ssl-ca") or query.get("sslrootcert"),
     )
 
 
@@ -356,16 +414,27 @@ def _database(env: Mapping[str, str], fetch: SecretFetcher | None) -> DatabaseSe
         password = None if iam else secret.get("password")
         if not iam and not password:
             raise ConfigError("the secret named by DB_SECRET_ARN has no 'password' (or set DB_IAM_AUTH=true)")
+        if _text(env, "DB_ENGINE"):
+            engine = engine_of(_text(env, "DB_ENGINE"), "DB_ENGINE")
+        elif secret.get("engine"):
+            engine = engine_of(str(secret["engine"]), "the secret named by DB_SECRET_ARN ('engine')")
+        else:
+            engine = "postgresql"
+        dbname = _text(env, "DB_NAME") or secret.get("dbname") or (
+            default_of("DB_NAME") if engine == "postgresql" else None)
+        if not dbname:  # MySQL has no default database to fall back on
+            raise ConfigError("no database name: set DB_NAME or put 'dbname' in the secret named by DB_SECRET_ARN")
         try:
-            port = int(_text(env, "DB_PORT") or secret.get("port") or default_of("DB_PORT"))
+            port = int(_text(env, "DB_PORT") or secret.get("port") or DEFAULT_PORTS[engine])
         except (TypeError, ValueError):
             raise ConfigError("DB_PORT (or the secret's 'port') must be a whole number") from None
         return DatabaseSettings(
+            engine=engine,
             host=str(host),
             port=port,
             user=str(user),
             password=password,
-            dbname=_text(env, "DB_NAME") or secret.get("dbname") or default_of("DB_NAME"),
+            dbname=dbname,
             tls="verify",
             ca_bundle=ca_bundle,
             iam_auth=iam,

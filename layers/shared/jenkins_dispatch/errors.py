@@ -63,6 +63,20 @@ class DatabaseBusy(DispatchError):
     """A statement gave up waiting (lock or statement timeout, deadlock): the database works, try again later."""
 
 
+class DatabaseError(DispatchError):
+    """A statement the database refused (a lost session is DatabaseUnavailable instead), in one line without
+    secrets: read the server's reason in the message. ``code``: the SQLSTATE (PostgreSQL) or error number
+    (MySQL) as text; ``constraint``: the rule the data broke, when the server names one; ``invalid_input``: the
+    data broke a rule (a constraint, a format), rather than the statement failing to run."""
+
+    def __init__(self, message: str, *, code: str | None = None, constraint: str | None = None,
+                 invalid_input: bool = False):
+        super().__init__(message)
+        self.code = code
+        self.constraint = constraint
+        self.invalid_input = invalid_input
+
+
 class SchemaMissing(DispatchError):
     """The tables are not there (or not current): run `jenkins-dispatch migrate` on this database."""
 
@@ -103,5 +117,5 @@ class SearchInconclusive(DispatchError):
 # The errors that mean "the operation failed, the input was fine" (CLI exit 1); any other DispatchError is bad
 # input (exit 2).
 OPERATION_FAILED: tuple[type[DispatchError], ...] = (
-    DatabaseUnavailable, DatabaseBusy, MigrationError, SchemaMissing, JenkinsError, SearchInconclusive,
+    DatabaseUnavailable, DatabaseBusy, DatabaseError, MigrationError, SchemaMissing, JenkinsError, SearchInconclusive,
 )

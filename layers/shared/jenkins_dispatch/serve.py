@@ -21,7 +21,7 @@ from .callbacks.notifications import MAX_BODY_BYTES
 from .config import SERVE_HOST, SERVE_INTERVAL_SECONDS, SERVE_PORT, Settings
 from .dispatching.dispatch_loop import DispatchLoop, Health
 from .dispatching.heartbeat import Heartbeat
-from .dispatching.wakeup import NotificationSignal
+from .dispatching.wakeup import work_signal
 from .errors import ConfigError
 from .observability import PROMETHEUS_PREFIX, logger, metrics
 from .store.db import Database
@@ -136,7 +136,7 @@ class WebhookServer:
 def dispatch_forever(settings: Settings, interval: float, stop: threading.Event, health: Health) -> None:
     """The dispatcher loop on its own session (which also LISTENs), until ``stop`` is set."""
     with Database(settings.database, application_name="jenkins-dispatch-serve") as db:
-        loop = DispatchLoop(settings, db, NotificationSignal(db, stop), interval=interval, shutdown=stop,
+        loop = DispatchLoop(settings, db, work_signal(db, stop), interval=interval, shutdown=stop,
                             health=health, heartbeat=Heartbeat("serve", interval=interval))
         loop.run()
 

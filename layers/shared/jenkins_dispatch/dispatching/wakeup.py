@@ -67,3 +67,10 @@ class PollingSignal:
         if self.shutdown.wait(min(timeout, self.poll_seconds)):
             return set()
         return {WORK} if timeout >= self.poll_seconds else set()
+
+
+def work_signal(db: Database, shutdown: threading.Event | None = None, poll_seconds: float = 1.0) -> WorkSignal:
+    """What a dispatcher on ``db`` waits on: notifications where the database sends them, else polling."""
+    if db.notifications:
+        return NotificationSignal(db, shutdown)
+    return PollingSignal(poll_seconds, shutdown)

@@ -97,9 +97,17 @@ def database_unreachable_check(message: str) -> Check:
     elif "certificate" in lowered or "tls" in lowered or "ssl" in lowered:
         fix = "the server's TLS certificate was not verified: set DB_CA_BUNDLE to its CA (RDS: the RDS CA bundle)"
     else:
-        fix = ("start PostgreSQL, or correct the host and port in DATABASE_URL; check the network path from here "
-               "(security group, VPC, firewall)")
+        fix = ("start the database server, or correct the host and port in DATABASE_URL; check the network path "
+               "from here (security group, VPC, firewall)")
     return Check("database", FAIL, message, fix)
+
+
+def server_label(engine_name: str, version: str) -> str:
+    """``PostgreSQL 16.4``, ``MySQL 8.0.36``, ``MariaDB 10.11.19``: the server as its version string names it."""
+    number = version.split()[0].split("-")[0] if version.strip() else "?"
+    if "mariadb" in version.lower():
+        return f"MariaDB {number}"
+    return f"{engine_name} {number}"
 
 
 def schema_check(applied: Mapping[int, str] | None, known: Sequence[tuple[int, str]]) -> Check:
@@ -347,7 +355,8 @@ def _database_checks(env, fetch_secret, options: DoctorOptions) -> _Findings:
         settings = load_database_settings(env, fetch_secret)
     except ConfigError as exc:
         found.checks.append(Check("database", FAIL, str(exc),
-                                  "set DATABASE_URL=postgresql://USER:PASSWORD@HOST:PORT/DB (on AWS: DB_SECRET_ARN)"))
+                                  "set DATABASE_URL=postgresql://USER:PASSWORD@HOST:PORT/DB (or mysql://…; on AWS: "
+                                  "DB_SECRET_ARN)"))
         found.checks += [_skip(n, "no database configured") for n in dependent]
         found.waiting_unknown_because = "no database configured"
         return found
@@ -362,12 +371,12 @@ def _database_checks(env, fetch_secret, options: DoctorOptions) -> _Findings:
             found.waiting_unknown_because = "database unreachable"
             return found
         found.checks.append(Check("database", PASS, f"{settings.describe()} as {who['user_name']}, "
-                                                    f"PostgreSQL {str(who['server_version']).split()[0]}"))
+                                                    f"{server_label(db.engine_name, str(who['server_version']))}"))
         try:
             applied: dict[int, str] | None = queue.applied_migrations()
         except SchemaMissing:
             applied = None
-        schema = schema_check(applied, [(version, name) for version, name, _ in migration_files()])
+        schema = schema_check(applied, [(version, name) for version, name, _ in migration_files(db.dialect)])
         found.checks.append(schema)
         found.checks.append(_guarded("oldest transaction", lambda: transaction_check(
             queue.oldest_transaction(), options.max_transaction_age_seconds)))

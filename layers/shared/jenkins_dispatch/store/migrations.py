@@ -9,11 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pg8000.exceptions import DatabaseError
-
 from ..errors import MigrationError
 from . import statements
-from .db import Database, Row, database_error_message
+from .db import Database, DatabaseError, Row, database_error_message
 
 
 def migration_files(dialect: str = Database.dialect) -> list[tuple[int, str, Path]]:

@@ -12,13 +12,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from pg8000.exceptions import DatabaseError
-
 from ..config import default_of
 from ..errors import Conflict, InvalidInput, NotFound
 from ..jenkins.jobs import job_path_error, loads_parameters
 from . import statements
-from .db import Database, Row, database_error_message, is_sqlstate
+from .db import Database, DatabaseError, Row
 
 FINAL_STATUSES = ("completed", "failed", "cancelled")
 STATUSES = ("pending", "processing", *FINAL_STATUSES)
@@ -174,8 +172,7 @@ def _claimed(row: Row) -> ClaimedJob:
 
 
 def _constraint_message(exc: DatabaseError) -> str:
-    fields = exc.args[0] if exc.args and isinstance(exc.args[0], dict) else {}
-    constraint = fields.get("n", "")
+    constraint = exc.constraint or ""
     readable = {
         "jenkins_jobs_queue_status_check": "status must be one of " + ", ".join(STATUSES),
         "jenkins_jobs_queue_job_name_check": "job name must not be empty (and at most 1024 characters)",
@@ -187,7 +184,7 @@ def _constraint_message(exc: DatabaseError) -> str:
         "jenkins_jobs_queue_dedupe_key": "another unfinished job has the same dedupe key",
         "jenkins_jobs_queue_scheduled_at_check": "scheduled_at must be a real time, not infinity",
     }
-    return readable.get(constraint, database_error_message(exc))
+    return readable.get(constraint, str(exc))
 
 
 class Queue:
@@ -202,7 +199,7 @@ class Queue:
         try:
             return self.db.run(self._statements[name], **params)
         except DatabaseError as exc:
-            if is_sqlstate(exc, "23514", "23505", "23502", "22P02", "22P05", "22021", "22007", "22008", "22003"):
+            if exc.invalid_input:
                 raise InvalidInput(_constraint_message(exc)) from None
             raise
 
