@@ -79,8 +79,19 @@ SELECT id FROM jenkins_jobs_queue WHERE open_dedupe_key = :dedupe_key;
 -- statements after this one, each reading the latest committed data (READ COMMITTED), see its pause.
 SELECT name FROM jenkins_dispatch_locks WHERE name = 'pauses' LOCK IN SHARE MODE
 
+-- fragment: t_job_key
+-- A job name as jenkins_job_pauses and jenkins_job_limits key it (their job_key column): item names compare
+-- ignoring case, whatever the tables' collation.
+UNHEX(SHA2(LOWER(q.job_name), 256))
+
+-- fragment: claim_in_flight
+-- Processing rows of the job of limit l: the collation's equality finds them through the index, the key
+-- makes it exact.
+(SELECT COUNT(*) FROM jenkins_jobs_queue f
+ WHERE f.status = 'processing' AND f.job_name = l.job_name AND UNHEX(SHA2(LOWER(f.job_name), 256)) = l.job_key)
+
 -- fragment: claim_not_paused
-AND q.job_name NOT IN (SELECT p.job_name FROM jenkins_job_pauses p)
+AND {{t_job_key}} NOT IN (SELECT p.job_key FROM jenkins_job_pauses p)
 AND NOT EXISTS (SELECT 1 FROM jenkins_job_pauses p WHERE p.job_name = '*')
 
 -- fragment: claim_take
@@ -115,7 +126,7 @@ SELECT JSON_ARRAYAGG(picked.id) INTO @jd_claimed FROM (
     SELECT q.id FROM jenkins_jobs_queue q
     WHERE q.status = 'pending' AND q.scheduled_at <= NOW(6)
       -- A cap set while this dispatcher's pass runs uncapped: leave that job to the capped claim.
-      AND q.job_name NOT IN (SELECT l.job_name FROM jenkins_job_limits l)
+      AND {{t_job_key}} NOT IN (SELECT l.job_key FROM jenkins_job_limits l)
       {{claim_not_paused}}
     ORDER BY q.claim_priority, q.scheduled_at, q.id
     LIMIT :batch_size
@@ -130,39 +141,38 @@ SELECT name FROM jenkins_dispatch_locks WHERE name = 'caps' FOR UPDATE;
 
 -- name: claim_batch_capped
 -- As claim_batch, but never lets the processing rows of a job_name exceed its jenkins_job_limits entry, nor
--- all processing rows exceed :max_in_flight (NULL: no global cap). Run after lock_caps, in its transaction.
+-- all processing rows exceed :max_in_flight (NULL: no global cap). Run after lock_caps, in its transaction;
+-- it takes the caps lock itself too (again: a no-op in that transaction), so that run alone it is one
+-- round trip, and as exact.
 -- A LIMIT must be a constant here: the locking read takes at most :batch_size rows of jobs with room left,
 -- in order, and the first (global room) of them, each job's first (its room), are claimed, as on
 -- PostgreSQL. The others stay locked only until this transaction commits.
 SET @jd_claimed = NULL, @jd_room = NULL;
+SELECT name FROM jenkins_dispatch_locks WHERE name = 'caps' FOR UPDATE;
 {{claim_paused_lock}};
 SELECT CASE WHEN :max_in_flight IS NULL THEN :batch_size
             ELSE LEAST(:batch_size, GREATEST(:max_in_flight - COUNT(*), 0)) END
 INTO @jd_room
 FROM jenkins_jobs_queue WHERE status = 'processing';
 SELECT JSON_ARRAYAGG(ranked.id) INTO @jd_claimed FROM (
-    SELECT picked.id, picked.job_name,
+    SELECT picked.id, picked.job_key,
            ROW_NUMBER() OVER (ORDER BY picked.claim_priority, picked.scheduled_at, picked.id) AS nth_of_all,
-           ROW_NUMBER() OVER (PARTITION BY picked.job_name
+           ROW_NUMBER() OVER (PARTITION BY picked.job_key
                               ORDER BY picked.claim_priority, picked.scheduled_at, picked.id) AS nth_of_job
     FROM (
-        SELECT q.id, q.job_name, q.claim_priority, q.scheduled_at FROM jenkins_jobs_queue q
+        SELECT q.id, {{t_job_key}} AS job_key, q.claim_priority, q.scheduled_at FROM jenkins_jobs_queue q
         WHERE q.status = 'pending' AND q.scheduled_at <= NOW(6)
-          AND q.job_name NOT IN (
-              SELECT l.job_name FROM jenkins_job_limits l
-              WHERE l.max_in_flight <= (SELECT COUNT(*) FROM jenkins_jobs_queue f
-                                        WHERE f.status = 'processing' AND f.job_name = l.job_name))
+          AND {{t_job_key}} NOT IN (
+              SELECT l.job_key FROM jenkins_job_limits l WHERE l.max_in_flight <= {{claim_in_flight}})
           {{claim_not_paused}}
         ORDER BY q.claim_priority, q.scheduled_at, q.id
         LIMIT :batch_size
         FOR UPDATE SKIP LOCKED
     ) picked
 ) ranked
-LEFT JOIN jenkins_job_limits l ON l.job_name = ranked.job_name
+LEFT JOIN jenkins_job_limits l ON l.job_key = ranked.job_key
 WHERE ranked.nth_of_all <= @jd_room
-  AND (l.job_name IS NULL
-       OR ranked.nth_of_job <= l.max_in_flight - (SELECT COUNT(*) FROM jenkins_jobs_queue f
-                                                  WHERE f.status = 'processing' AND f.job_name = l.job_name));
+  AND (l.job_key IS NULL OR ranked.nth_of_job <= l.max_in_flight - {{claim_in_flight}});
 {{claim_take}};
 
 -- name: pause_job
@@ -171,23 +181,23 @@ WHERE ranked.nth_of_all <= @jd_room
 -- claim that holds it shared (those that read the pauses before this one) to commit, and claims that come
 -- later wait for this block to commit, then see the pause. Pauses are written only under this lock, so the
 -- insert below cannot race another pause_job. A job already paused keeps its pause (created false).
-SET @jd_pending = NULL, @jd_created = 0;
-SELECT COUNT(*) INTO @jd_pending FROM jenkins_jobs_queue
-WHERE status = 'pending' AND (job_name = :job_name OR :job_name = '*');
+SET @jd_pending = NULL, @jd_created = 0, @jd_key = UNHEX(SHA2(LOWER(:job_name), 256));
+SELECT COUNT(*) INTO @jd_pending FROM jenkins_jobs_queue q
+WHERE q.status = 'pending' AND ((q.job_name = :job_name AND {{t_job_key}} = @jd_key) OR :job_name = '*');
 SELECT name FROM jenkins_dispatch_locks WHERE name = 'pauses' FOR UPDATE;
 INSERT INTO jenkins_job_pauses (job_name, paused_by, reason)
 SELECT :job_name, :paused_by, :reason FROM DUAL
-WHERE NOT EXISTS (SELECT 1 FROM jenkins_job_pauses WHERE job_name = :job_name);
+WHERE NOT EXISTS (SELECT 1 FROM jenkins_job_pauses WHERE job_key = @jd_key);
 SET @jd_created = ROW_COUNT();
 SELECT job_name, paused_at, paused_by, reason, @jd_created > 0 AS created, @jd_pending AS pending
-FROM jenkins_job_pauses WHERE job_name = :job_name;
+FROM jenkins_job_pauses WHERE job_key = @jd_key;
 
 -- name: resume_job
 -- Needs no lock: a claim that misses the resume only leaves the job for the next one (the dispatcher polls).
-SET @jd_pending = NULL, @jd_resumed = 0;
-SELECT COUNT(*) INTO @jd_pending FROM jenkins_jobs_queue
-WHERE status = 'pending' AND (job_name = :job_name OR :job_name = '*');
-DELETE FROM jenkins_job_pauses WHERE job_name = :job_name;
+SET @jd_pending = NULL, @jd_resumed = 0, @jd_key = UNHEX(SHA2(LOWER(:job_name), 256));
+SELECT COUNT(*) INTO @jd_pending FROM jenkins_jobs_queue q
+WHERE q.status = 'pending' AND ((q.job_name = :job_name AND {{t_job_key}} = @jd_key) OR :job_name = '*');
+DELETE FROM jenkins_job_pauses WHERE job_key = @jd_key;
 SET @jd_resumed = ROW_COUNT();
 SELECT @jd_resumed AS resumed, @jd_pending AS pending;
 
