@@ -14,11 +14,14 @@ import pytest
 
 from jenkins_dispatch.dispatching.dispatcher import run_pass
 from jenkins_dispatch.operating import bulk
+from jenkins_dispatch.store.queue import FINAL_STATUSES
 
 from ..cli_helpers import exit_code
 from ..dispatch_helpers import dispatch_settings, wait_for
 from .test_cli import run
 from .test_operator import use_jenkins
+
+pytestmark = pytest.mark.both_engines
 
 # --------------------------------------------------------------------------- pure parts
 
@@ -29,11 +32,10 @@ from .test_operator import use_jenkins
 def put(queue, db, job, status, error=None, hours_ago=0.0):
     """A row of job `job` in `status` (final rows finished `hours_ago`), with `error` as last_error."""
     job_id = queue.enqueue(job).id
-    db.run("UPDATE jenkins_jobs_queue SET status = :status, last_error = :error, "
-           "finished_at = CASE WHEN :status IN ('completed', 'failed', 'cancelled') "
-           "THEN now() - CAST(:h AS double precision) * interval '1 hour' END, "
-           "updated_at = now() - CAST(:h AS double precision) * interval '1 hour' WHERE id = :id",
-           id=job_id, status=status, error=error, h=hours_ago)
+    at = datetime.now(UTC) - timedelta(hours=hours_ago)  # times as parameters: the same SQL on every dialect
+    db.run("UPDATE jenkins_jobs_queue SET status = :status, last_error = :error, finished_at = :finished_at, "
+           "updated_at = :at WHERE id = :id",
+           id=job_id, status=status, error=error, at=at, finished_at=at if status in FINAL_STATUSES else None)
     return job_id
 
 

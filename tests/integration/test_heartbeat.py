@@ -8,13 +8,14 @@ import logging
 import subprocess
 import sys
 import threading
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from jenkins_dispatch.dispatching.dispatch_loop import DispatchLoop
 from jenkins_dispatch.dispatching.dispatcher import run_pass
 from jenkins_dispatch.dispatching.heartbeat import Heartbeat
-from jenkins_dispatch.dispatching.wakeup import NotificationSignal
+from jenkins_dispatch.dispatching.wakeup import work_signal
 from jenkins_dispatch.errors import DatabaseUnavailable
 from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.queue import Queue
@@ -22,11 +23,19 @@ from jenkins_dispatch.store.queue import Queue
 from ..dispatch_helpers import dispatch_settings, wait_for
 
 
+def ago(**delta) -> datetime:
+    """A moment that long before now, handed to the SQL as a parameter (the same text on every dialect)."""
+    return datetime.now(UTC) - timedelta(**delta)
+
+
 @pytest.fixture
 def no_dispatchers(db):
     """The dispatcher table as if no dispatcher had ever run (the shared fixture empties only the queue's)."""
     db.run("DELETE FROM jenkins_dispatchers")
     return db
+
+
+pytestmark = pytest.mark.both_engines
 
 
 # --------------------------------------------------------------------------- pure decisions
@@ -51,10 +60,10 @@ def test_a_dispatcher_not_seen_within_its_window_is_not_live_and_one_gone_a_day_
     queue = Queue(no_dispatchers)
     Heartbeat("serve", dispatcher_id="serve@old:1", interval=10.0).record(queue, "ok", "queue empty")
     Heartbeat("serve", dispatcher_id="serve@gone:1", interval=10.0).record(queue, "ok", "queue empty")
-    no_dispatchers.run("UPDATE jenkins_dispatchers SET last_pass_at = now() - interval '10 minutes' "
-                       "WHERE id = 'serve@old:1'")
-    no_dispatchers.run("UPDATE jenkins_dispatchers SET last_pass_at = now() - interval '25 hours' "
-                       "WHERE id = 'serve@gone:1'")
+    no_dispatchers.run("UPDATE jenkins_dispatchers SET last_pass_at = :at WHERE id = 'serve@old:1'",
+                       at=ago(minutes=10))
+    no_dispatchers.run("UPDATE jenkins_dispatchers SET last_pass_at = :at WHERE id = 'serve@gone:1'",
+                       at=ago(hours=25))
     assert {r["id"]: r["live"] for r in queue.dispatchers()} == {"serve@old:1": False}
     Heartbeat("lambda", dispatcher_id="lambda@stream-1").record(queue, "ok", "queue empty")
     assert {r["id"]: r["live"] for r in queue.dispatchers()} == {"lambda@stream-1": True, "serve@old:1": False}
@@ -110,7 +119,7 @@ def test_the_loop_records_every_pass_even_idle(jenkins, queue, no_dispatchers):
     stop = threading.Event()
     beat = Heartbeat("serve", interval=0.2)
     with Database(settings.database) as session:
-        loop = DispatchLoop(settings, session, NotificationSignal(session, stop), interval=0.2, shutdown=stop,
+        loop = DispatchLoop(settings, session, work_signal(session, stop, poll_seconds=0.2), interval=0.2, shutdown=stop,
                             heartbeat=beat)
         runner = threading.Thread(target=loop.run)
         runner.start()
@@ -133,7 +142,7 @@ def test_the_loop_records_jenkins_unavailable_and_its_end(jenkins, queue, no_dis
     settings = dispatch_settings(jenkins.base_url)
     stop = threading.Event()
     with Database(settings.database) as session:
-        loop = DispatchLoop(settings, session, NotificationSignal(session, stop), interval=0.2, shutdown=stop,
+        loop = DispatchLoop(settings, session, work_signal(session, stop, poll_seconds=0.2), interval=0.2, shutdown=stop,
                             heartbeat=Heartbeat("serve", interval=0.2))
         runner = threading.Thread(target=loop.run)
         runner.start()
@@ -205,7 +214,7 @@ def test_stats_says_plainly_when_no_dispatcher_is_live(queue, no_dispatchers, ca
     from jenkins_dispatch.cli import main
 
     Heartbeat("serve", dispatcher_id="serve@old:7", interval=10.0).record(queue, "ok", "queue empty")
-    no_dispatchers.run("UPDATE jenkins_dispatchers SET last_pass_at = now() - interval '2 hours'")
+    no_dispatchers.run("UPDATE jenkins_dispatchers SET last_pass_at = :at", at=ago(hours=2))
     assert main(["stats"]) == 0
     [line] = [x for x in capsys.readouterr().out.splitlines() if x.startswith("dispatchers:")]
     assert line.startswith("dispatchers: none live") and "serve@old:7" in line and "2h00m ago" in line

@@ -5,10 +5,15 @@ import random
 import time
 from collections import Counter
 
+import pytest
+
 from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.queue import Queue
 
+from ..engines import numbers, sql_for
+
+pytestmark = pytest.mark.both_engines
 CONTEXT = multiprocessing.get_context("fork")
 
 
@@ -23,7 +28,8 @@ def _claim_until_empty(url, batch, results):
 
 def test_eight_processes_claim_twenty_thousand_rows_exactly_once(db, database_url):
     db.run("INSERT INTO jenkins_jobs_queue (job_name, parameters) "
-           "SELECT 'job-' || (g % 7), jsonb_build_object('n', g) FROM generate_series(1, 20000) g")
+           f"SELECT CONCAT('job-', g % 7), {sql_for(db, postgresql='jsonb_build_object', mysql='JSON_OBJECT')}('n', g) "
+           f"FROM {numbers(db, 20000)}")
     results = CONTEXT.Queue()
     workers = [CONTEXT.Process(target=_claim_until_empty, args=(database_url, 50, results)) for _ in range(8)]
     for w in workers:
@@ -60,7 +66,8 @@ def _claim_work_settle(url, seed, done):
 
 def test_caps_hold_under_eight_concurrent_claimers(db, database_url):
     db.run("INSERT INTO jenkins_jobs_queue (job_name) "
-           "SELECT (ARRAY['deploy', 'migrate', 'test', 'lint'])[1 + g % 4] FROM generate_series(1, 600) g")
+           "SELECT CASE g % 4 WHEN 0 THEN 'deploy' WHEN 1 THEN 'migrate' WHEN 2 THEN 'test' ELSE 'lint' END "
+           f"FROM {numbers(db, 600)}")
     queue = Queue(db)
     for name, cap in CAPS.items():
         queue.set_limit(name, cap)
