@@ -21,6 +21,8 @@ from ..dispatch_helpers import dispatch_settings, wait_for
 from .test_cli import run
 from .test_operator import use_jenkins
 
+pytestmark = pytest.mark.both_engines
+
 # --------------------------------------------------------------------------- pure parts
 
 

@@ -4,6 +4,7 @@ import io
 import json
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,9 @@ from jenkins_dispatch.errors import InvalidInput
 from jenkins_dispatch.observability import logger
 
 from ..dispatch_helpers import dispatch_settings, expire_leases, wait_for
+from ..engines import ago
+
+pytestmark = pytest.mark.both_engines
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 
@@ -65,8 +69,8 @@ def test_job_errors_fail_or_retry_that_row_and_the_rest_is_triggered(jenkins, qu
     assert row["status"] == "failed" and "add a String parameter named DISPATCH_ID" in row["last_error"]
     row = queue.get(disabled)
     assert row["status"] == "pending" and "disabled" in row["last_error"]
-    delay = db.run("SELECT extract(epoch FROM scheduled_at - now())::float8 AS s FROM jenkins_jobs_queue "
-                   "WHERE id = :id", id=disabled)[0]["s"]
+    scheduled_at = db.run("SELECT scheduled_at FROM jenkins_jobs_queue WHERE id = :id", id=disabled)[0]["scheduled_at"]
+    delay = (scheduled_at - datetime.now(UTC)).total_seconds()
     assert 290 < delay <= 600  # exponential backoff with jitter: 50-100 % of the base for attempt 1
     db.run("UPDATE jenkins_jobs_queue SET scheduled_at = now() WHERE id = :id", id=disabled)
     run_pass(settings)  # the second and last attempt
@@ -305,7 +309,7 @@ def test_lambda_defaults_leave_room_to_claim(jenkins, queue):
 def test_a_job_path_jenkins_cannot_have_fails_that_row_only(jenkins, queue, db):
     db.run("INSERT INTO jenkins_jobs_queue (job_name) VALUES ('a//b'), ('deploy')")
     db.run("INSERT INTO jenkins_jobs_queue (job_name, status, dispatch_id, lease_expires_at, attempts) "
-           "VALUES ('/x', 'processing', 'jd-3-0', now() - interval '1 second', 1)")
+           "VALUES ('/x', 'processing', 'jd-3-0', :expired, 1)", expired=ago(seconds=1))
     summary = run_pass(dispatch_settings(jenkins.base_url))
     assert summary["triggered"] == 1 and summary["failed"] == 2
     assert [queue.get(i)["status"] for i in (1, 2, 3)] == ["failed", "processing", "failed"]

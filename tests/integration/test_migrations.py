@@ -1,4 +1,5 @@
-"""Schema: created fresh, upgraded in place from the seed's table, safe to run concurrently."""
+"""Schema: created fresh, upgraded in place from the seed's table, safe to run concurrently; on each engine
+(the MySQL upgrade of its own seed table is tested in test_migrations_mysql.py)."""
 
 import threading
 
@@ -9,7 +10,9 @@ from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.migrations import migrate, migration_files
 from jenkins_dispatch.store.queue import Queue
 
-from ..pg_server import postgres_server, scratch_database
+from ..engines import scratch_database, sql_for
+
+pytestmark = pytest.mark.both_engines
 
 SEED = """
 CREATE TABLE jenkins_jobs_queue (
@@ -30,21 +33,25 @@ INSERT INTO jenkins_jobs_queue (job_name, parameters, status, priority, schedule
 
 
 @pytest.fixture
-def empty_database(database_url):
-    with postgres_server() as (admin_url, _), scratch_database(admin_url, prefix="jd_mig") as url:
+def empty_database(engine):
+    with scratch_database(engine, prefix="jd_mig") as url:
         yield url
 
 
-def test_fresh_database_is_created_and_rerun_is_a_noop(empty_database):
+def test_fresh_database_is_created_and_rerun_is_a_noop(empty_database, engine):
     with Database(parse_database_url(empty_database)) as db:
-        assert migrate(db) == [f"{n:04d}_{name}" for n, name, _ in migration_files()]
+        assert migrate(db) == [f"{n:04d}_{name}" for n, name, _ in migration_files(engine)]
         assert migrate(db) == []
-        tables = {r["t"] for r in db.run("SELECT tablename AS t FROM pg_tables WHERE schemaname = 'public'")}
+        tables = {r["t"] for r in db.run(
+            "SELECT table_name AS t FROM information_schema.tables WHERE table_schema = "
+            + sql_for(engine, postgresql="current_schema()", mysql="DATABASE()"))}
         assert {"jenkins_jobs_queue", "jenkins_job_limits", "jenkins_job_events", "jenkins_dispatch_migrations"} <= tables
-        options = db.run("SELECT reloptions FROM pg_class WHERE relname = 'jenkins_jobs_queue'")[0]["reloptions"]
-        assert "autovacuum_vacuum_scale_factor=0.01" in options
+        if engine == "postgresql":  # a storage parameter of PostgreSQL's autovacuum; InnoDB has no counterpart
+            options = db.run("SELECT reloptions FROM pg_class WHERE relname = 'jenkins_jobs_queue'")[0]["reloptions"]
+            assert "autovacuum_vacuum_scale_factor=0.01" in options
 
 
+@pytest.mark.postgresql_only(reason="the seed table is PostgreSQL SQL; MySQL's seed upgrade is in test_migrations_mysql.py")
 def test_seed_table_is_upgraded_in_place_keeping_every_row(empty_database):
     with Database(parse_database_url(empty_database)) as db:
         db.run(SEED)
@@ -70,7 +77,7 @@ def test_seed_table_is_upgraded_in_place_keeping_every_row(empty_database):
         assert claimed == [1, 5, 2, 6]  # priority, then scheduled_at
 
 
-def test_concurrent_migrations_apply_once(empty_database):
+def test_concurrent_migrations_apply_once(empty_database, engine):
     results, errors = [], []
 
     def run():
@@ -86,4 +93,4 @@ def test_concurrent_migrations_apply_once(empty_database):
     for t in threads:
         t.join()
     assert errors == []
-    assert sorted(len(r) for r in results) == [0, 0, 0, len(migration_files())]
+    assert sorted(len(r) for r in results) == [0, 0, 0, len(migration_files(engine))]

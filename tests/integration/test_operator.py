@@ -2,11 +2,15 @@
 
 import json
 
+import pytest
+
 from jenkins_dispatch.callbacks.webhook import http_api_event, process_notification
 from jenkins_dispatch.cli import main
 from jenkins_dispatch.dispatching.dispatcher import run_pass
 
 from ..dispatch_helpers import WEBHOOK_SECRET, dispatch_settings, expire_leases, wait_for
+
+pytestmark = pytest.mark.both_engines
 
 
 def cli_json(capsys, *argv):

@@ -1,4 +1,4 @@
-"""Queue transitions against the real PostgreSQL server: order, fencing, dedupe, history, constraints."""
+"""Queue transitions against the real database, on each engine: order, fencing, dedupe, history, constraints."""
 
 from datetime import UTC, datetime, timedelta
 
@@ -8,6 +8,11 @@ from jenkins_dispatch.errors import Conflict, InvalidInput, NotFound
 from jenkins_dispatch.jenkins.jobs import JsonNumber
 from jenkins_dispatch.store.db import DatabaseError
 from jenkins_dispatch.store.queue import Queue, Settlement
+
+from ..dispatch_helpers import expire_leases
+from ..engines import ago, sql_for
+
+pytestmark = pytest.mark.both_engines
 
 
 def claim_all(queue: Queue, n: int = 100):
@@ -107,7 +112,7 @@ def test_release_refuses_a_row_whose_lease_ran_out(queue, db):
     """A reconciler may own it by now and be sending it again under the same dispatch_id."""
     queue.enqueue("a")
     [job] = queue.claim_batch(1)
-    db.run("UPDATE jenkins_jobs_queue SET lease_expires_at = now() - interval '1 second'")
+    expire_leases(db)
     assert not queue.release(job.id, job.dispatch_id, "shutdown")
     assert queue.retry_later(job.id, job.dispatch_id, 1, "disabled") is None
     assert queue.get(job.id)["status"] == "processing"
@@ -138,15 +143,18 @@ def test_enqueue_refuses_dot_segments_in_one_line(queue):
 
 
 def test_claims_and_expired_leases_read_parameters_with_numbers_as_written(queue, db):
-    """Numbers keep the digits jsonb prints (1.10, not the float 1.1); JSON null stays None (not sent)."""
+    """Numbers keep the digits jsonb prints (1.10, not the float 1.1); JSON null stays None (not sent).
+    MariaDB keeps the JSON text as written, so there 1e-400 stays 1e-400 (jsonb prints its numeric's digits)."""
     text = '{"A": 1.10, "B": 19.990, "C": 1e-400, "D": {"z": 2.50}, "E": null, "F": "1.10", "G": true}'
-    expected = {"A": "1.10", "B": "19.990", "C": "0." + "0" * 399 + "1", "D": {"z": "2.50"}, "E": None, "F": "1.10",
-                "G": True}
+    tiny = "1e-400" if db.dialect == "mysql" else "0." + "0" * 399 + "1"
+    expected = {"A": "1.10", "B": "19.990", "C": tiny, "D": {"z": "2.50"}, "E": None, "F": "1.10", "G": True}
     for _ in range(2):
-        db.run("INSERT INTO jenkins_jobs_queue (job_name, parameters) VALUES ('a', CAST(:p AS jsonb))", p=text)
+        # MySQL's JSON column takes the text as it is (MariaDB keeps it verbatim; MySQL 8 would store 1.1).
+        db.run(sql_for(db, postgresql="INSERT INTO jenkins_jobs_queue (job_name, parameters) VALUES ('a', CAST(:p AS jsonb))",
+                       mysql="INSERT INTO jenkins_jobs_queue (job_name, parameters) VALUES ('a', :p)"), p=text)
     [uncapped] = queue.claim_batch(1)
     [capped] = queue.claim_batch(1, capped=True)
-    db.run("UPDATE jenkins_jobs_queue SET lease_expires_at = now() - interval '1 second'")
+    expire_leases(db)
     expired = queue.take_expired_leases()
     for parameters in (uncapped.parameters, capped.parameters, *(row.parameters for row in expired)):
         assert parameters == expected
@@ -167,7 +175,7 @@ def test_expired_leases_go_to_exactly_one_reconciler(db):
     queue.enqueue("a")
     [job] = queue.claim_batch(1)
     assert queue.take_expired_leases() == []
-    db.run("UPDATE jenkins_jobs_queue SET lease_expires_at = now() - interval '1 second'")
+    expire_leases(db)
     [expired] = queue.take_expired_leases()
     assert (expired.id, expired.dispatch_id) == (job.id, job.dispatch_id)
     assert queue.take_expired_leases() == []  # its lease was renewed by the take
@@ -177,16 +185,16 @@ def test_record_resend_is_bounded_and_needs_the_lease_it_was_handed(db):
     queue = Queue(db, lease_seconds=60)
     queue.enqueue("a", max_attempts=1)
     queue.claim_batch(1)
-    db.run("UPDATE jenkins_jobs_queue SET lease_expires_at = now() - interval '1 second'")
+    expire_leases(db)
     [mine] = queue.take_expired_leases()
-    db.run("UPDATE jenkins_jobs_queue SET lease_expires_at = now() - interval '1 second'")
+    expire_leases(db)
     [theirs] = queue.take_expired_leases()  # my lease ran out: another reconciler took the row
     assert queue.record_resend(mine, max_resends=2, quiet_seconds=9) is None
     assert queue.record_resend(theirs, max_resends=2, quiet_seconds=9) == 1
-    [again] = (db.run("UPDATE jenkins_jobs_queue SET lease_expires_at = now() - interval '1 second'"),
+    [again] = (expire_leases(db),
                queue.take_expired_leases())[1]
     assert again.resends == 1 and queue.record_resend(again, max_resends=2, quiet_seconds=9) == 2
-    db.run("UPDATE jenkins_jobs_queue SET lease_expires_at = now() - interval '1 second'")
+    expire_leases(db)
     [last] = queue.take_expired_leases()
     assert queue.record_resend(last, max_resends=2, quiet_seconds=9) is None  # none left
     row = queue.get(last.id)
@@ -229,7 +237,7 @@ def test_prune_removes_old_finished_rows_and_their_events_in_batches(db, queue):
         queue.enqueue("a")
     for job in queue.claim_batch(20):
         queue.settle(job.id, job.dispatch_id, "completed", result="SUCCESS")
-    db.run("UPDATE jenkins_jobs_queue SET finished_at = now() - interval '10 days' WHERE id <= 15")
+    db.run("UPDATE jenkins_jobs_queue SET finished_at = :t WHERE id <= 15", t=ago(days=10))
     assert queue.prune(7, batch=4) == 15
     assert db.run("SELECT count(*) AS n FROM jenkins_jobs_queue")[0]["n"] == 10
     assert db.run("SELECT count(*) AS n FROM jenkins_job_events WHERE job_id <= 15")[0]["n"] == 0

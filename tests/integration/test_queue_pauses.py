@@ -1,5 +1,6 @@
 """Pause and resume (issue 12): kept in the database, honoured by every claim from the moment the pause
-commits, lifted with a wake-up. Real PostgreSQL; the race runs real threads, each on its own session."""
+commits, lifted with a wake-up. The real database, on each engine; the race runs real threads, each on its own
+session."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ from jenkins_dispatch.errors import InvalidInput
 from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.queue import Queue
 
+from ..engines import numbers
+
+pytestmark = pytest.mark.both_engines
 
 def names(jobs) -> Counter:
     return Counter(j.job_name for j in jobs)
@@ -99,6 +103,7 @@ def test_a_claim_waiting_on_a_committing_pause_does_not_claim_the_paused_job(que
     assert names(claimed) == {"build": 3}
 
 
+@pytest.mark.postgresql_only(reason="LISTEN/NOTIFY wake-ups: MySQL dispatchers poll (PollingSignal)")
 def test_resume_wakes_a_listening_dispatcher(queue, database_url):
     queue.pause("deploy")
     with Database(parse_database_url(database_url), application_name="jd-tests-listener") as session:
@@ -156,7 +161,7 @@ def test_nothing_of_a_paused_job_is_claimed_after_the_pause_commits_under_racing
     `deploy` rows were ever claimed. While claimers keep claiming, that set must not grow. A claim whose
     snapshot predates the pause but which commits after it would grow it. Then resume: claims resume."""
     db.run("INSERT INTO jenkins_jobs_queue (job_name) "
-           "SELECT (ARRAY['deploy', 'build', 'test'])[1 + g % 3] FROM generate_series(1, 30000) g")
+           f"SELECT CASE g % 3 WHEN 0 THEN 'deploy' WHEN 1 THEN 'build' ELSE 'test' END FROM {numbers(db, 30000)}")
     db.run("INSERT INTO jenkins_job_limits (job_name, max_in_flight) VALUES ('test', 10000)")
     stop = threading.Event()
     log: list = []

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from jenkins_dispatch.cli import main
 from jenkins_dispatch.operating.waiting import JenkinsOutage
 from jenkins_dispatch.store.queue import Pause
@@ -14,6 +16,8 @@ LATER = NOW + timedelta(minutes=12)
 JOB_PAUSE = Pause("deploy", NOW - timedelta(hours=1), "alice", "release freeze")
 ALL_PAUSE = Pause(None, NOW - timedelta(minutes=5), "bob", None)
 OUTAGE = JenkinsOutage(NOW - timedelta(minutes=2), "Jenkins answered 503")
+
+pytestmark = pytest.mark.both_engines
 
 
 # --------------------------------------------------------------------------- show and ls say it

@@ -1,4 +1,5 @@
-"""The webhook end to end: Lambda handler → routing → auth → parsing → fenced SQL on a real PostgreSQL."""
+"""The webhook end to end: Lambda handler → routing → auth → parsing → fenced SQL on the real database, on
+each engine."""
 
 import base64
 import importlib.util
@@ -25,6 +26,9 @@ from jenkins_dispatch.serve import WebhookServer
 from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.queue import Queue
 
+from ..engines import numbers, scratch_database, sql_for
+
+pytestmark = pytest.mark.both_engines
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "events"
 SECRET = "example-webhook-secret"  # the token the sample events carry
@@ -613,7 +617,8 @@ def test_500_jobs_with_repeated_shuffled_concurrent_notifications(queue, db, dat
     rng = random.Random(5)
     # A plain INSERT is a valid enqueue (contract); one statement keeps the setup quick.
     db.run(f"INSERT INTO jenkins_jobs_queue (job_name, parameters) "
-           f"SELECT '{JOB}', jsonb_build_object('N', n) FROM generate_series(1, 500) AS n")
+           f"SELECT '{JOB}', {sql_for(db, postgresql='jsonb_build_object', mysql='JSON_OBJECT')}('N', g) "
+           f"FROM {numbers(db, 500)}")
     jobs = queue.claim_batch(500)
     results = {}
     notifications = []
@@ -840,11 +845,9 @@ def test_a_second_build_of_the_same_dispatch_never_settles_the_row(env, db):
     assert env.get(job.id)["status"] == "completed" and env.get(job.id)["build_number"] == 42
 
 
-def test_a_database_without_the_schema_is_503_not_500(webhook_env, monkeypatch, database_url):
+def test_a_database_without_the_schema_is_503_not_500(webhook_env, monkeypatch, engine):
     """The tables are missing (migrate never ran on this database): the webhook says so, 503, never 500."""
-    from ..pg_server import postgres_server, scratch_database
-
-    with postgres_server() as (admin_url, _), scratch_database(admin_url, prefix="jd_nomig_wh") as url:
+    with scratch_database(engine, prefix="jd_nomig_wh") as url:
         monkeypatch.setenv("DATABASE_URL", url)
         runtime.reset()
         try:

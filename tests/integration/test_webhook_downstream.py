@@ -24,7 +24,7 @@ PARENT, CHILD = "release/parent", "release/checks/child"
 
 
 @pytest.fixture
-def webhook():
+def webhook(database_url):  # dispatch_settings reads the DATABASE_URL this exports
     settings = dispatch_settings("http://unused/")
     runtime.install(settings)
     server = WebhookServer(settings).start()

@@ -1,7 +1,7 @@
 """Four dispatchers, a faulty Jenkins, lost answers, lost callbacks and a SIGKILL: every job runs once.
 
-Real PostgreSQL, the emulator over real HTTP, the webhook over real HTTP. Counted per job by a unique
-marker parameter that the dispatcher forwards like any other.
+The real database (each engine), the emulator over real HTTP, the webhook over real HTTP. Counted per job by
+a unique marker parameter that the dispatcher forwards like any other.
 
 The second test does the same with `jenkins-dispatch serve` processes as users run them, through a
 Jenkins-wide failure (every trigger answered 503 for a few seconds) and a SIGKILL of one of them.
@@ -14,6 +14,8 @@ import signal
 import time
 import uuid
 
+import pytest
+
 from jenkins_dispatch.dispatching.decisions import final_status
 from jenkins_dispatch.dispatching.dispatcher import run_pass
 from jenkins_dispatch.observability import logger
@@ -22,11 +24,17 @@ from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.queue import Queue
 
 from ..dispatch_helpers import WEBHOOK_SECRET, dispatch_settings, wait_for
+from ..engines import sql_for
 from ..serve_helpers import serve_env, start_serve
 
+pytestmark = pytest.mark.both_engines
+
 CONTEXT = multiprocessing.get_context("fork")
-# `make test` runs fewer to stay quick (JD_CHAOS_JOBS); `make chaos` runs the full size.
+# `make test` runs fewer to stay quick (JD_CHAOS_JOBS); `make chaos` runs the full size. The MySQL run of the
+# first test takes a share of that (JD_CHAOS_MYSQL_SHARE, half unless told): the suite runs every chaos test
+# twice now, and one run per engine at full size is `make chaos` with JD_CHAOS_MYSQL_SHARE=1.
 JOBS = int(os.environ.get("JD_CHAOS_JOBS", "2000"))
+MYSQL_SHARE = float(os.environ.get("JD_CHAOS_MYSQL_SHARE", "0.5"))
 CAPS = {"svc/deploy": 25, "svc/migrate": 15}
 GLOBAL_CAP = 60
 NAMES = ["svc/deploy", "svc/migrate", "lint"]
@@ -58,7 +66,9 @@ def _dispatch_loop(jenkins_url, stop):
             time.sleep(0.05)
 
 
-def test_four_dispatchers_through_faults_and_a_crash_trigger_every_job_exactly_once(make_jenkins, db, database_url):
+def test_four_dispatchers_through_faults_and_a_crash_trigger_every_job_exactly_once(make_jenkins, db, database_url,
+                                                                                   engine):
+    jobs = JOBS if engine == "postgresql" else max(300, int(JOBS * MYSQL_SHARE))
     settings = dispatch_settings("http://unused/")
     webhook = WebhookServer(settings).start()
     from jenkins_dispatch import runtime
@@ -76,7 +86,7 @@ def test_four_dispatchers_through_faults_and_a_crash_trigger_every_job_exactly_o
     for name, cap in CAPS.items():
         queue.set_limit(name, cap)
     markers = {}
-    for i in range(JOBS):
+    for i in range(jobs):
         marker = uuid.uuid4().hex
         params = {"MARKER": marker, "EMULATOR_RESULT": RESULTS[i % len(RESULTS)]}
         if i % 10 == 3:
@@ -109,7 +119,7 @@ def test_four_dispatchers_through_faults_and_a_crash_trigger_every_job_exactly_o
             return stats["pending"] == 0 and stats["processing"] == 0
 
         assert wait_for(all_final, timeout=120, interval=0.1), queue.stats()
-        print(f"all {JOBS} final after {time.monotonic() - started:.1f} s")
+        print(f"all {jobs} final after {time.monotonic() - started:.1f} s on {engine}")
     finally:
         stop.set()
         for w in workers[1:]:
@@ -118,7 +128,7 @@ def test_four_dispatchers_through_faults_and_a_crash_trigger_every_job_exactly_o
         runtime.reset()
 
     counters = jenkins.counters()
-    assert_each_built_once_and_settled_right(db, counters, markers, JOBS)
+    assert_each_built_once_and_settled_right(db, counters, markers, jobs)
     for job, cap in CAPS.items():
         assert counters["peak_in_flight_by_job"].get(job, 0) <= cap, counters["peak_in_flight_by_job"]
     assert counters["peak_in_flight"] <= GLOBAL_CAP
@@ -148,12 +158,17 @@ def _insert_jobs(db, count: int) -> dict[int, tuple[str, str]]:
         if i % 20 == 3:
             params["EMULATOR_NO_NOTIFY"] = "true"  # every callback lost: only a reconciler can finish it
         specs.append({"job": NAMES[i % 3], "params": params})
-    rows = db.run("INSERT INTO jenkins_jobs_queue (job_name, parameters) "
-                  "SELECT e->>'job', e->'params' FROM jsonb_array_elements(CAST(:specs AS jsonb)) "
-                  "WITH ORDINALITY AS t(e, n) ORDER BY n "
-                  "RETURNING id, parameters->>'MARKER' AS marker, parameters->>'EMULATOR_RESULT' AS result",
-                  specs=json.dumps(specs))
-    return {row["id"]: (row["marker"], row["result"]) for row in rows}
+    db.run(sql_for(db, postgresql="INSERT INTO jenkins_jobs_queue (job_name, parameters) "
+                                  "SELECT e->>'job', e->'params' FROM jsonb_array_elements(CAST(:specs AS jsonb)) "
+                                  "WITH ORDINALITY AS t(e, n) ORDER BY n",
+                   mysql="INSERT INTO jenkins_jobs_queue (job_name, parameters) "
+                         "SELECT t.job, t.params FROM JSON_TABLE(:specs, '$[*]' COLUMNS (n FOR ORDINALITY, "
+                         "job VARCHAR(1024) PATH '$.job', params JSON PATH '$.params')) AS t ORDER BY t.n"),
+           specs=json.dumps(specs))
+    # The table was empty (the db fixture): its rows are these. MySQL returns JSON as text.
+    rows = db.run("SELECT id, parameters FROM jenkins_jobs_queue ORDER BY id")
+    params = [json.loads(r["parameters"]) if isinstance(r["parameters"], str) else r["parameters"] for r in rows]
+    return {row["id"]: (p["MARKER"], p["EMULATOR_RESULT"]) for row, p in zip(rows, params, strict=True)}
 
 
 def test_three_serve_processes_through_a_jenkins_wide_failure_and_a_sigkill_trigger_every_job_once(

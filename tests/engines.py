@@ -1,0 +1,73 @@
+"""What a test needs to run the same on PostgreSQL and MySQL/MariaDB: the engine's server and scratch
+databases, the rare SQL line that must differ, and times given as parameters instead of engine-specific
+``now() - interval …`` arithmetic.
+
+A test module marked ``pytest.mark.both_engines`` runs each database test once per engine (tests/conftest.py);
+the ``engine`` fixture says which ("postgresql" or "mysql", as ``Database.dialect`` does).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from . import mysql_server, pg_server
+
+ENGINES = ("postgresql", "mysql")
+
+
+def ago(**delta) -> datetime:
+    """The moment that long before now (``ago(seconds=1)``), aware, for a ``:param`` both engines read alike:
+    ``UPDATE … SET lease_expires_at = :t`` instead of ``now() - interval '1 second'``."""
+    return datetime.now(UTC) - timedelta(**delta)
+
+
+def sql_for(engine, *, postgresql: str, mysql: str) -> str:
+    """The text for this engine (``engine`` is its name or a Database), for the line that cannot be neutral."""
+    return {"postgresql": postgresql, "mysql": mysql}[engine_name(engine)]
+
+
+def engine_name(engine) -> str:
+    """"postgresql" or "mysql" for an engine name or a Database."""
+    return engine if isinstance(engine, str) else engine.dialect
+
+
+def numbers(engine, count: int) -> str:
+    """A FROM item of the integers 1..count in column ``g``, to fill tables in one statement:
+    ``INSERT INTO t (job_name) SELECT CONCAT('job-', g % 7) FROM {numbers(db, 20000)}``. PostgreSQL's
+    generate_series; on MySQL a cross join of digit tables (a recursive CTE stops at 1,000 rows on MySQL 8)."""
+    if engine_name(engine) == "postgresql":
+        return f"generate_series(1, {int(count)}) AS numbers(g)"
+    digits = "(SELECT 0 AS d UNION ALL " + " UNION ALL ".join(f"SELECT {d}" for d in range(1, 10)) + ")"
+    places = max(1, len(str(int(count))))
+    joined = " CROSS JOIN ".join(f"{digits} AS p{i}" for i in range(places))
+    value = " + ".join(f"{10 ** i} * p{i}.d" for i in range(places))
+    return f"(SELECT {value} + 1 AS g FROM {joined} HAVING g <= {int(count)}) AS numbers"
+
+
+@contextmanager
+def server(engine: str):
+    """Yields the admin URL of a server of this engine we may create databases on (skips when MySQL has none)."""
+    if engine == "postgresql":
+        with pg_server.postgres_server() as (admin_url, _where):
+            yield admin_url
+        return
+    admin_url = mysql_server.mysql_admin_url()
+    if admin_url is None:
+        pytest.skip(mysql_server.NO_SERVER)
+    yield admin_url
+
+
+@contextmanager
+def scratch_database(engine: str, admin_url: str | None = None, prefix: str = "jd_test"):
+    """A fresh, uniquely named database of this engine, dropped afterwards; on the engine's test server unless
+    ``admin_url`` names one."""
+    if admin_url is None:
+        with server(engine) as found, scratch_database(engine, found, prefix) as url:
+            yield url
+        return
+    maker = pg_server.scratch_database if engine == "postgresql" else mysql_server.scratch_database
+    with maker(admin_url, prefix=prefix) as url:
+        yield url
