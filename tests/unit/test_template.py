@@ -129,7 +129,7 @@ def test_shared_layer_is_built_by_makefile(resources):
     assert "--invalidation-mode unchecked-hash" in makefile
     assert "truststore.pki.rds.amazonaws.com/global/global-bundle.pem" in makefile
     requirements = (ROOT / "layers/shared/requirements.txt").read_text()
-    for package in ("pg8000", "aws-lambda-powertools[tracer]", "requests"):
+    for package in ("pg8000", "pymysql", "aws-lambda-powertools[tracer]", "requests"):
         assert package in requirements
     assert "boto3" not in requirements.replace("boto3/botocore", "")
 
