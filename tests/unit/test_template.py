@@ -129,7 +129,7 @@ def test_shared_layer_is_built_by_makefile(resources):
     assert "--invalidation-mode unchecked-hash" in makefile
     assert "truststore.pki.rds.amazonaws.com/global/global-bundle.pem" in makefile
     requirements = (ROOT / "layers/shared/requirements.txt").read_text()
-    for package in ("pg8000", "aws-lambda-powertools[tracer]", "requests"):
+    for package in ("pg8000", "pymysql", "aws-lambda-powertools[tracer]", "requests"):
         assert package in requirements
     assert "boto3" not in requirements.replace("boto3/botocore", "")
 
@@ -322,6 +322,91 @@ def test_conditions_and_rules(template):
     assert "HasDbSecret" in cond and "HasMaxInFlight" in cond
     rules = template["Rules"]
     assert {"DatabaseAuthentication", "IamAuthentication"} <= set(rules)
+
+
+def test_database_engine_parameter_chooses_the_driver_and_the_default_port(template):
+    """DatabaseEngine (postgresql | mysql) reaches every function as DB_ENGINE; an empty DbPort means the engine's
+    own port (5432 or 3306), and a DbPort given wins for either engine."""
+    params = template["Parameters"]
+    engine = params["DatabaseEngine"]
+    assert engine["Type"] == "String" and engine["AllowedValues"] == ["postgresql", "mysql"]
+    assert engine["Default"] == "postgresql"  # existing PostgreSQL stacks update unchanged
+    port = params["DbPort"]
+    assert port["Type"] == "String" and port["Default"] == ""
+    import re
+
+    pattern = re.compile(port["AllowedPattern"])
+    assert all(pattern.fullmatch(v) for v in ("", "5432", "3306", "65535"))
+    assert not any(pattern.fullmatch(v) for v in ("0", "x", "-1", "123456", "5432 "))
+    defaults = template["Mappings"]["DatabaseEngines"]
+    assert {name: row["DefaultPort"] for name, row in defaults.items()} == {"postgresql": "5432", "mysql": "3306"}
+    assert set(defaults) == set(engine["AllowedValues"])  # every engine has its default port
+    assert template["Conditions"]["HasDbPort"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "DbPort"}, ""]}]}
+    env = template["Globals"]["Function"]["Environment"]["Variables"]
+    assert env["DB_ENGINE"] == {"Ref": "DatabaseEngine"}
+    assert env["DB_PORT"] == {"Fn::If": ["HasDbPort", {"Ref": "DbPort"},
+                                         {"Fn::FindInMap": ["DatabaseEngines", {"Ref": "DatabaseEngine"}, "DefaultPort"]}]}
+    grouped = {p for group in template["Metadata"]["AWS::CloudFormation::Interface"]["ParameterGroups"]
+               for p in group["Parameters"]}
+    assert {"DatabaseEngine", "DbPort"} <= grouped
+
+
+def test_database_engine_settings_as_the_functions_would_load_them(template):
+    """Resolve the template's DB_ENGINE / DB_PORT for each engine and port choice, then load them with the
+    package's own config (as a function does): the right engine and port come out."""
+    from jenkins_dispatch.config import load_database_settings
+
+    env = template["Globals"]["Function"]["Environment"]["Variables"]
+    mappings = template["Mappings"]
+
+    def resolve(value, parameters):
+        if isinstance(value, dict) and "Ref" in value:
+            return parameters[value["Ref"]]
+        if isinstance(value, dict) and "Fn::FindInMap" in value:
+            table, key, field = (resolve(v, parameters) for v in value["Fn::FindInMap"])
+            return mappings[table][key][field]
+        if isinstance(value, dict) and "Fn::If" in value:
+            condition, then, other = value["Fn::If"]
+            assert condition == "HasDbPort"
+            return resolve(then if parameters["DbPort"] != "" else other, parameters)
+        return value
+
+    cases = [("postgresql", "", "postgresql", 5432), ("mysql", "", "mysql", 3306),
+             ("mysql", "6033", "mysql", 6033), ("postgresql", "6432", "postgresql", 6432)]
+    for engine, port, expected_engine, expected_port in cases:
+        parameters = {"DatabaseEngine": engine, "DbPort": port}
+        variables = {"DB_ENGINE": resolve(env["DB_ENGINE"], parameters), "DB_PORT": resolve(env["DB_PORT"], parameters),
+                     "DB_IAM_AUTH": "true", "DB_HOST": "db.example.com", "DB_USER": "dispatch", "DB_NAME": "jobs",
+                     "AWS_REGION": "eu-west-1"}
+        db = load_database_settings(variables)
+        assert (db.engine, db.port, db.iam_auth, db.tls) == (expected_engine, expected_port, True, "verify"), parameters
+    # With an RDS-style secret (Aurora MySQL names itself "aurora-mysql") and a password instead of IAM.
+    secret = {"engine": "aurora-mysql", "host": "c.cluster-x.eu-west-1.rds.amazonaws.com", "port": 3306,
+              "username": "dispatch", "password": "pw", "dbname": "jobs"}
+    parameters = {"DatabaseEngine": "mysql", "DbPort": ""}
+    variables = {"DB_ENGINE": resolve(env["DB_ENGINE"], parameters), "DB_PORT": resolve(env["DB_PORT"], parameters),
+                 "DB_IAM_AUTH": "false", "DB_SECRET_ARN": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:db"}
+    db = load_database_settings(variables, lambda arn: json.dumps(secret))
+    assert (db.engine, db.port, db.host, db.dbname, db.tls) == ("mysql", 3306, secret["host"], "jobs", "verify")
+
+
+def test_mysql_without_a_secret_needs_a_database_name(template):
+    """MySQL has no default database (PostgreSQL falls back to postgres): with IAM auth and no secret to name
+    one, DbName is required before anything is created."""
+    rule = template["Rules"]["MysqlDatabaseName"]
+    assert rule["RuleCondition"] == {"Fn::And": [{"Fn::Equals": [{"Ref": "DatabaseEngine"}, "mysql"]},
+                                                 {"Fn::Equals": [{"Ref": "DbSecretArn"}, ""]}]}
+    assert rule["Assertions"][0]["Assert"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "DbName"}, ""]}]}
+
+
+def test_migrations_rerun_when_the_database_changes_engine_or_port(resources):
+    """The custom resource's Database property names engine, host, effective port and name: pointing the stack at
+    another database (a MySQL one, or another port) sends Update, which applies that engine's migrations."""
+    database = resources["Migrations"]["Properties"]["Database"]
+    text, variables = database["Fn::Sub"]
+    assert text == "${DatabaseEngine}://${DbHost}:${Port}/${DbName}"
+    assert variables == {"Port": {"Fn::If": ["HasDbPort", {"Ref": "DbPort"},
+                                             {"Fn::FindInMap": ["DatabaseEngines", {"Ref": "DatabaseEngine"}, "DefaultPort"]}]}}
 
 
 # --------------------------------------------------------------------------- alarms and dashboard
