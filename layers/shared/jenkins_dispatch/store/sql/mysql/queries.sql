@@ -32,6 +32,9 @@
 --   * every transition out of 'processing' is fenced on (id, dispatch_id, status = 'processing');
 --   * a final row (completed, failed, cancelled) is never touched again except by the operator's retry;
 --   * a build URL is never downgraded: a relative one is kept only while no absolute one is known.
+--
+-- Only SQL both MySQL 8.0 and MariaDB 10.6+ accept: no RETURNING, no DESC index, no FULL JOIN, no FILTER.
+-- Seconds are floats computed as TIMESTAMPDIFF(MICROSECOND, a, b) / 1e6.
 
 -- ============================================================================ transitions
 
@@ -845,7 +848,7 @@ LIMIT 1
 -- name: jenkins_outage
 {{op_latest_word_on_jenkins}};
 
--- ==== the migration runner
+-- ============================================================================ the migration runner
 -- DDL commits implicitly on MySQL: `migrate` runs without a wrapping transaction, each migration file being
 -- safe to run again after a failure part-way through. Concurrent runs are serialised by a named lock of
 -- the session (not of a transaction), taken before anything else; the runner ends the session in a finally,
