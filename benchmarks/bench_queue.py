@@ -180,6 +180,21 @@ def _timed(call, samples: int) -> list[float]:
     return sorted(timings)
 
 
+def _pool_reads(db: Database) -> int | None:
+    """MySQL: pages InnoDB had to read from disk so far (server-wide: other sessions' reads count too)."""
+    if db.dialect != "mysql":
+        return None
+    return int(db.run("SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_reads'")[0]["Value"])
+
+
+def server_memory(db: Database) -> str:
+    """What bounds the working set in memory: the buffer pool and how InnoDB reads (O_DIRECT: no OS cache)."""
+    if db.dialect == "mysql":
+        row = db.run("SELECT @@innodb_buffer_pool_size AS pool, @@innodb_flush_method AS method")[0]
+        return f"InnoDB buffer pool {int(row['pool']) // 2**20} MB, flush method {row['method']}"
+    return f"shared_buffers {db.run('SHOW shared_buffers')[0]['shared_buffers']} (plus the OS page cache)"
+
+
 def claim_latency(engine: str, url: str, depths=DEPTHS, samples: int = LATENCY_SAMPLES) -> list[dict]:
     """claim_batch(10) with `depth` due rows and as many finished ones; uncapped, then through the capped
     path with a cap in force; round trips per claim from the session's statement counter."""
@@ -192,10 +207,11 @@ def claim_latency(engine: str, url: str, depths=DEPTHS, samples: int = LATENCY_S
             fill_seconds = time.perf_counter() - started
             for _ in range(20):  # warm the plan cache and the buffers
                 queue.claim_batch(10)
-            before = db.statements
+            before, reads = db.statements, _pool_reads(db)
             claimed = []
             timings = _timed(lambda: claimed.append(len(queue.claim_batch(10))), samples)  # noqa: B023
             per_claim = (db.statements - before) / samples
+            reads = None if reads is None else (_pool_reads(db) - reads) / samples
             assert set(claimed) == {10}, f"a claim took fewer than 10 rows at depth {depth}: {Counter(claimed)}"
             # The capped path: a per-job cap in force, claims through claim_batch_capped.
             queue.set_limit("job-1", 1_000_000)
@@ -207,6 +223,7 @@ def claim_latency(engine: str, url: str, depths=DEPTHS, samples: int = LATENCY_S
                          "p50_ms": round(statistics.median(timings), 3),
                          "p99_ms": round(timings[int(len(timings) * 0.99) - 1], 3),
                          "round_trips_per_claim": round(per_claim, 2),
+                         "disk_reads_per_claim": "n/a" if reads is None else round(reads, 1),
                          "capped_p50_ms": round(statistics.median(capped), 3),
                          "capped_p99_ms": round(capped[int(len(capped) * 0.99) - 1], 3),
                          "capped_round_trips": round(capped_per_claim, 2),
@@ -236,7 +253,7 @@ def stats_latency(engine: str, url: str, finished: int = 1_000_000, pending: int
     return rows
 
 
-def _notes(throughput_rows: list[dict], latency_rows: list[dict], probes: dict[str, str],
+def _notes(throughput_rows: list[dict], latency_rows: list[dict], probes: dict[str, str], memory: dict[str, str],
            missing: dict[str, str]) -> list[dict]:
     """The issue's targets per engine, and what the seed's loop does on each, in words."""
     notes = [{"engine": e, "note": f"not measured: {why}"} for e, why in missing.items()]
@@ -258,17 +275,21 @@ def _notes(throughput_rows: list[dict], latency_rows: list[dict], probes: dict[s
             notes.append({"engine": engine, "note": (
                 f"claim p50 at {last['pending']:,} pending: {last['p50_vs_10k']} of the 10k figure "
                 f"(target <= {TARGET_DEPTH_RATIO:g}x: {'met' if last['meets_target'] == 'yes' else 'NOT met'}); "
-                f"capped path {last['capped_vs_10k']}")})
+                f"capped path {last['capped_vs_10k']}; server: {memory.get(engine, '?')}"
+                + ("; disk_reads_per_claim is the server-wide Innodb_buffer_pool_reads delta: at depth the rows "
+                   "a claim changes sit in index pages the pool no longer holds" if "InnoDB" in memory.get(engine, "")
+                   else ""))})
     return notes
 
 
 def run(depths=DEPTHS, jobs: int = JOBS) -> dict[str, list[dict]]:
     """Every queue measure on every engine that answers; one table per measure."""
-    tput, latency, stats, probes = [], [], [], {}
+    tput, latency, stats, probes, memory = [], [], [], {}, {}
     with scratch_databases("jd_bench") as (urls, missing):
         for url in urls.values():
             with Database(parse_database_url(url)) as db:
                 engine = server_name(db)
+                memory[engine] = server_memory(db)
             probes[engine] = seed_probe(url, jobs)
             tput += throughput(engine, url, jobs)
             latency += claim_latency(engine, url, depths)
@@ -277,7 +298,7 @@ def run(depths=DEPTHS, jobs: int = JOBS) -> dict[str, list[dict]]:
         f"claim + settle throughput (no-op work; {jobs:,} due rows, at most {TIME_BOX_SECONDS:g} s per run)": tput,
         "claim latency, batch of 10 (as many finished rows as pending)": latency,
         "stats with a long finished history": stats,
-        "queue benchmarks: targets and notes": _notes(tput, latency, probes, missing),
+        "queue benchmarks: targets and notes": _notes(tput, latency, probes, memory, missing),
     }
 
 
