@@ -1,4 +1,8 @@
-"""`make bench`: every benchmark, printed as tables. Compare rows of one run, not runs of different days."""
+"""`make bench`: every benchmark, printed as tables. Compare rows of one run, not runs of different days.
+
+The queue and latency benchmarks run on PostgreSQL and, when a MySQL/MariaDB server answers (MYSQL_TEST_URL,
+else root@127.0.0.1:3306), on it too: both engines in one table per measure (an ``engine`` column).
+"""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ SUITES = ["bench_queue", "bench_dispatch", "bench_webhook", "bench_coldstart", "
 def main(selected: list[str]) -> int:
     print(f"# jenkins-dispatch benchmarks — {platform.python_version()}, {platform.machine()}, "
           f"{time.strftime('%Y-%m-%d %H:%M')}")
+    everything = time.perf_counter()
     for name in selected or SUITES:
         module = importlib.import_module(f"benchmarks.{name}")
         started = time.perf_counter()
@@ -25,6 +30,7 @@ def main(selected: list[str]) -> int:
             print_table(title, rows)
         print(f"({name}: {time.perf_counter() - started:.0f} s)")
         sys.stdout.flush()
+    print(f"\n(all: {time.perf_counter() - everything:.0f} s)")
     return 0
 
 
