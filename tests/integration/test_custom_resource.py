@@ -211,7 +211,7 @@ def test_unreachable_database_answers_failed_without_password(name, listener, ha
 
 
 def test_bad_configuration_answers_failed_naming_the_variable(listener, handler, monkeypatch):
-    monkeypatch.setenv("DATABASE_URL", "mysql://root:hunter2@db/jobs")
+    monkeypatch.setenv("DATABASE_URL", "oracle://root:hunter2@db/jobs")
     event = _event("migrate-create", listener)
     handler(event, FakeContext())
     doc = listener.document
