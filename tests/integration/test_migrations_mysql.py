@@ -113,7 +113,7 @@ def test_fresh_database_is_created_and_rerun_is_a_noop(mysql_db):
     assert {r["name"] for r in mysql_db.run("SELECT name FROM jenkins_dispatch_locks")} == {"caps", "pauses"}
     assert [r["version"] for r in mysql_db.run("SELECT version FROM jenkins_dispatch_migrations")] == [1]
     # The session is left as it was found: no migration lock held, MariaDB's statement limit back in place.
-    state = mysql_db.run("SELECT IS_USED_LOCK('jenkins-dispatch-migrate') AS holder, "
+    state = mysql_db.run("SELECT IS_USED_LOCK(CONCAT('jenkins-dispatch-migrate:', LEFT(DATABASE(), 38))) AS holder, "
                          "@@session.max_statement_time AS time_limit")[0]
     assert state["holder"] is None
     assert state["time_limit"] == mysql_db.settings.statement_timeout_ms / 1000
@@ -184,7 +184,7 @@ def test_a_failing_migration_says_which_and_releases_the_lock(mysql_url, mysql_d
     with pytest.raises(MigrationError, match=r"migration 0001_queue failed part-way.*running migrate again") as failed:
         migrate(mysql_db)
     assert "jenkins_jobs_queue_status_check" in str(failed.value)
-    assert mysql_db.run("SELECT IS_USED_LOCK('jenkins-dispatch-migrate') AS holder")[0]["holder"] is None
+    assert mysql_db.run("SELECT IS_USED_LOCK(CONCAT('jenkins-dispatch-migrate:', LEFT(DATABASE(), 38))) AS holder")[0]["holder"] is None
     # Once the operator settles the row, migrate finishes the job.
     mysql_db.run("UPDATE jenkins_jobs_queue SET status = 'pending'")
     assert migrate(mysql_db) == ALL
@@ -316,7 +316,7 @@ def test_migrate_waits_for_the_lock_and_refuses_in_one_line_when_it_never_comes(
     holder = pymysql.connect(**_connect_args(mysql_url))
     try:
         with holder.cursor() as cursor:
-            cursor.execute("SELECT GET_LOCK('jenkins-dispatch-migrate', 0)")
+            cursor.execute("SELECT GET_LOCK(CONCAT('jenkins-dispatch-migrate:', LEFT(DATABASE(), 38)), 0)")
         # The real wait is 60 s; the statement's own timeout is what this test shortens.
         statements = dict(migrations.statements.load("mysql"))
         statements["lock_migrations"] = statements["lock_migrations"].replace(", 60)", ", 1)")

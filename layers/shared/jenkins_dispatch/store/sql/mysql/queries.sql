@@ -864,7 +864,9 @@ SET @jd_sql = IF(VERSION() LIKE '%MariaDB%',
 PREPARE jd_sql FROM @jd_sql;
 EXECUTE jd_sql;
 DEALLOCATE PREPARE jd_sql;
-SELECT GET_LOCK('jenkins-dispatch-migrate', 60) AS locked;
+-- The lock is named after the database (GET_LOCK names are server-wide, at most 64 characters): migrations of
+-- other databases on the same server do not wait for this one.
+SELECT GET_LOCK(CONCAT('jenkins-dispatch-migrate:', LEFT(DATABASE(), 38)), 60) AS locked;
 
 -- name: create_migrations_table
 CREATE TABLE IF NOT EXISTS jenkins_dispatch_migrations (
