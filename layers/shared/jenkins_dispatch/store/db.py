@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import ssl
 import threading
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from ..config import DatabaseSettings
@@ -82,29 +83,78 @@ class Database:
                 cls = PostgresDatabase
         return super().__new__(cls)
 
+    begin = "BEGIN"  # the statement that opens a transaction
+
     def __init__(self, settings: DatabaseSettings, application_name: str = "jenkins-dispatch"):
         self.settings = settings
         self.application_name = application_name
         self.statements = 0  # round trips issued, for benchmarks and tests
         self.connects = 0  # sessions opened so far: a change means notifications may have been missed
+        self.last_row_count = 0
+        self._conn = None  # the driver's session, while open
+        self._last_used = 0.0
+        self._in_transaction = False
 
     def run(self, sql: str, **params) -> list[Row]:
         """Run one named block of the dialect's SQL in one round trip; rows come back as dicts."""
         raise NotImplementedError
 
-    @contextmanager
-    def transaction(self):
-        """BEGIN … COMMIT, ROLLBACK on any error. Never hold one across an HTTP call."""
+    # What each driver supplies: open a session, check one that idled, roll back on it directly.
+    def _connect(self):
         raise NotImplementedError
-        yield self
+
+    def _alive(self) -> bool:
+        raise NotImplementedError
+
+    def _rollback_now(self) -> None:
+        raise NotImplementedError
+
+    def _forget(self) -> None:
+        """Drop what belonged to the closed session (prepared statements); nothing by default."""
 
     def connection(self):
         """The open driver session, opened or replaced when missing or found dead after idling."""
-        raise NotImplementedError
+        now = time.monotonic()
+        idled = self._conn is not None and not self._in_transaction and now - self._last_used > IDLE_CHECK_SECONDS
+        if idled and not self._alive():
+            self._drop()
+        if self._conn is None:
+            self._conn = self._connect()
+        self._last_used = now
+        return self._conn
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            with suppress(Exception):
+                self._conn.close()
+        self._conn = None
+        self._in_transaction = False
+        self._forget()
 
     def close(self) -> None:
         """Close the session, if open."""
-        raise NotImplementedError
+        self._drop()
+
+    @contextmanager
+    def transaction(self):
+        """BEGIN … COMMIT, ROLLBACK on any error. Never hold one across an HTTP call."""
+        if self._in_transaction:
+            raise RuntimeError("nested transaction")
+        self.run(self.begin)
+        self._in_transaction = True
+        try:
+            yield self
+        except BaseException:
+            self._in_transaction = False
+            if self._conn is not None:
+                try:
+                    self._rollback_now()
+                except Exception:
+                    self._drop()
+            raise
+        else:
+            self._in_transaction = False
+            self.run("COMMIT")
 
     def __enter__(self) -> Database:
         return self

@@ -19,8 +19,7 @@ from __future__ import annotations
 import json
 import re
 import ssl
-import time
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -31,7 +30,7 @@ from pymysql.constants import CLIENT
 
 from ..config import DatabaseSettings
 from ..errors import DatabaseBusy, DatabaseUnavailable, SchemaMissing
-from .db import IDLE_CHECK_SECONDS, Database, DatabaseError, Row, _iam_token, tls_context
+from .db import Database, DatabaseError, Row, _iam_token, tls_context
 
 # Error numbers after which the session is gone (server shutdown, connection killed, lost, gone away, idle
 # too long) and those that only mean "not now" (a lock wait or statement time limit, a deadlock victim).
@@ -127,12 +126,10 @@ class MysqlDatabase(Database):
     engine_name = "MySQL"
     notifications = False
 
+    begin = "START TRANSACTION"
+
     def __init__(self, settings: DatabaseSettings, application_name: str = "jenkins-dispatch"):
         super().__init__(settings, application_name)
-        self._conn: pymysql.connections.Connection | None = None
-        self._last_used = 0.0
-        self._in_transaction = False
-        self.last_row_count = 0
         self.server_version = ""  # VERSION() of the server, once connected
         self.mariadb = False
 
@@ -185,29 +182,16 @@ class MysqlDatabase(Database):
         self.connects += 1
         return conn
 
-    def connection(self) -> pymysql.connections.Connection:
-        """The open session, opened or replaced when missing or found dead after idling."""
-        now = time.monotonic()
-        if self._conn is not None and not self._in_transaction and now - self._last_used > IDLE_CHECK_SECONDS:
-            try:
-                self._conn.ping(reconnect=False)
-            except (pymysql.err.MySQLError, OSError):
-                self._drop()
-        if self._conn is None:
-            self._conn = self._connect()
-        self._last_used = now
-        return self._conn
+    def _alive(self) -> bool:
+        try:
+            self._conn.ping(reconnect=False)
+        except (pymysql.err.MySQLError, OSError):
+            return False
+        return True
 
-    def _drop(self) -> None:
-        if self._conn is not None:
-            with suppress(Exception):
-                self._conn.close()
-        self._conn = None
-        self._in_transaction = False
-
-    def close(self) -> None:
-        """Close the session, if open."""
-        self._drop()
+    def _rollback_now(self) -> None:
+        with self._conn.cursor() as cursor:
+            cursor.execute("ROLLBACK")
 
     # ------------------------------------------------------------------ statements
     def run(self, sql: str, **params) -> list[Row]:
@@ -254,8 +238,7 @@ class MysqlDatabase(Database):
             return DatabaseUnavailable(f"lost the connection to MySQL at {where}: {_reason(exc)}")
         if rollback and self._conn is not None:
             try:
-                with self._conn.cursor() as cursor:
-                    cursor.execute("ROLLBACK")
+                self._rollback_now()
             except Exception:
                 self._drop()
         if errno in _BUSY:
@@ -266,25 +249,3 @@ class MysqlDatabase(Database):
         return DatabaseError(_reason(exc), code=str(errno) if errno is not None else None,
                              constraint=_constraint(exc) if errno in _INVALID_INPUT else None,
                              invalid_input=errno in _INVALID_INPUT)
-
-    @contextmanager
-    def transaction(self):
-        """START TRANSACTION … COMMIT, ROLLBACK on any error. Never hold one across an HTTP call."""
-        if self._in_transaction:
-            raise RuntimeError("nested transaction")
-        self.run("START TRANSACTION")
-        self._in_transaction = True
-        try:
-            yield self
-        except BaseException:
-            self._in_transaction = False
-            if self._conn is not None:
-                try:
-                    with self._conn.cursor() as cursor:
-                        cursor.execute("ROLLBACK")
-                except Exception:
-                    self._drop()
-            raise
-        else:
-            self._in_transaction = False
-            self.run("COMMIT")

@@ -10,8 +10,7 @@ from __future__ import annotations
 import select
 import socket
 import ssl
-import time
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 
 import pg8000.native
 from pg8000.exceptions import DatabaseError as DriverError
@@ -19,7 +18,7 @@ from pg8000.exceptions import InterfaceError
 
 from ..config import DatabaseSettings
 from ..errors import DatabaseBusy, DatabaseUnavailable, SchemaMissing
-from .db import IDLE_CHECK_SECONDS, Database, DatabaseError, Row, _iam_token, tls_context
+from .db import Database, DatabaseError, Row, _iam_token, tls_context
 
 # SQLSTATEs after which the session is gone (the server ended it: failover, pg_terminate_backend,
 # shutdown) and those that only mean "not now" (a lock or statement timeout, a deadlock victim).
@@ -54,11 +53,7 @@ class PostgresDatabase(Database):
 
     def __init__(self, settings: DatabaseSettings, application_name: str = "jenkins-dispatch"):
         super().__init__(settings, application_name)
-        self._conn: pg8000.native.Connection | None = None
-        self._last_used = 0.0
-        self._in_transaction = False
         self._prepared: dict[str, pg8000.native.PreparedStatement] = {}
-        self.last_row_count = 0
         self._listening: tuple[str, ...] = ()
 
     # ------------------------------------------------------------------ session
@@ -109,30 +104,18 @@ class PostgresDatabase(Database):
         self.connects += 1
         return conn
 
-    def connection(self) -> pg8000.native.Connection:
-        """The open session, opened or replaced when missing or found dead after idling."""
-        now = time.monotonic()
-        if self._conn is not None and not self._in_transaction and now - self._last_used > IDLE_CHECK_SECONDS:
-            try:
-                self._conn.run("SELECT 1")
-            except (InterfaceError, DriverError, OSError):
-                self._drop()
-        if self._conn is None:
-            self._conn = self._connect()
-        self._last_used = now
-        return self._conn
+    def _alive(self) -> bool:
+        try:
+            self._conn.run("SELECT 1")
+        except (InterfaceError, DriverError, OSError):
+            return False
+        return True
 
-    def _drop(self) -> None:
-        if self._conn is not None:
-            with suppress(Exception):
-                self._conn.close()
-        self._conn = None
+    def _rollback_now(self) -> None:
+        self._conn.run("ROLLBACK")
+
+    def _forget(self) -> None:
         self._prepared = {}
-        self._in_transaction = False
-
-    def close(self) -> None:
-        """Close the session, if open."""
-        self._drop()
 
     # ------------------------------------------------------------------ statements
     def run(self, sql: str, **params) -> list[Row]:
@@ -180,28 +163,6 @@ class PostgresDatabase(Database):
             return []
         names = [c["name"] for c in context.columns]
         return [dict(zip(names, row, strict=True)) for row in rows]
-
-    @contextmanager
-    def transaction(self):
-        """BEGIN … COMMIT, ROLLBACK on any error. Never hold one across an HTTP call."""
-        if self._in_transaction:
-            raise RuntimeError("nested transaction")
-        self.run("BEGIN")
-        self._in_transaction = True
-        try:
-            yield self
-        except BaseException:
-            self._in_transaction = False
-            if self._conn is not None:
-                try:
-                    self._conn.run("ROLLBACK")
-                except Exception:
-                    self._drop()
-            raise
-        else:
-            self._in_transaction = False
-            self.run("COMMIT")
-
 
     # ------------------------------------------------------------------ notifications
     def listen(self, channel: str) -> None:
