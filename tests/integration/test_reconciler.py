@@ -57,15 +57,18 @@ def test_triggers_jenkins_acts_on_one_to_three_leases_late_are_built_once(make_j
         time.sleep(2)  # a build that would run twice shows up here
     rows = [queue.get(i) for i in ids]
     # One re-send each as a rule; a loaded machine can let a lease run out once more before the late original
-    # lands (a second re-send under the same DISPATCH_ID, merged too). Never a second attempt.
-    assert all(r["attempts"] == 1 and r["resends"] >= 1 for r in rows), [(r["attempts"], r["resends"]) for r in rows]
+    # lands (a second re-send under the same DISPATCH_ID, merged too), or reach a row's expired lease only after
+    # its 4 s-late original landed (adopted, nothing re-sent: seen once in CI). Never a second attempt.
+    assert all(r["attempts"] == 1 for r in rows), [(r["attempts"], r["resends"]) for r in rows]
+    resent = sum(1 for r in rows if r["resends"] >= 1)
+    assert resent >= 2, [(r["attempts"], r["resends"]) for r in rows]  # the re-send path ran
     counters = jenkins.counters()
     assert len(jenkins.builds("deploy")) == 3, counters  # one build per job, none twice
     # Each late original merged into its waiting re-send — or, on a slow pass, landed after the re-send had
     # started and was cancelled while queued (the next test covers that path on purpose).
     cancelled = {r["dispatch_id"]: sum(e["event"] == "duplicate_cancelled" for e in queue.events(r["id"]))
                  for r in rows}
-    assert counters["merged_requests"] + sum(cancelled.values()) >= 3, (counters, cancelled)
+    assert counters["merged_requests"] + sum(cancelled.values()) >= resent, (counters, cancelled)
     # Queue items per dispatch, less the copies cancelled while queued: one went on to build.
     items = builds_per_dispatch(jenkins, rows)
     assert {d: items[d] - cancelled[d] for d in items} == dict.fromkeys(items, 1), (items, cancelled)
