@@ -29,7 +29,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from .. import runtime
 from ..errors import ConfigError, DatabaseBusy, DatabaseUnavailable, InvalidInput, SchemaMissing
 from ..observability import MetricUnit, logger, metrics
-from ..store.db import DatabaseError, database_error_message
+from ..store.db import DatabaseError
 from ..store.queue import FINAL_STATUSES, Queue
 from .notifications import (
     Notification,
@@ -240,7 +240,7 @@ def _notify() -> Response:
     except (DatabaseUnavailable, DatabaseBusy, SchemaMissing) as exc:
         answer = WebhookAnswer(503, "unavailable", str(exc).splitlines()[0])
     except DatabaseError as exc:
-        answer = WebhookAnswer(503, "unavailable", f"the database refused the update: {database_error_message(exc)}")
+        answer = WebhookAnswer(503, "unavailable", f"the database refused the update: {exc}")
     except InvalidInput as exc:  # a value the database's checks refused, so nothing was changed
         answer = WebhookAnswer(400, "malformed", str(exc))
     _record(answer, event, time.perf_counter() - started)

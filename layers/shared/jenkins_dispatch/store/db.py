@@ -29,11 +29,6 @@ IDLE_CHECK_SECONDS = 30.0
 Row = dict
 
 
-def database_error_message(exc: DatabaseError) -> str:
-    """A database error in one line, without secrets."""
-    return str(exc)
-
-
 def tls_context(settings: DatabaseSettings) -> ssl.SSLContext:
     """System roots (RDS Proxy uses ACM certificates) plus the RDS CA bundle (instance endpoints)."""
     context = ssl.create_default_context()

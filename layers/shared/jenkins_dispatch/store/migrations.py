@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..errors import MigrationError
 from . import statements
-from .db import Database, DatabaseError, Row, database_error_message
+from .db import Database, DatabaseError, Row
 
 
 def migration_files(dialect: str = Database.dialect) -> list[tuple[int, str, Path]]:
@@ -54,7 +54,7 @@ def migrate(db: Database) -> list[str]:
                 _run(db, "record_migration", version=version, name=name)
                 applied_now.append(f"{version:04d}_{name}")
     except DatabaseError as exc:
-        raise MigrationError(f"migration failed: {database_error_message(exc)}") from None
+        raise MigrationError(f"migration failed: {exc}") from None
     return applied_now
 
 
@@ -118,7 +118,7 @@ def _migrate_mysql(db: Database) -> list[str]:
             db.close()
     except DatabaseError as exc:
         if current is None:
-            raise MigrationError(f"migration failed: {database_error_message(exc)}") from None
+            raise MigrationError(f"migration failed: {exc}") from None
         raise MigrationError(f"migration {current} failed part-way; what it did is kept and running migrate "
-                             f"again resumes it: {database_error_message(exc)}") from None
+                             f"again resumes it: {exc}") from None
     return applied_now
