@@ -349,3 +349,40 @@ def _connect_args(url: str) -> dict:
     s = parse_database_url(url)
     return dict(host=s.host, port=s.port, user=s.user, password=s.password or "", database=s.dbname,
                 autocommit=True)
+
+
+def _index_columns(db) -> dict[str, list[str]]:
+    rows = db.run("SELECT index_name AS i, column_name AS c FROM information_schema.statistics "
+                  "WHERE table_schema = DATABASE() AND table_name = 'jenkins_jobs_queue' ORDER BY index_name, seq_in_index")
+    columns: dict[str, list[str]] = {}
+    for r in rows:
+        columns.setdefault(r["i"], []).append(r["c"])
+    return columns
+
+
+# The indexes a claim changes (status leads them) whose second column does not already order pending rows
+# for the claim: NULL until later (lease, finished_at) or shared by many rows (job_name).
+_STATUS_LED = ("jenkins_jobs_queue_in_flight_idx", "jenkins_jobs_queue_lease_idx",
+               "jenkins_jobs_queue_status_finished_idx")
+
+
+def test_indexes_a_claim_changes_keep_pending_rows_in_claim_order(mysql_db):
+    # InnoDB orders entries with equal keys by id: pending rows far apart by id would put a claim's ten rows
+    # on ten pages of each such index (read from disk once the table outgrows the buffer pool). Claim order
+    # after the leading columns keeps them side by side, as in the claim index.
+    migrate(mysql_db)
+    columns = _index_columns(mysql_db)
+    for name in _STATUS_LED:
+        assert columns[name][0] == "status" and columns[name][2:] == ["claim_priority", "scheduled_at"], (name, columns[name])
+
+
+def test_an_index_made_before_claim_order_is_made_again_in_place(mysql_url, mysql_db):
+    migrate(mysql_db)
+    mysql_db.run("INSERT INTO jenkins_jobs_queue (job_name) VALUES ('kept')")
+    mysql_db.run("ALTER TABLE jenkins_jobs_queue DROP INDEX jenkins_jobs_queue_lease_idx, "
+                 "ADD INDEX jenkins_jobs_queue_lease_idx (status, lease_expires_at)")
+    for _, _, path in migration_files("mysql"):
+        mysql_db.run_script(path.read_text())
+    assert _index_columns(mysql_db)["jenkins_jobs_queue_lease_idx"] == [
+        "status", "lease_expires_at", "claim_priority", "scheduled_at"]
+    assert [r["job_name"] for r in mysql_db.run("SELECT job_name FROM jenkins_jobs_queue")] == ["kept"]
