@@ -127,3 +127,18 @@ def test_the_engine_comes_from_db_engine_or_the_secret_with_its_default_port(aws
         load_settings({"DB_IAM_AUTH": "true", "DB_HOST": "h", "DB_USER": "u", "DB_ENGINE": "oracle"})
     with pytest.raises(ConfigError, match="DB_NAME"):  # MySQL has no default database
         load_settings({"DB_IAM_AUTH": "true", "DB_HOST": "h", "DB_USER": "u", "DB_ENGINE": "mariadb"})
+
+
+def test_db_engine_and_the_secrets_engine_must_agree(aws) -> None:
+    # The template always sets DB_ENGINE (postgresql by default): a MySQL secret deployed without
+    # DatabaseEngine=mysql would otherwise be spoken to in PostgreSQL's protocol and fail obscurely.
+    arn = aws.create_secret(Name="jd/mysql", SecretString=json.dumps(
+        {"engine": "mysql", "host": "h", "username": "u", "password": "db-Pa55word!", "dbname": "jobs"}))["ARN"]
+    with pytest.raises(ConfigError) as caught:
+        load_settings({"DB_SECRET_ARN": arn, "DB_ENGINE": "postgresql"})
+    message = str(caught.value)
+    assert "DB_ENGINE" in message and "'mysql'" in message and "\n" not in message
+    assert "Pa55word" not in message
+    # Spelled differently but the same engine: fine.
+    assert load_settings({"DB_SECRET_ARN": arn, "DB_ENGINE": "mariadb"}).database.engine == "mysql"
+    assert load_settings({"DB_SECRET_ARN": arn}).database.engine == "mysql"

@@ -414,12 +414,15 @@ def _database(env: Mapping[str, str], fetch: SecretFetcher | None) -> DatabaseSe
         password = None if iam else secret.get("password")
         if not iam and not password:
             raise ConfigError("the secret named by DB_SECRET_ARN has no 'password' (or set DB_IAM_AUTH=true)")
-        if _text(env, "DB_ENGINE"):
-            engine = engine_of(_text(env, "DB_ENGINE"), "DB_ENGINE")
-        elif secret.get("engine"):
-            engine = engine_of(str(secret["engine"]), "the secret named by DB_SECRET_ARN ('engine')")
-        else:
-            engine = "postgresql"
+        named = engine_of(_text(env, "DB_ENGINE"), "DB_ENGINE") if _text(env, "DB_ENGINE") else None
+        stored = (engine_of(str(secret["engine"]), "the secret named by DB_SECRET_ARN ('engine')")
+                  if secret.get("engine") else None)
+        if named and stored and named != stored:
+            # The template always sets DB_ENGINE: a MySQL secret under the default would otherwise be spoken to
+            # in PostgreSQL's protocol and fail with a driver's error.
+            raise ConfigError(f"DB_ENGINE is {named} but the secret named by DB_SECRET_ARN says engine "
+                              f"{secret['engine']!r}: make them agree (the template's DatabaseEngine parameter)")
+        engine = named or stored or "postgresql"
         dbname = _text(env, "DB_NAME") or secret.get("dbname") or (
             default_of("DB_NAME") if engine == "postgresql" else None)
         if not dbname:  # MySQL has no default database to fall back on

@@ -87,8 +87,9 @@ class StatementError(DispatchError, ValueError):
 
 
 class MigrationError(DispatchError):
-    """The schema could not be brought up to date; nothing was changed (one transaction): fix what the message
-    names and run `jenkins-dispatch migrate` again."""
+    """The schema could not be brought up to date: fix what the message names and run `jenkins-dispatch migrate`
+    again. On PostgreSQL a migration is one transaction (nothing of it stays); on MySQL, where DDL commits as it
+    goes, every step is written to be run again, so the next run carries on where this one stopped."""
 
 
 # --------------------------------------------------------------------------- Jenkins
