@@ -83,8 +83,10 @@ def _once(python: str, code: str, env: dict) -> float:
 
 
 def run(runs: int = RUNS) -> list[dict]:
-    python = _python312() or sys.executable
     layer = BUILT_LAYER if BUILT_LAYER.is_dir() else SOURCE_LAYER
+    # The source layer carries our package only: its dependencies are in this interpreter's environment, not in
+    # a bare Python 3.12's (run `make build` for the Lambda's own picture).
+    python = (_python312() or sys.executable) if layer == BUILT_LAYER else sys.executable
     runtime_dir = _runtime_dir()
     env = _env()
     rows = []
