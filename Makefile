@@ -44,6 +44,7 @@ lock: install
 # else an embedded server) and the Jenkins emulator over real HTTP.
 # Four workers, each with its own scratch database so tests never meet: on this 2-core machine most tests
 # wait on processes, sockets and timers rather than the CPU (4 workers: 2:22, 2 workers: 3:50 measured).
+# Workers steal queued tests from each other (--dist worksteal, in pyproject's addopts).
 # The two 2,000-job chaos runs take 600 jobs here; `make chaos` runs them at full size.
 test: install lint
 	JD_CHAOS_JOBS=600 $(PY) -m pytest -n 4

@@ -100,6 +100,9 @@ def _handler_class(settings: Settings, health: Health, registry: Any):
     return Handler
 
 
+STOP_POLL_SECONDS = 0.05  # how soon stop() returns; requests are answered at once whatever its value
+
+
 class _Server(ThreadingHTTPServer):
     # The standard library's backlog of 5 resets connections as soon as a few callers wait (webhook
     # requests are answered one at a time, and each may wait out a database reconnect): let them queue.
@@ -114,7 +117,9 @@ class WebhookServer:
         self.health = health or Health()
         self.httpd = _Server((host, port), _handler_class(settings, self.health, registry))
         self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, name="webhook-http", daemon=True)
+        # stop() waits for serve_forever to look at its shutdown flag, once per poll: 0.5 s by default.
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": STOP_POLL_SECONDS},
+                                       name="webhook-http", daemon=True)
 
     @property
     def url(self) -> str:
