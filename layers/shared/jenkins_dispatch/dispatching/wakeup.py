@@ -2,15 +2,22 @@
 
 PostgreSQL: LISTEN on the channel the schema's triggers notify (migration 0002) — a plain INSERT by the
 application wakes the dispatcher within milliseconds, at no cost while nothing happens. A database
-without notifications (MySQL / MariaDB) gets the polling variant behind the same interface.
+without notifications (MySQL / MariaDB) gets the polling variant behind the same interface: once a poll
+interval it asks the queue one cheap question ("could a claim take a row now?") and answers "work" only
+when it could, so an idle queue, or a backlog that is all paused or at its caps, costs one statement a
+second instead of a full pass.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Protocol
 
+from ..errors import DatabaseUnavailable, DispatchError
+from ..observability import logger
 from ..store.db import Database
+from ..store.queue import Queue
 
 CHANNEL = "jenkins_dispatch"
 WORK = "work"  # rows became pending (inserted, released, retried, rescheduled) or a cap was raised
@@ -56,21 +63,52 @@ class NotificationSignal:
 
 
 class PollingSignal:
-    """For databases without notifications: wake at most every ``poll_seconds`` and say "maybe work"."""
+    """For databases without notifications: every ``poll_seconds`` ask whether a claim could take a row
+    now (the queue's ``anything_to_claim``, one plain read on the dispatcher's own session); "work" only
+    when it could.
 
-    def __init__(self, poll_seconds: float = 1.0, shutdown: threading.Event | None = None):
+    What the probe does not see, the loop's own deadlines cover: the next row becoming due, the next lease
+    expiring and the periodic pass (``seconds_until_next_pass``). A freed cap slot needs no news of its own:
+    it makes a waiting row claimable, which the probe sees.
+    """
+
+    def __init__(self, db: Database, poll_seconds: float = 1.0, shutdown: threading.Event | None = None,
+                 max_in_flight: int | None = None):
+        self.queue = Queue(db)
         self.poll_seconds = poll_seconds
         self.shutdown = shutdown or threading.Event()
+        self.max_in_flight = max_in_flight  # the global cap the claims honour (MAX_IN_FLIGHT)
 
     def wait(self, timeout: float) -> set[str]:
-        """Sleep up to one poll interval; report work once a full interval has passed."""
-        if self.shutdown.wait(min(timeout, self.poll_seconds)):
-            return set()
-        return {WORK} if timeout >= self.poll_seconds else set()
+        """Probe every poll interval for up to ``timeout`` seconds; return {WORK} as soon as one says so.
+        The first probe comes a whole interval after the call: the pass before it has just looked. No probe
+        when the caller's deadline comes first: it runs a pass then anyway."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left < self.poll_seconds:
+                self.shutdown.wait(max(left, 0.0))
+                return set()
+            if self.shutdown.wait(self.poll_seconds):
+                return set()
+            if self._anything_to_claim():
+                return {WORK}
+
+    def _anything_to_claim(self) -> bool:
+        try:
+            return self.queue.anything_to_claim(self.max_in_flight)
+        except DatabaseUnavailable:
+            raise  # the loop records it and runs a pass, which waits the outage out
+        except DispatchError as exc:
+            # Busy (a lock or time limit), or anything else the pass will meet too and report properly.
+            logger.warning("could not ask the queue for work; running a pass", extra={"reason": str(exc)})
+            return True
 
 
-def work_signal(db: Database, shutdown: threading.Event | None = None, poll_seconds: float = 1.0) -> WorkSignal:
-    """What a dispatcher on ``db`` waits on: notifications where the database sends them, else polling."""
+def work_signal(db: Database, shutdown: threading.Event | None = None, poll_seconds: float = 1.0, *,
+                max_in_flight: int | None = None) -> WorkSignal:
+    """What a dispatcher on ``db`` waits on: notifications where the database sends them, else polling (whose
+    probe honours ``max_in_flight``, the global cap, as the claims do)."""
     if db.notifications:
         return NotificationSignal(db, shutdown)
-    return PollingSignal(poll_seconds, shutdown)
+    return PollingSignal(db, poll_seconds, shutdown, max_in_flight)

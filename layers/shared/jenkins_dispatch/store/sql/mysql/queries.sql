@@ -137,6 +137,24 @@ SELECT JSON_ARRAYAGG(picked.id) INTO @jd_claimed FROM (
 ) picked;
 {{claim_take}};
 
+-- name: anything_to_claim
+-- decode: claimable bool
+-- The polling dispatcher's "anything to do?" between passes (dispatching/wakeup.PollingSignal): whether a claim
+-- could take a row now, by the claims' own rules (due, job not paused, its cap and the global
+-- :max_in_flight not reached). One plain read, no lock: an idle queue, or a backlog that is entirely paused or
+-- at its cap, answers false at the cost of this statement alone, and a row inserted, released, retried or
+-- come due, a cap raised or a pause lifted turns it true. It reads the due rows through the due index: a
+-- large paused backlog is read each time (measured in benchmarks/bench_latency.py's notes).
+SELECT (:max_in_flight IS NULL
+        OR (SELECT COUNT(*) FROM jenkins_jobs_queue WHERE status = 'processing') < :max_in_flight)
+   AND EXISTS (
+       SELECT 1 FROM jenkins_jobs_queue q
+       WHERE q.status = 'pending' AND q.scheduled_at <= NOW(6)
+         AND {{t_job_key}} NOT IN (
+             SELECT l.job_key FROM jenkins_job_limits l WHERE l.max_in_flight <= {{claim_in_flight}})
+         {{claim_not_paused}}
+   ) AS claimable;
+
 -- name: lock_caps
 -- Capped claims run one at a time (until the caller's transaction ends), each seeing every earlier claim
 -- committed: the in-flight counts it reads next are then exact.
