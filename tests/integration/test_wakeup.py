@@ -351,7 +351,7 @@ def test_a_backlog_longer_than_one_pass_keeps_flowing_without_waiting_for_the_in
 
 ON_MYSQL = pytest.mark.parametrize("engine", ["mysql"], indirect=True)
 # While idle the polling dispatcher may send one probe a second; a full pass costs ~5 statements.
-IDLE_WINDOW_SECONDS = 4.0
+IDLE_WINDOW_SECONDS = 3.0
 MAX_IDLE_STATEMENTS_PER_SECOND = 1.2
 
 
@@ -455,7 +455,7 @@ def test_a_polling_dispatcher_at_the_global_cap_stays_quiet(make_jenkins, db):
     with polling_loop(settings, interval=30, max_in_flight=settings.max_in_flight) as (loop, session):
         assert wait_for(lambda: jenkins.counters()["trigger_requests"] == 2 and loop.health.passes >= 1, timeout=10)
         time.sleep(0.3)
-        passes, per_second = idle_cost(loop, session, 3.0)
+        passes, per_second = idle_cost(loop, session)
     assert passes == 0 and jenkins.counters()["trigger_requests"] == 2
     assert per_second <= MAX_IDLE_STATEMENTS_PER_SECOND, per_second
 

@@ -9,7 +9,12 @@ import time
 import pytest
 
 from ..dispatch_helpers import wait_for
-from ..integration.test_wakeup import MAX_IDLE_STATEMENTS_PER_SECOND, insert_plain_sql, triggered_within
+from ..integration.test_wakeup import (
+    IDLE_WINDOW_SECONDS,
+    MAX_IDLE_STATEMENTS_PER_SECOND,
+    insert_plain_sql,
+    triggered_within,
+)
 from ..serve_helpers import serve_env, start_serve
 
 # LISTEN wakes at once; a poll comes within a second, then the pass.
@@ -38,7 +43,7 @@ def test_an_idle_serve_polling_mysql_sends_a_statement_a_second_and_no_pass(jenk
         assert wait_for(lambda: served.health()[1]["passes"] >= 1, timeout=10)
         time.sleep(0.3)
         before, started = served.health()[1], time.monotonic()
-        time.sleep(4.0)
+        time.sleep(IDLE_WINDOW_SECONDS)
         after, took = served.health()[1], time.monotonic() - started
     finally:
         assert served.stop() == 0
