@@ -13,7 +13,6 @@ import logging
 import threading
 import time
 from contextlib import contextmanager, suppress
-from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -356,13 +355,11 @@ MAX_IDLE_STATEMENTS_PER_SECOND = 1.2
 
 
 @contextmanager
-def polling_loop(settings, interval: float, max_in_flight: int | None = None):
+def polling_loop(settings, interval: float):
     """A DispatchLoop on its own session, waiting on what work_signal gives it, run on a thread."""
     stop = threading.Event()
     session = Database(settings.database, application_name="jd-tests-poller")
-    signal = work_signal(session, stop) if max_in_flight is None else \
-        work_signal(session, stop, max_in_flight=max_in_flight)
-    loop = DispatchLoop(settings, session, signal, interval=interval, shutdown=stop)
+    loop = DispatchLoop(settings, session, work_signal(session, stop), interval=interval, shutdown=stop)
     runner = threading.Thread(target=loop.run)
     runner.start()
     try:
@@ -373,6 +370,19 @@ def polling_loop(settings, interval: float, max_in_flight: int | None = None):
         session.close()
 
 
+def settled(loop: DispatchLoop, quiet: float = 1.6, timeout: float = 10) -> bool:
+    """Once the loop has passed and then run no pass for ``quiet`` seconds (a poll, and a pass it asked for)."""
+    if not wait_for(lambda: loop.health.passes >= 1, timeout=timeout):
+        return False
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        passes = loop.health.passes
+        time.sleep(quiet)
+        if loop.health.passes == passes:
+            return True
+    return False
+
+
 def idle_cost(loop: DispatchLoop, session: Database, seconds: float = IDLE_WINDOW_SECONDS) -> tuple[int, float]:
     """(passes, statements per second) of the loop's session over ``seconds``."""
     passes, statements, started = loop.health.passes, session.statements, time.monotonic()
@@ -381,38 +391,34 @@ def idle_cost(loop: DispatchLoop, session: Database, seconds: float = IDLE_WINDO
 
 
 @pytest.mark.both_engines
-def test_anything_to_claim_answers_by_the_claims_own_rules(queue):
-    assert queue.anything_to_claim(None) is False  # empty
-    queue.enqueue("deploy", scheduled_at=(datetime.now(UTC) + timedelta(hours=1)).isoformat())
-    assert queue.anything_to_claim(None) is False  # not due yet
-    queue.enqueue("deploy")
-    queue.enqueue("deploy")
-    assert queue.anything_to_claim(None) is True
-    queue.pause("deploy")
-    assert queue.anything_to_claim(None) is False
-    queue.resume("deploy")
-    assert queue.anything_to_claim(None) is True
-    queue.pause(None)  # everything
-    assert queue.anything_to_claim(None) is False
-    queue.resume(None)
-    queue.set_limit("deploy", 0)
-    assert queue.anything_to_claim(None) is False
-    queue.set_limit("deploy", 1)
-    assert queue.anything_to_claim(None) is True
-    assert len(queue.claim_batch(5, capped=True)) == 1
-    assert queue.anything_to_claim(None) is False  # one due row left, its job at its cap
-    queue.remove_limit("deploy")
-    assert queue.anything_to_claim(None) is True
-    assert queue.anything_to_claim(1) is False  # the global cap: one in flight already
-    assert queue.anything_to_claim(2) is True
+def test_the_queue_fingerprint_moves_with_everything_a_pass_acts_on(db, queue, database_url):
+    def moved(change) -> bool:
+        before = queue.fingerprint()
+        change()
+        return queue.fingerprint() != before
+
+    assert not moved(lambda: None)
+    assert moved(lambda: insert_plain_sql(database_url, "INSERT INTO jenkins_jobs_queue (job_name) VALUES ('deploy')"))
+    assert moved(lambda: queue.enqueue("deploy"))
+    jobs = []
+    assert moved(lambda: jobs.extend(queue.claim_batch(2)))
+    assert moved(lambda: queue.release(jobs[0].id, jobs[0].dispatch_id, "test"))
+    assert moved(lambda: queue.retry_later(jobs[1].id, jobs[1].dispatch_id, 60, "test"))
+    assert moved(lambda: queue.set_limit("deploy", 1))
+    assert moved(lambda: queue.set_limit("deploy", 2))
+    assert moved(lambda: queue.remove_limit("deploy"))
+    assert moved(lambda: queue.pause("deploy"))
+    assert moved(lambda: queue.resume("deploy"))
+    assert moved(lambda: queue.pause(None))
+    assert not moved(lambda: (queue.stats(), queue.gauges(), queue.claim_batch(5)))  # reads, an empty claim
+    assert moved(lambda: queue.resume(None))
 
 
 @ON_MYSQL
 def test_an_idle_polling_dispatcher_sends_one_cheap_statement_a_second_and_runs_no_pass(jenkins, db):
     """It used to answer "work" every second: a full pass (~5 statements) a second on an empty queue."""
     with polling_loop(dispatch_settings(jenkins.base_url), interval=30) as (loop, session):
-        assert wait_for(lambda: loop.health.passes >= 1, timeout=10)
-        time.sleep(0.2)  # past the first pass's last statement
+        assert settled(loop)
         passes, per_second = idle_cost(loop, session)
     assert passes == 0
     assert per_second <= MAX_IDLE_STATEMENTS_PER_SECOND, per_second
@@ -430,8 +436,8 @@ def test_a_paused_or_capped_backlog_stays_quiet_until_the_pause_lifts_or_the_cap
         queue.enqueue("capped")
     settings = dispatch_settings(jenkins.base_url, LEASE_SECONDS="60", JENKINS_TIMEOUT_SECONDS="5")
     with polling_loop(settings, interval=30) as (loop, session):
-        assert wait_for(lambda: jenkins.counters()["trigger_requests"] == 1 and loop.health.passes >= 1, timeout=10)
-        time.sleep(0.3)
+        assert wait_for(lambda: jenkins.counters()["trigger_requests"] == 1, timeout=10)
+        assert settled(loop)
         passes, per_second = idle_cost(loop, session)
         assert (passes, jenkins.counters()["trigger_requests"]) == (0, 1)
         assert per_second <= MAX_IDLE_STATEMENTS_PER_SECOND, per_second
@@ -452,9 +458,9 @@ def test_a_polling_dispatcher_at_the_global_cap_stays_quiet(make_jenkins, db):
     for _ in range(4):
         queue.enqueue("deploy")
     settings = dispatch_settings(jenkins.base_url, LEASE_SECONDS="60", JENKINS_TIMEOUT_SECONDS="5", MAX_IN_FLIGHT="2")
-    with polling_loop(settings, interval=30, max_in_flight=settings.max_in_flight) as (loop, session):
-        assert wait_for(lambda: jenkins.counters()["trigger_requests"] == 2 and loop.health.passes >= 1, timeout=10)
-        time.sleep(0.3)
+    with polling_loop(settings, interval=30) as (loop, session):
+        assert wait_for(lambda: jenkins.counters()["trigger_requests"] == 2, timeout=10)
+        assert settled(loop)
         passes, per_second = idle_cost(loop, session)
     assert passes == 0 and jenkins.counters()["trigger_requests"] == 2
     assert per_second <= MAX_IDLE_STATEMENTS_PER_SECOND, per_second
@@ -463,7 +469,7 @@ def test_a_polling_dispatcher_at_the_global_cap_stays_quiet(make_jenkins, db):
 @ON_MYSQL
 def test_a_polling_dispatcher_triggers_a_plain_sql_insert_within_about_a_second(jenkins, database_url, db):
     with polling_loop(dispatch_settings(jenkins.base_url), interval=30) as (loop, _session):
-        assert wait_for(lambda: loop.health.passes >= 1, timeout=10)
+        assert settled(loop)
         for n in range(1, 4):
             time.sleep(0.37 * n)  # at different points of the poll interval
             insert_plain_sql(database_url, "INSERT INTO jenkins_jobs_queue (job_name) VALUES ('deploy')")

@@ -3,9 +3,9 @@
 PostgreSQL: LISTEN on the channel the schema's triggers notify (migration 0002) — a plain INSERT by the
 application wakes the dispatcher within milliseconds, at no cost while nothing happens. A database
 without notifications (MySQL / MariaDB) gets the polling variant behind the same interface: once a poll
-interval it asks the queue one cheap question ("could a claim take a row now?") and answers "work" only
-when it could, so an idle queue, or a backlog that is all paused or at its caps, costs one statement a
-second instead of a full pass.
+interval it reads a cheap fingerprint of the queue (the last job and history ids, rows in flight, caps, pauses)
+and answers "work" only when it moved, so an idle queue, or a backlog that is all paused or at its caps, costs
+one statement a second instead of a full pass.
 """
 
 from __future__ import annotations
@@ -63,26 +63,25 @@ class NotificationSignal:
 
 
 class PollingSignal:
-    """For databases without notifications: every ``poll_seconds`` ask whether a claim could take a row
-    now (the queue's ``anything_to_claim``, one plain read on the dispatcher's own session); "work" only
-    when it could.
+    """For databases without notifications: every ``poll_seconds`` read the queue's fingerprint (one cheap
+    statement on the dispatcher's own session) and report work when it moved since the previous poll.
 
-    What the probe does not see, the loop's own deadlines cover: the next row becoming due, the next lease
-    expiring and the periodic pass (``seconds_until_next_pass``). A freed cap slot needs no news of its own:
-    it makes a waiting row claimable, which the probe sees.
+    The previous poll came before the last pass began (a pass runs only after a wait), so whatever committed
+    since, during that pass included, is seen; a pass that changed something itself is followed by one more
+    pass, which finds the queue as it left it. What the fingerprint does not show, the loop's own deadlines
+    cover: the next row becoming due, the next lease expiring and the periodic pass.
     """
 
-    def __init__(self, db: Database, poll_seconds: float = 1.0, shutdown: threading.Event | None = None,
-                 max_in_flight: int | None = None):
+    def __init__(self, db: Database, poll_seconds: float = 1.0, shutdown: threading.Event | None = None):
         self.queue = Queue(db)
         self.poll_seconds = poll_seconds
         self.shutdown = shutdown or threading.Event()
-        self.max_in_flight = max_in_flight  # the global cap the claims honour (MAX_IN_FLIGHT)
+        self._seen: dict | None = None  # the fingerprint the previous poll read
 
     def wait(self, timeout: float) -> set[str]:
-        """Probe every poll interval for up to ``timeout`` seconds; return {WORK} as soon as one says so.
-        The first probe comes a whole interval after the call: the pass before it has just looked. No probe
-        when the caller's deadline comes first: it runs a pass then anyway."""
+        """Poll every interval for up to ``timeout`` seconds; return {WORK} as soon as the queue moved. The
+        first poll comes a whole interval after the call (the pass before it has just looked), none when the
+        caller's deadline comes first (it runs a pass then anyway)."""
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
@@ -91,24 +90,25 @@ class PollingSignal:
                 return set()
             if self.shutdown.wait(self.poll_seconds):
                 return set()
-            if self._anything_to_claim():
+            if self._queue_moved():
                 return {WORK}
 
-    def _anything_to_claim(self) -> bool:
+    def _queue_moved(self) -> bool:
         try:
-            return self.queue.anything_to_claim(self.max_in_flight)
+            seen = self.queue.fingerprint()
         except DatabaseUnavailable:
             raise  # the loop records it and runs a pass, which waits the outage out
         except DispatchError as exc:
             # Busy (a lock or time limit), or anything else the pass will meet too and report properly.
-            logger.warning("could not ask the queue for work; running a pass", extra={"reason": str(exc)})
+            logger.warning("could not read the queue's fingerprint; running a pass", extra={"reason": str(exc)})
             return True
+        # The first poll has nothing to compare with: a pass, in case something landed during the first one.
+        moved, self._seen = seen != self._seen, seen
+        return moved
 
 
-def work_signal(db: Database, shutdown: threading.Event | None = None, poll_seconds: float = 1.0, *,
-                max_in_flight: int | None = None) -> WorkSignal:
-    """What a dispatcher on ``db`` waits on: notifications where the database sends them, else polling (whose
-    probe honours ``max_in_flight``, the global cap, as the claims do)."""
+def work_signal(db: Database, shutdown: threading.Event | None = None, poll_seconds: float = 1.0) -> WorkSignal:
+    """What a dispatcher on ``db`` waits on: notifications where the database sends them, else polling."""
     if db.notifications:
         return NotificationSignal(db, shutdown)
-    return PollingSignal(db, poll_seconds, shutdown, max_in_flight)
+    return PollingSignal(db, poll_seconds, shutdown)

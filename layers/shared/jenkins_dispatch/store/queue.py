@@ -258,10 +258,10 @@ class Queue:
         return EnqueueResult(id=rows[0]["id"], created=rows[0]["created"])
 
     # ------------------------------------------------------------------ claim
-    def anything_to_claim(self, max_in_flight: int | None) -> bool:
-        """Whether a claim could take a row now (due, not paused, under its caps): one plain read, the
-        polling dispatcher's question between passes."""
-        return bool(self._run("anything_to_claim", max_in_flight=max_in_flight)[0]["claimable"])
+    def fingerprint(self) -> Row:
+        """Marks that move when anything a pass would act on changes (rows inserted, any transition, caps,
+        pauses): one cheap read, the polling dispatcher's question between passes. Compare two for equality."""
+        return self._run("queue_fingerprint")[0]
 
     def caps_in_force(self, max_in_flight: int | None) -> bool:
         """Whether claims must go through the capped path (checked once per pass)."""

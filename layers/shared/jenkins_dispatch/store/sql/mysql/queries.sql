@@ -137,23 +137,19 @@ SELECT JSON_ARRAYAGG(picked.id) INTO @jd_claimed FROM (
 ) picked;
 {{claim_take}};
 
--- name: anything_to_claim
--- decode: claimable bool
--- The polling dispatcher's "anything to do?" between passes (dispatching/wakeup.PollingSignal): whether a claim
--- could take a row now, by the claims' own rules (due, job not paused, its cap and the global
--- :max_in_flight not reached). One plain read, no lock: an idle queue, or a backlog that is entirely paused or
--- at its cap, answers false at the cost of this statement alone, and a row inserted, released, retried or
--- come due, a cap raised or a pause lifted turns it true. It reads the due rows through the due index: a
--- large paused backlog is read each time (measured in benchmarks/bench_latency.py's notes).
-SELECT (:max_in_flight IS NULL
-        OR (SELECT COUNT(*) FROM jenkins_jobs_queue WHERE status = 'processing') < :max_in_flight)
-   AND EXISTS (
-       SELECT 1 FROM jenkins_jobs_queue q
-       WHERE q.status = 'pending' AND q.scheduled_at <= NOW(6)
-         AND {{t_job_key}} NOT IN (
-             SELECT l.job_key FROM jenkins_job_limits l WHERE l.max_in_flight <= {{claim_in_flight}})
-         {{claim_not_paused}}
-   ) AS claimable;
+-- name: queue_fingerprint
+-- The polling dispatcher's "anything new?" between passes (dispatching/wakeup.PollingSignal): marks that move
+-- whenever something a pass would act on changes, compared with the previous poll's. An application's INSERT
+-- raises the last job id; every transition we make (claim, release, retry, reschedule, settle, cancel, an
+-- operator's retry) writes a history row, raising the last event id; caps and pauses are counted and dated.
+-- Primary-key ends, in-flight rows and two small tables: the cost does not grow with the queue, the
+-- history or a paused or capped backlog. Not seen: a commit that lands after a later-numbered one was already
+-- read (ids are handed out at INSERT, not at COMMIT) and hand-made UPDATEs; the periodic pass covers those.
+SELECT (SELECT MAX(id) FROM jenkins_jobs_queue) AS last_job_id,
+       (SELECT MAX(id) FROM jenkins_job_events) AS last_event_id,
+       (SELECT COUNT(*) FROM jenkins_jobs_queue WHERE status = 'processing') AS processing,
+       (SELECT CONCAT_WS('/', COUNT(*), SUM(max_in_flight), MAX(updated_at)) FROM jenkins_job_limits) AS limits,
+       (SELECT CONCAT_WS('/', COUNT(*), MAX(paused_at)) FROM jenkins_job_pauses) AS pauses;
 
 -- name: lock_caps
 -- Capped claims run one at a time (until the caller's transaction ends), each seeing every earlier claim

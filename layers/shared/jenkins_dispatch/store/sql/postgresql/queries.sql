@@ -103,22 +103,15 @@ WITH {{paused}}, picked AS MATERIALIZED (
     WHERE q.id = picked.id
     {{claim_end}};
 
--- name: anything_to_claim
--- Whether a claim could take a row now (due, job not paused, its cap and the global :max_in_flight not
--- reached): the MySQL dispatcher's polling probe, kept here so that Queue.anything_to_claim answers on both
--- engines (a PostgreSQL dispatcher waits on LISTEN instead). A plain read: no lock, not even the pauses'.
-SELECT (CAST(:max_in_flight AS integer) IS NULL
-        OR (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing') < CAST(:max_in_flight AS integer))
-   AND EXISTS (
-       SELECT 1 FROM jenkins_jobs_queue q
-       WHERE q.status = 'pending' AND q.scheduled_at <= now()
-         AND q.job_name NOT IN (
-             SELECT l.job_name FROM jenkins_job_limits l
-             WHERE l.max_in_flight <= (SELECT count(*) FROM jenkins_jobs_queue f
-                                       WHERE f.status = 'processing' AND f.job_name = l.job_name))
-         AND q.job_name NOT IN (SELECT p.job_name FROM jenkins_job_pauses p)
-         AND NOT EXISTS (SELECT 1 FROM jenkins_job_pauses p WHERE p.job_name = '*')
-   ) AS claimable;
+-- name: queue_fingerprint
+-- Marks that move whenever something a pass would act on changes: the MySQL dispatcher's polling probe (see
+-- sql/mysql/queries.sql), kept here so that Queue.fingerprint answers on both engines (a PostgreSQL
+-- dispatcher waits on LISTEN instead).
+SELECT (SELECT max(id) FROM jenkins_jobs_queue) AS last_job_id,
+       (SELECT max(id) FROM jenkins_job_events) AS last_event_id,
+       (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing') AS processing,
+       (SELECT concat_ws('/', count(*), sum(max_in_flight), max(updated_at)) FROM jenkins_job_limits) AS limits,
+       (SELECT concat_ws('/', count(*), max(paused_at)) FROM jenkins_job_pauses) AS pauses;
 
 -- name: lock_caps
 -- Capped claims run one at a time (transaction-scoped lock), each seeing every earlier claim committed.
