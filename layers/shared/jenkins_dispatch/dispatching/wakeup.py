@@ -66,10 +66,10 @@ class PollingSignal:
     """For databases without notifications: every ``poll_seconds`` read the queue's fingerprint (one cheap
     statement on the dispatcher's own session) and report work when it moved since the previous poll.
 
-    The previous poll came before the last pass began (a pass runs only after a wait), so whatever committed
-    since, during that pass included, is seen; a pass that changed something itself is followed by one more
-    pass, which finds the queue as it left it. What the fingerprint does not show, the loop's own deadlines
-    cover: the next row becoming due, the next lease expiring and the periodic pass.
+    The previous poll was read before the last pass began (every pass but the loop's first follows a poll),
+    so whatever committed since, during that pass included, is seen; a pass that changed something itself is
+    followed by one more, which finds the queue as it left it. What the fingerprint does not show, the loop's
+    own deadlines cover: the next row becoming due, the next lease expiring and the periodic pass.
     """
 
     def __init__(self, db: Database, poll_seconds: float = 1.0, shutdown: threading.Event | None = None):
