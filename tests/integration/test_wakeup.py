@@ -1,8 +1,10 @@
 """Wake on enqueue: the schema's notifications, the dispatcher waiting on them, and what that buys —
 a plain-SQL INSERT reaches Jenkins within a second under a Lambda invocation (under `serve`: tests/system), a capped job
-starts as soon as its slot frees, overlapping continuous dispatchers keep every promise.
+starts as soon as its slot frees, overlapping continuous dispatchers keep every promise. On MySQL/MariaDB (no
+notifications) the dispatcher polls: one cheap "anything to claim?" read a second while idle, a pass only when
+it says yes.
 
-Real PostgreSQL, the emulator over real HTTP.
+Real PostgreSQL (and MariaDB for the polling tests), the emulator over real HTTP.
 """
 
 from __future__ import annotations
@@ -10,14 +12,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 
 import pytest
 
 from jenkins_dispatch import runtime
 from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.dispatching.dispatch_loop import DispatchLoop
-from jenkins_dispatch.dispatching.wakeup import SLOT, WORK, NotificationSignal
+from jenkins_dispatch.dispatching.wakeup import SLOT, WORK, NotificationSignal, work_signal
 from jenkins_dispatch.errors import DatabaseBusy, InvalidInput
 from jenkins_dispatch.serve import WebhookServer
 from jenkins_dispatch.store.db import Database, SessionPool
@@ -342,3 +344,129 @@ def test_a_backlog_longer_than_one_pass_keeps_flowing_without_waiting_for_the_in
         session.close()
     assert took < 8, took
     assert loop.health.passes >= 3
+
+
+# --------------------------------------------------------------------------- polling (MySQL: no notifications)
+
+ON_MYSQL = pytest.mark.parametrize("engine", ["mysql"], indirect=True)
+# While idle the polling dispatcher may send one probe a second; a full pass costs ~5 statements.
+IDLE_WINDOW_SECONDS = 3.0
+MAX_IDLE_STATEMENTS_PER_SECOND = 1.2
+
+
+@contextmanager
+def polling_loop(settings, interval: float):
+    """A DispatchLoop on its own session, waiting on what work_signal gives it, run on a thread."""
+    stop = threading.Event()
+    session = Database(settings.database, application_name="jd-tests-poller")
+    loop = DispatchLoop(settings, session, work_signal(session, stop), interval=interval, shutdown=stop)
+    runner = threading.Thread(target=loop.run)
+    runner.start()
+    try:
+        yield loop, session
+    finally:
+        stop.set()
+        runner.join(15)
+        session.close()
+
+
+def settled(loop: DispatchLoop, quiet: float = 1.6, timeout: float = 10) -> bool:
+    """Once the loop has passed and then run no pass for ``quiet`` seconds (a poll, and a pass it asked for)."""
+    if not wait_for(lambda: loop.health.passes >= 1, timeout=timeout):
+        return False
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        passes = loop.health.passes
+        time.sleep(quiet)
+        if loop.health.passes == passes:
+            return True
+    return False
+
+
+def idle_cost(loop: DispatchLoop, session: Database, seconds: float = IDLE_WINDOW_SECONDS) -> tuple[int, float]:
+    """(passes, statements per second) of the loop's session over ``seconds``."""
+    passes, statements, started = loop.health.passes, session.statements, time.monotonic()
+    time.sleep(seconds)
+    return loop.health.passes - passes, (session.statements - statements) / (time.monotonic() - started)
+
+
+@pytest.mark.both_engines
+def test_the_queue_fingerprint_moves_with_everything_a_pass_acts_on(db, queue, database_url):
+    def moved(change) -> bool:
+        before = queue.fingerprint()
+        change()
+        return queue.fingerprint() != before
+
+    assert not moved(lambda: None)
+    assert moved(lambda: insert_plain_sql(database_url, "INSERT INTO jenkins_jobs_queue (job_name) VALUES ('deploy')"))
+    assert moved(lambda: queue.enqueue("deploy"))
+    jobs = []
+    assert moved(lambda: jobs.extend(queue.claim_batch(2)))
+    assert moved(lambda: queue.release(jobs[0].id, jobs[0].dispatch_id, "test"))
+    assert moved(lambda: queue.retry_later(jobs[1].id, jobs[1].dispatch_id, 60, "test"))
+    assert moved(lambda: queue.set_limit("deploy", 1))
+    assert moved(lambda: queue.set_limit("deploy", 2))
+    assert moved(lambda: queue.remove_limit("deploy"))
+    assert moved(lambda: queue.pause("deploy"))
+    assert moved(lambda: queue.resume("deploy"))
+    assert moved(lambda: queue.pause(None))
+    assert not moved(lambda: (queue.stats(), queue.gauges(), queue.claim_batch(5)))  # reads, an empty claim
+    assert moved(lambda: queue.resume(None))
+
+
+@ON_MYSQL
+def test_a_paused_or_capped_backlog_stays_quiet_until_the_pause_lifts_or_the_cap_rises(make_jenkins, db):
+    jenkins = make_jenkins(jobs=[{"path": path, "parameters": [{"name": "DISPATCH_ID"}], "duration_seconds": 60,
+                                  "concurrent": True, "notify": False} for path in ("held", "capped")])
+    queue = Queue(db)
+    queue.pause("held")
+    queue.set_limit("capped", 1)
+    for _ in range(6):
+        queue.enqueue("held")
+        queue.enqueue("capped")
+    settings = dispatch_settings(jenkins.base_url, LEASE_SECONDS="60", JENKINS_TIMEOUT_SECONDS="5")
+    with polling_loop(settings, interval=30) as (loop, session):
+        assert wait_for(lambda: jenkins.counters()["trigger_requests"] == 1, timeout=10)
+        assert settled(loop)
+        passes, per_second = idle_cost(loop, session)
+        assert (passes, jenkins.counters()["trigger_requests"]) == (0, 1)
+        assert per_second <= MAX_IDLE_STATEMENTS_PER_SECOND, per_second
+
+        queue.resume("held")
+        took = triggered_within(jenkins, 7, 3)
+        assert took is not None and took < 1.5, took
+        queue.set_limit("capped", 2)
+        took = triggered_within(jenkins, 8, 3)
+        assert took is not None and took < 1.5, took
+
+
+@ON_MYSQL
+def test_a_polling_dispatcher_at_the_global_cap_stays_quiet(make_jenkins, db):
+    jenkins = make_jenkins(jobs=[{"path": "deploy", "parameters": [{"name": "DISPATCH_ID"}], "duration_seconds": 60,
+                                  "concurrent": True, "notify": False}])
+    queue = Queue(db)
+    for _ in range(4):
+        queue.enqueue("deploy")
+    settings = dispatch_settings(jenkins.base_url, LEASE_SECONDS="60", JENKINS_TIMEOUT_SECONDS="5", MAX_IN_FLIGHT="2")
+    with polling_loop(settings, interval=30) as (loop, session):
+        assert wait_for(lambda: jenkins.counters()["trigger_requests"] == 2, timeout=10)
+        assert settled(loop)
+        passes, per_second = idle_cost(loop, session)
+    assert passes == 0 and jenkins.counters()["trigger_requests"] == 2
+    assert per_second <= MAX_IDLE_STATEMENTS_PER_SECOND, per_second
+
+
+@ON_MYSQL
+def test_an_idle_polling_dispatcher_sends_one_cheap_statement_a_second_yet_triggers_an_insert_within_a_second(
+        jenkins, database_url, db):
+    """It used to answer "work" every second: a full pass (~5 statements) a second on an empty queue."""
+    with polling_loop(dispatch_settings(jenkins.base_url), interval=30) as (loop, session):
+        assert settled(loop)
+        passes, per_second = idle_cost(loop, session)
+        assert passes == 0
+        assert per_second <= MAX_IDLE_STATEMENTS_PER_SECOND, per_second
+        for n in range(1, 4):
+            time.sleep(0.37 * n)  # at different points of the poll interval
+            insert_plain_sql(database_url, "INSERT INTO jenkins_jobs_queue (job_name) VALUES ('deploy')")
+            took = triggered_within(jenkins, n, 3)
+            assert took is not None and took < 1.5, took

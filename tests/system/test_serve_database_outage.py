@@ -1,14 +1,16 @@
 """`jenkins-dispatch serve` through database outages: its sessions stay bounded, /healthz tells the truth.
 
-serve runs in a subprocess whose DATABASE_URL points at a TCP proxy in front of PostgreSQL; the test
-itself talks to PostgreSQL directly. Jobs are plain SQL INSERTs, the Jenkins emulator triggers them and
-calls serve's webhook back over real HTTP. Meanwhile the path to the database is cut and restored, serve's
-sessions are killed with pg_terminate_backend, /healthz and the webhook are hit from many concurrent
-clients, and a sampler counts serve's server-side sessions (pg_stat_activity) every ~100 ms.
+serve runs in a subprocess whose DATABASE_URL points at a TCP proxy in front of the database (PostgreSQL, and
+MySQL/MariaDB: each test runs on both); the test itself talks to the database directly. Jobs are plain SQL
+INSERTs, the Jenkins emulator triggers them and calls serve's webhook back over real HTTP. Meanwhile the path
+to the database is cut and restored, serve's sessions are killed (pg_terminate_backend; MySQL's KILL), /healthz
+and the webhook are hit from many concurrent clients, and a sampler counts serve's server-side sessions
+(pg_stat_activity; information_schema.processlist) every ~100 ms.
 
-serve's sessions are the backends whose client port is one of the proxy's upstream ports (so sessions of
-other tests in this pytest process never count); their application_name starts with "jenkins-dispatch"
-(-serve for the dispatcher loop, -webhook for the pool). Bound: WEBHOOK_DB_POOL_SIZE + 1.
+serve's sessions are the server's sessions whose client port is one of the proxy's upstream ports (so sessions
+of other tests in this pytest process never count); on PostgreSQL their application_name starts with
+"jenkins-dispatch" (-serve for the dispatcher loop, -webhook for the pool; MySQL shows no such name without
+performance_schema). Bound: WEBHOOK_DB_POOL_SIZE + 1.
 """
 
 from __future__ import annotations
@@ -20,17 +22,18 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
 from jenkins_dispatch.config import parse_database_url
-from jenkins_dispatch.store.db import Database
+from jenkins_dispatch.store.db import Database, DatabaseError
 
 from ..dispatch_helpers import WEBHOOK_SECRET, wait_for
+from ..engines import numbers, sql_for
 from ..serve_helpers import ServeProcess, http_get, serve_env, start_serve
 from ..tcp_proxy import TcpProxy
 
@@ -40,6 +43,8 @@ APP_PREFIX = "jenkins-dispatch"
 JOB = "outage"
 CLIENTS = 12
 FINAL = ("completed", "failed", "cancelled")
+
+pytestmark = pytest.mark.both_engines
 
 
 # --------------------------------------------------------------------------- serve behind a proxy
@@ -54,9 +59,19 @@ def _direct(database_url: str, name: str) -> Database:
     return Database(parse_database_url(database_url), application_name=name)
 
 
+def _through(proxy: TcpProxy, database_url: str) -> str:
+    """``database_url`` with the proxy as its server."""
+    where = parse_database_url(database_url)
+    if where.engine != "mysql":
+        return f"postgresql://postgres@127.0.0.1:{proxy.port}/{where.dbname}"
+    parts = urlsplit(database_url)
+    credentials = parts.netloc.rpartition("@")[0]
+    netloc = f"{credentials}@127.0.0.1:{proxy.port}" if credentials else f"127.0.0.1:{proxy.port}"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
 def _start_serve_behind(proxy: TcpProxy, database_url: str, jenkins_url: str, log_path) -> ServeProcess:
-    dbname = parse_database_url(database_url).dbname
-    env = serve_env(f"postgresql://postgres@127.0.0.1:{proxy.port}/{dbname}", jenkins_url,
+    env = serve_env(_through(proxy, database_url), jenkins_url,
                     WEBHOOK_DB_POOL_SIZE=str(POOL_SIZE), LEASE_SECONDS="4", JENKINS_TIMEOUT_SECONDS="2",
                     DB_CONNECT_TIMEOUT_SECONDS="2", BATCH_SIZE="8", MAX_PARALLEL_TRIGGERS="4")
     serve = start_serve(env, log_path, "--interval", "1", wait_healthy=False)
@@ -91,15 +106,25 @@ class ServeSessions:
 
     def list(self) -> list[dict[str, Any]]:
         ports = self.proxy.upstream_ports(ever=True)
-        rows = self.db.run("SELECT pid, application_name, client_port FROM pg_stat_activity "
-                           "WHERE datname = current_database() AND backend_type = 'client backend'")
+        rows = self.db.run(sql_for(
+            self.db,
+            postgresql="SELECT pid, application_name, client_port FROM pg_stat_activity "
+                       "WHERE datname = current_database() AND backend_type = 'client backend'",
+            # HOST is 'address:port'; no session names without performance_schema.
+            mysql=f"SELECT id AS pid, '{APP_PREFIX}' AS application_name, "
+                  "CAST(SUBSTRING_INDEX(host, ':', -1) AS UNSIGNED) AS client_port "
+                  "FROM information_schema.processlist WHERE db = DATABASE() AND host LIKE '%:%'"))
         return [r for r in rows if r["client_port"] in ports and r["pid"] not in self.terminated]
 
     def terminate_all(self) -> int:
         victims = [r["pid"] for r in self.list()]
         self.terminated.update(victims)
         for pid in victims:
-            self.db.run(f"SELECT pg_terminate_backend({int(pid)})")
+            if self.db.dialect == "mysql":
+                with suppress(DatabaseError):  # it ended between the listing and the KILL
+                    self.db.run(f"KILL {int(pid)}")
+            else:
+                self.db.run(f"SELECT pg_terminate_backend({int(pid)})")
         return len(victims)
 
     def close(self) -> None:
@@ -314,8 +339,10 @@ def test_serve_rides_out_database_cuts_and_killed_sessions(make_jenkins, databas
 
         def enqueue(n: int = 2) -> None:
             wave = next(waves)
+            parameters = sql_for(enqueuer, postgresql=f"jsonb_build_object('WAVE', '{wave}')",
+                                 mysql=f"JSON_OBJECT('WAVE', '{wave}')")
             enqueuer.run("INSERT INTO jenkins_jobs_queue (job_name, parameters) "
-                         f"SELECT '{JOB}', jsonb_build_object('WAVE', '{wave}') FROM generate_series(1, {int(n)})")
+                         f"SELECT '{JOB}', {parameters} FROM {numbers(enqueuer, n)}")
 
         enqueuing = threading.Event()
         enqueuing.set()

@@ -8,7 +8,8 @@ the emulator counts, so "built exactly once" is counted by Jenkins, not by us.
 
 One test per kind of outage: a 503 storm on triggers, a Jenkins restart window, Jenkins unreachable (a TCP
 forwarder in front of the emulator that closes its port and reopens it), a wrong API token, and a 403 on
-one job only (which is that job's problem, not an outage).
+one job only (which is that job's problem, not an outage). Each runs on PostgreSQL (serve woken by LISTEN) and on
+MySQL/MariaDB (serve polling).
 """
 
 from __future__ import annotations
@@ -24,7 +25,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from ..dispatch_helpers import wait_for
+from ..engines import sql_for
 from ..serve_helpers import ServeProcess, serve_env, start_serve
+
+pytestmark = pytest.mark.both_engines
 
 BUILD_JOB = "svc/build"
 LOCKED_JOB = "svc/locked"  # the per-job 403 test's user may read it, not build it
@@ -92,19 +96,23 @@ def _notify_serve(jenkins, served: ServeProcess) -> None:
 
 
 def _insert(db, count: int, job: str = BUILD_JOB, **extra: str) -> dict[int, str]:
-    """Enqueue like an application: one plain INSERT of ``count`` rows. Returns {row id: marker}."""
+    """Enqueue like an application: one plain INSERT of ``count`` rows, parameters written as JSON text.
+    Returns {row id: marker}."""
     markers = [uuid.uuid4().hex for _ in range(count)]
-    rows = db.run("INSERT INTO jenkins_jobs_queue (job_name, parameters) "
-                  "SELECT CAST(:job AS text), jsonb_build_object('MARKER', m) || CAST(:extra AS jsonb) "
-                  "FROM unnest(CAST(:markers AS text[])) AS m RETURNING id, parameters->>'MARKER' AS marker",
-                  job=job, extra=json.dumps(extra), markers=markers)
-    return {row["id"]: row["marker"] for row in rows}
+    value = sql_for(db, postgresql="(:job, CAST(:p{n} AS jsonb))", mysql="(:job, :p{n})")
+    db.run("INSERT INTO jenkins_jobs_queue (job_name, parameters) VALUES "
+           + ", ".join(value.format(n=n) for n in range(count)), job=job,
+           **{f"p{n}": json.dumps({"MARKER": marker, **extra}) for n, marker in enumerate(markers)})
+    marker_of = sql_for(db, postgresql="parameters->>'MARKER'", mysql="JSON_VALUE(parameters, '$.MARKER')")
+    rows = db.run(f"SELECT id, {marker_of} AS marker FROM jenkins_jobs_queue WHERE job_name = :job", job=job)
+    return {row["id"]: row["marker"] for row in rows if row["marker"] in markers}
 
 
 def _rows(db, ids) -> dict[int, dict]:
+    listed = ", ".join(str(int(i)) for i in ids) or "NULL"
     return {row["id"]: row for row in db.run(
         "SELECT id, status, attempts, dispatch_id, jenkins_queue_id, jenkins_result, last_error "
-        "FROM jenkins_jobs_queue WHERE id = ANY(CAST(:ids AS bigint[]))", ids=list(ids))}
+        f"FROM jenkins_jobs_queue WHERE id IN ({listed})")}
 
 
 def _assert_failing(served: ServeProcess, *causes: str) -> dict:

@@ -80,6 +80,9 @@ class Health:
         self.last_pass_at: str | None = None
         self.last_pass_unix: float | None = None  # the same moment, for Prometheus
         self.last_pass: dict[str, Any] | None = None
+        # Statements the dispatcher's session has sent, in passes and in the waits between them (a polling
+        # wait probes the queue): what an idle dispatcher costs the database, read live (a plain int).
+        self.statements_sent: Callable[[], int] = lambda: 0
 
     def _set(self, condition: Condition, ok: bool, reason: str | None = None) -> None:
         with self._lock:
@@ -136,6 +139,7 @@ class Health:
                 "passes": self.passes,
                 "last_pass_at": self.last_pass_at,
                 "last_pass": self.last_pass,
+                "db_statements": self.statements_sent(),
             }
         if self.database.ok is False:
             doc["status"] = "unavailable"
@@ -227,6 +231,7 @@ class DispatchLoop:
         self.interval = interval
         self.shutdown = shutdown or threading.Event()
         self.health = health or Health()
+        self.health.statements_sent = lambda: db.statements
         self.pass_budget_seconds = pass_budget_seconds or default_pass_budget(settings)
         self.rng = rng or random.Random()
         self.heartbeat = heartbeat  # None: this loop records no heartbeat (tests)

@@ -2,15 +2,22 @@
 
 PostgreSQL: LISTEN on the channel the schema's triggers notify (migration 0002) — a plain INSERT by the
 application wakes the dispatcher within milliseconds, at no cost while nothing happens. A database
-without notifications (MySQL / MariaDB) gets the polling variant behind the same interface.
+without notifications (MySQL / MariaDB) gets the polling variant behind the same interface: once a poll
+interval it reads a cheap fingerprint of the queue (the last job and history ids, rows in flight, caps, pauses)
+and answers "work" only when it moved, so an idle queue, or a backlog that is all paused or at its caps, costs
+one statement a second instead of a full pass.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Protocol
 
+from ..errors import DatabaseUnavailable, DispatchError
+from ..observability import logger
 from ..store.db import Database
+from ..store.queue import Queue
 
 CHANNEL = "jenkins_dispatch"
 WORK = "work"  # rows became pending (inserted, released, retried, rescheduled) or a cap was raised
@@ -56,21 +63,52 @@ class NotificationSignal:
 
 
 class PollingSignal:
-    """For databases without notifications: wake at most every ``poll_seconds`` and say "maybe work"."""
+    """For databases without notifications: every ``poll_seconds`` read the queue's fingerprint (one cheap
+    statement on the dispatcher's own session) and report work when it moved since the previous poll.
 
-    def __init__(self, poll_seconds: float = 1.0, shutdown: threading.Event | None = None):
+    The previous poll was read before the last pass began (every pass but the loop's first follows a poll),
+    so whatever committed since, during that pass included, is seen; a pass that changed something itself is
+    followed by one more, which finds the queue as it left it. What the fingerprint does not show, the loop's
+    own deadlines cover: the next row becoming due, the next lease expiring and the periodic pass.
+    """
+
+    def __init__(self, db: Database, poll_seconds: float = 1.0, shutdown: threading.Event | None = None):
+        self.queue = Queue(db)
         self.poll_seconds = poll_seconds
         self.shutdown = shutdown or threading.Event()
+        self._seen: dict | None = None  # the fingerprint the previous poll read
 
     def wait(self, timeout: float) -> set[str]:
-        """Sleep up to one poll interval; report work once a full interval has passed."""
-        if self.shutdown.wait(min(timeout, self.poll_seconds)):
-            return set()
-        return {WORK} if timeout >= self.poll_seconds else set()
+        """Poll every interval for up to ``timeout`` seconds; return {WORK} as soon as the queue moved. The
+        first poll comes a whole interval after the call (the pass before it has just looked), none when the
+        caller's deadline comes first (it runs a pass then anyway)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left < self.poll_seconds:
+                self.shutdown.wait(max(left, 0.0))
+                return set()
+            if self.shutdown.wait(self.poll_seconds):
+                return set()
+            if self._queue_moved():
+                return {WORK}
+
+    def _queue_moved(self) -> bool:
+        try:
+            seen = self.queue.fingerprint()
+        except DatabaseUnavailable:
+            raise  # the loop records it and runs a pass, which waits the outage out
+        except DispatchError as exc:
+            # Busy (a lock or time limit), or anything else the pass will meet too and report properly.
+            logger.warning("could not read the queue's fingerprint; running a pass", extra={"reason": str(exc)})
+            return True
+        # The first poll has nothing to compare with: a pass, in case something landed during the first one.
+        moved, self._seen = seen != self._seen, seen
+        return moved
 
 
 def work_signal(db: Database, shutdown: threading.Event | None = None, poll_seconds: float = 1.0) -> WorkSignal:
     """What a dispatcher on ``db`` waits on: notifications where the database sends them, else polling."""
     if db.notifications:
         return NotificationSignal(db, shutdown)
-    return PollingSignal(poll_seconds, shutdown)
+    return PollingSignal(db, poll_seconds, shutdown)

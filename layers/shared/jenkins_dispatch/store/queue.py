@@ -258,6 +258,11 @@ class Queue:
         return EnqueueResult(id=rows[0]["id"], created=rows[0]["created"])
 
     # ------------------------------------------------------------------ claim
+    def fingerprint(self) -> Row:
+        """Marks that move when anything a pass would act on changes (rows inserted, any transition, caps,
+        pauses): one cheap read, the polling dispatcher's question between passes. Compare two for equality."""
+        return self._run("queue_fingerprint")[0]
+
     def caps_in_force(self, max_in_flight: int | None) -> bool:
         """Whether claims must go through the capped path (checked once per pass)."""
         if max_in_flight is not None:

@@ -137,6 +137,20 @@ SELECT JSON_ARRAYAGG(picked.id) INTO @jd_claimed FROM (
 ) picked;
 {{claim_take}};
 
+-- name: queue_fingerprint
+-- The polling dispatcher's "anything new?" between passes (dispatching/wakeup.PollingSignal): marks that move
+-- whenever something a pass would act on changes, compared with the previous poll's. An application's INSERT
+-- raises the last job id; every transition we make (claim, release, retry, reschedule, settle, cancel, an
+-- operator's retry) writes a history row, raising the last event id; caps and pauses are counted and dated.
+-- Primary-key ends, in-flight rows and two small tables: the cost does not grow with the queue, the
+-- history or a paused or capped backlog. Not seen: a commit that lands after a later-numbered one was already
+-- read (ids are handed out at INSERT, not at COMMIT) and hand-made UPDATEs; the periodic pass covers those.
+SELECT (SELECT MAX(id) FROM jenkins_jobs_queue) AS last_job_id,
+       (SELECT MAX(id) FROM jenkins_job_events) AS last_event_id,
+       (SELECT COUNT(*) FROM jenkins_jobs_queue WHERE status = 'processing') AS processing,
+       (SELECT CONCAT_WS('/', COUNT(*), SUM(max_in_flight), MAX(updated_at)) FROM jenkins_job_limits) AS limits,
+       (SELECT CONCAT_WS('/', COUNT(*), MAX(paused_at)) FROM jenkins_job_pauses) AS pauses;
+
 -- name: lock_caps
 -- Capped claims run one at a time (until the caller's transaction ends), each seeing every earlier claim
 -- committed: the in-flight counts it reads next are then exact.

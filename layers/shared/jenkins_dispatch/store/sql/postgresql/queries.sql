@@ -103,6 +103,16 @@ WITH {{paused}}, picked AS MATERIALIZED (
     WHERE q.id = picked.id
     {{claim_end}};
 
+-- name: queue_fingerprint
+-- Marks that move whenever something a pass would act on changes: the MySQL dispatcher's polling probe (see
+-- sql/mysql/queries.sql), kept here so that Queue.fingerprint answers on both engines (a PostgreSQL
+-- dispatcher waits on LISTEN instead).
+SELECT (SELECT max(id) FROM jenkins_jobs_queue) AS last_job_id,
+       (SELECT max(id) FROM jenkins_job_events) AS last_event_id,
+       (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing') AS processing,
+       (SELECT concat_ws('/', count(*), sum(max_in_flight), max(updated_at)) FROM jenkins_job_limits) AS limits,
+       (SELECT concat_ws('/', count(*), max(paused_at)) FROM jenkins_job_pauses) AS pauses;
+
 -- name: lock_caps
 -- Capped claims run one at a time (transaction-scoped lock), each seeing every earlier claim committed.
 SELECT pg_advisory_xact_lock({{lock:caps}});
