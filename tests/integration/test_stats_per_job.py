@@ -61,6 +61,8 @@ def test_per_job_figures_for_every_kind_of_job(queue, db):
         "idle-paused": (0, 0, None, 0, 0, True, None),
         "team/app/test": (0, 2, 2, 0, 0, False, None),
     }
+    counts = ("pending", "in_flight", "completed_last_hour", "failed_last_hour")
+    assert {type(r[c]) for r in rows for c in counts} == {int}  # `stats --per-job --json` prints them
     ages = {r["job_name"]: r["oldest_pending_seconds"] for r in rows}
     assert 600 <= ages["deploy"] < 660  # the oldest due row; the one not yet due does not count
     assert 1800 <= ages[LONG_B] < 1860 and 0 <= ages[LONG_A] < 60

@@ -696,7 +696,8 @@ SELECT
 -- the name its cap or pause was given, else its oldest row's. Each status is read on its own, the unfinished
 -- ones from the open-job index alone (status, open_job_key, scheduled_at: no row is looked up however many
 -- wait), the finished ones for the last hour only; each branch gives a key at most one row, so MAX picks its
--- figure. No FULL JOIN in MySQL, and MariaDB computes a CTE once per reference: one UNION ALL, grouped once.
+-- figure. No FULL JOIN in MySQL, and MariaDB materialises a CTE once for each reference to it (a count
+-- joined to a list of names would read its rows twice): one UNION ALL instead, grouped once.
 -- decode: paused bool
 WITH counts AS (
     SELECT open_job_key AS job_key, count(*) AS pending, 0 AS in_flight, 0 AS completed_last_hour,
