@@ -606,9 +606,8 @@ SET @jd_removed = ROW_COUNT();
 SELECT :job_name AS job_name FROM DUAL WHERE @jd_removed > 0;
 
 -- name: list_limits
--- In flight as the claim counts it against the cap: the processing rows of the key, from the open-job index.
 SELECT l.job_name, l.max_in_flight,
-       (SELECT count(*) FROM jenkins_jobs_queue q WHERE q.status = 'processing' AND q.open_job_key = l.job_key) AS in_flight
+       (SELECT count(*) FROM jenkins_jobs_queue q WHERE q.status = 'processing' AND q.job_name = l.job_name) AS in_flight
 FROM jenkins_job_limits l ORDER BY l.job_name;
 
 -- fragment: op_may_see_transactions
@@ -693,37 +692,41 @@ SELECT
 
 -- name: stats_per_job
 -- One row per job as MySQL keys caps and pauses (open_job_key = job_key: the name ignoring case), shown under
--- the name its cap or pause was given, else its oldest row's. Each status is read on its own, the unfinished
--- ones from the open-job index alone (status, open_job_key, scheduled_at: no row is looked up however many
--- wait), the finished ones for the last hour only; each branch gives a key at most one row, so MAX picks its
--- figure. No FULL JOIN in MySQL, and MariaDB materialises a CTE once for each reference to it (a count
--- joined to a list of names would read its rows twice): one UNION ALL instead, grouped once.
+-- the name its cap or pause was given, else its oldest row's. Unfinished rows are counted per job from the
+-- open-job index alone (no row is looked up however many wait), processing ones through a status-led index
+-- (as many lookups as rows in flight); pending is the difference, read in the same statement's snapshot. The
+-- oldest due pending row of a job: its open-job entries in scheduled order, skipping its rows in flight.
+-- Finished rows: the last hour only. Each branch gives a key at most one row, so MAX picks its figure.
+-- No FULL JOIN in MySQL, and MariaDB materialises a CTE once for each reference to it (a count joined to a
+-- list of names would read its rows twice): one UNION ALL instead, grouped once.
 -- decode: paused bool
 WITH counts AS (
-    SELECT open_job_key AS job_key, count(*) AS pending, 0 AS in_flight, 0 AS completed_last_hour,
-           0 AS failed_last_hour, min(CASE WHEN scheduled_at <= NOW(6) THEN scheduled_at END) AS oldest_due,
-           min(id) AS named_by
-    FROM jenkins_jobs_queue WHERE status = 'pending' GROUP BY open_job_key
+    SELECT open_job_key AS job_key, count(*) AS unfinished, 0 AS in_flight, 0 AS completed_last_hour,
+           0 AS failed_last_hour, min(id) AS named_by
+    FROM jenkins_jobs_queue WHERE open_job_key IS NOT NULL GROUP BY open_job_key
     UNION ALL
-    SELECT open_job_key, 0, count(*), 0, 0, NULL, min(id)
+    SELECT open_job_key, 0, count(*), 0, 0, min(id)
     FROM jenkins_jobs_queue WHERE status = 'processing' GROUP BY open_job_key
     UNION ALL
     SELECT UNHEX(SHA2(LOWER(job_name), 256)), 0, 0, count(CASE WHEN status = 'completed' THEN 1 END),
-           count(CASE WHEN status = 'failed' THEN 1 END), NULL, min(id)
+           count(CASE WHEN status = 'failed' THEN 1 END), min(id)
     FROM jenkins_jobs_queue
     WHERE status IN ('completed', 'failed', 'cancelled') AND finished_at > NOW(6) - INTERVAL 1 HOUR
     GROUP BY UNHEX(SHA2(LOWER(job_name), 256))
-    UNION ALL SELECT job_key, 0, 0, 0, 0, NULL, NULL FROM jenkins_job_limits
-    UNION ALL SELECT job_key, 0, 0, 0, 0, NULL, NULL FROM jenkins_job_pauses WHERE job_name <> '*'
+    UNION ALL SELECT job_key, 0, 0, 0, 0, NULL FROM jenkins_job_limits
+    UNION ALL SELECT job_key, 0, 0, 0, 0, NULL FROM jenkins_job_pauses WHERE job_name <> '*'
 ), per_job AS (
-    SELECT job_key, max(pending) AS pending, max(in_flight) AS in_flight,
+    SELECT job_key, max(unfinished) - max(in_flight) AS pending, max(in_flight) AS in_flight,
            max(completed_last_hour) AS completed_last_hour, max(failed_last_hour) AS failed_last_hour,
-           min(oldest_due) AS oldest_due, min(named_by) AS named_by
+           min(named_by) AS named_by
     FROM counts GROUP BY job_key
 )
 SELECT coalesce(l.job_name, p.job_name, q.job_name) AS job_name, j.pending, j.in_flight, l.max_in_flight AS cap,
        j.completed_last_hour, j.failed_last_hour,
-       TIMESTAMPDIFF(MICROSECOND, j.oldest_due, NOW(6)) / 1e6 AS oldest_pending_seconds,
+       TIMESTAMPDIFF(MICROSECOND, (
+           SELECT w.scheduled_at FROM jenkins_jobs_queue w
+           WHERE w.open_job_key = j.job_key AND w.scheduled_at <= NOW(6) AND w.status = 'pending'
+           ORDER BY w.scheduled_at LIMIT 1), NOW(6)) / 1e6 AS oldest_pending_seconds,
        p.job_name IS NOT NULL AS paused, p.paused_at, p.reason AS pause_reason
 FROM per_job j
 LEFT JOIN jenkins_jobs_queue q ON q.id = j.named_by
@@ -746,14 +749,12 @@ WITH wanted AS (
 )
 SELECT
     (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing') AS total_in_flight,
-    -- Matched on the key, as the claim caps a job: its rows in flight come from the open-job index alone.
     (SELECT coalesce(JSON_OBJECTAGG(w.job_name,
                 JSON_OBJECT('cap', l.max_in_flight,
                             'in_flight', (SELECT count(*) FROM jenkins_jobs_queue q
-                                          WHERE q.status = 'processing' AND q.open_job_key = w.job_key))),
+                                          WHERE q.status = 'processing' AND q.job_name = w.job_name))),
             JSON_OBJECT())
-     FROM (SELECT job_name, UNHEX(SHA2(LOWER(job_name), 256)) AS job_key FROM wanted) w
-     LEFT JOIN jenkins_job_limits l ON l.job_key = w.job_key) AS jobs,
+     FROM wanted w LEFT JOIN jenkins_job_limits l ON l.job_name = w.job_name) AS jobs,
     (SELECT coalesce(JSON_ARRAYAGG(JSON_OBJECT('job_name', job_name,
                                                'paused_at', DATE_FORMAT(paused_at, {{op_utc_text}}),
                                                'paused_by', paused_by, 'reason', reason)), JSON_ARRAY())
@@ -803,7 +804,7 @@ LEFT JOIN information_schema.processlist o ON o.ID = @jd_trx_session;
 -- PostgreSQL's C collation orders them, so that both dialects check the same names.
 SELECT q.job_name, k.waiting, k.job_names
 FROM (SELECT open_job_key, count(*) AS waiting, min(id) AS named_by, count(*) OVER () AS job_names
-      FROM jenkins_jobs_queue WHERE status IN ('pending', 'processing') GROUP BY open_job_key) k
+      FROM jenkins_jobs_queue WHERE open_job_key IS NOT NULL GROUP BY open_job_key) k
 JOIN jenkins_jobs_queue q ON q.id = k.named_by
 ORDER BY k.waiting DESC, q.job_name COLLATE utf8mb4_bin LIMIT :limit;
 
