@@ -36,6 +36,8 @@ DEPTHS = (10_000, 100_000, 1_000_000)
 LATENCY_SAMPLES = 300
 TARGET_RATIO_AT_4 = 10.0  # batch of 100 vs the seed's loop, 4 workers (the issue)
 TARGET_DEPTH_RATIO = 1.5  # claim p50 at 1M pending vs at 10k (the issue)
+# (pending, finished) for stats_latency: a long history behind a short queue, then a deep backlog.
+STATS_POINTS = ((10_000, 1_000_000), (1_000_000, 0))
 
 
 def _bulk(url: str) -> Database:
@@ -237,19 +239,21 @@ def claim_latency(engine: str, url: str, depths=DEPTHS, samples: int = LATENCY_S
     return rows
 
 
-def stats_latency(engine: str, url: str, finished: int = 1_000_000, pending: int = 10_000,
-                  samples: int = 20) -> list[dict]:
-    """`stats` must not read the finished history: time it with a long one."""
+def stats_latency(engine: str, url: str, points=STATS_POINTS, samples: int = 20) -> list[dict]:
+    """The operator's reads and the dispatcher's gauges must not read the finished history, and per-job figures
+    must not cost a row lookup per waiting row: time them with a long history, then with a deep backlog."""
     rows = []
     with _bulk(url) as filler, Database(parse_database_url(url), application_name="jd-bench") as db:
         queue = Queue(db, lease_seconds=300)
-        fill(filler, pending=pending, finished=finished)
-        queue.claim_batch(100)
-        for name, call in (("stats", queue.stats), ("stats_per_job", queue.stats_per_job)):
-            call()
-            timings = _timed(call, samples)
-            rows.append({"engine": engine, "query": name, "pending": pending, "finished": finished,
-                         "p50_ms": round(statistics.median(timings), 2), "max_ms": round(max(timings), 2)})
+        for pending, finished in points:
+            fill(filler, pending=pending, finished=finished)
+            queue.claim_batch(100)
+            for name, call in (("stats", queue.stats), ("gauges", queue.gauges),
+                               ("stats_per_job", queue.stats_per_job)):
+                call()
+                timings = _timed(call, samples)
+                rows.append({"engine": engine, "query": name, "pending": pending, "finished": finished,
+                             "p50_ms": round(statistics.median(timings), 2), "max_ms": round(max(timings), 2)})
     return rows
 
 
@@ -297,7 +301,7 @@ def run(depths=DEPTHS, jobs: int = JOBS) -> dict[str, list[dict]]:
     return {
         f"claim + settle throughput (no-op work; {jobs:,} due rows, at most {TIME_BOX_SECONDS:g} s per run)": tput,
         "claim latency, batch of 10 (as many finished rows as pending)": latency,
-        "stats with a long finished history": stats,
+        "stats, gauges and stats_per_job: a long finished history, then a deep backlog": stats,
         "queue benchmarks: targets and notes": _notes(tput, latency, probes, memory, missing),
     }
 

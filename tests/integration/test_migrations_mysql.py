@@ -28,7 +28,8 @@ QUEUE_CHECKS = {f"jenkins_jobs_queue_{c}_check" for c in (
 QUEUE_INDEXES = {"PRIMARY", "jenkins_jobs_queue_dispatch_id_key", "jenkins_jobs_queue_claim_idx",
                  "jenkins_jobs_queue_in_flight_idx", "jenkins_jobs_queue_lease_idx", "jenkins_jobs_queue_dedupe_key",
                  "jenkins_jobs_queue_finished_idx", "jenkins_jobs_queue_status_finished_idx",
-                 "jenkins_jobs_queue_jenkins_queue_id_idx", "jenkins_jobs_queue_due_idx"}
+                 "jenkins_jobs_queue_jenkins_queue_id_idx", "jenkins_jobs_queue_due_idx",
+                 "jenkins_jobs_queue_open_job_idx"}
 
 
 def _admin():
@@ -173,6 +174,23 @@ def test_a_migration_that_stopped_part_way_is_resumed(mysql_url, mysql_db):
     assert migrate(mysql_db) == ALL
     assert _schema(mysql_db) == complete
     assert mysql_db.run("SELECT COUNT(*) AS n FROM jenkins_dispatch_locks")[0]["n"] == 2
+
+
+def test_a_queue_migrated_before_the_open_job_index_gains_it_in_place(mysql_db):
+    """A table 0001 created before open_job_key existed, holding rows: migrate adds the column and its index to
+    it, and every unfinished row is keyed as its job's cap and pause are (a final row not at all)."""
+    migrate(mysql_db)
+    complete = _schema(mysql_db)
+    mysql_db.run("ALTER TABLE jenkins_jobs_queue DROP INDEX jenkins_jobs_queue_open_job_idx, DROP COLUMN open_job_key")
+    mysql_db.run("DELETE FROM jenkins_dispatch_migrations")
+    mysql_db.run("INSERT INTO jenkins_jobs_queue (job_name, status, dispatch_id, lease_expires_at, finished_at) "
+                 "VALUES ('Deploy', 'pending', NULL, NULL, NULL), ('team/app', 'processing', 'd-1', NOW(6), NULL), "
+                 "('deploy', 'completed', 'd-2', NULL, NOW(6))")
+    assert migrate(mysql_db) == ALL
+    assert _schema(mysql_db) == complete
+    keys = {r["job_name"]: r["k"] for r in mysql_db.run(
+        "SELECT job_name, open_job_key = UNHEX(SHA2(LOWER(job_name), 256)) AS k FROM jenkins_jobs_queue")}
+    assert keys == {"Deploy": 1, "team/app": 1, "deploy": None}  # NULL once final
 
 
 def test_a_failing_migration_says_which_and_releases_the_lock(mysql_url, mysql_db):

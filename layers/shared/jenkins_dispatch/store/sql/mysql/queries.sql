@@ -686,10 +686,15 @@ SELECT
 {{op_oldest_transaction}};
 SELECT
     (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing') AS processing,
-    (SELECT TIMESTAMPDIFF(MICROSECOND, min(scheduled_at), NOW(6)) / 1e6 FROM jenkins_jobs_queue q
-      WHERE status = 'pending' AND scheduled_at <= NOW(6)
-        AND q.job_name NOT IN (SELECT p.job_name FROM jenkins_job_pauses p)
-        AND NOT EXISTS (SELECT 1 FROM jenkins_job_pauses p WHERE p.job_name = '*')) AS oldest_pending_seconds,
+    -- The oldest due row of a job not paused (keyed as the claim skips them). ORDER BY … LIMIT 1 walks the
+    -- (status, scheduled_at) index from the oldest and stops at the first such row; MIN() with this filter
+    -- would look up every due row (seconds at a million).
+    TIMESTAMPDIFF(MICROSECOND, (
+        SELECT q.scheduled_at FROM jenkins_jobs_queue q
+        WHERE q.status = 'pending' AND q.scheduled_at <= NOW(6)
+          AND q.open_job_key NOT IN (SELECT p.job_key FROM jenkins_job_pauses p)
+          AND NOT EXISTS (SELECT 1 FROM jenkins_job_pauses p WHERE p.job_name = '*')
+        ORDER BY q.scheduled_at LIMIT 1), NOW(6)) / 1e6 AS oldest_pending_seconds,
     EXISTS (SELECT 1 FROM jenkins_job_pauses WHERE job_name = '*') AS everything_paused,
     (SELECT count(*) FROM jenkins_job_pauses WHERE job_name <> '*') AS paused_jobs,
     (SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), min(scheduled_at)) / 1e6 FROM jenkins_jobs_queue
@@ -700,39 +705,48 @@ SELECT
     @jd_trx_seconds AS oldest_transaction_seconds;
 
 -- name: stats_per_job
--- Each status is read on its own so that each read keeps to its status-led index (never the history).
--- No FULL JOIN in MySQL: every name is gathered first, then each count joined to it.
+-- One row per job as MySQL keys caps and pauses (open_job_key = job_key: the name ignoring case), shown under
+-- the name its cap or pause was given, else its oldest row's. Unfinished rows are counted per job from the
+-- open-job index alone (no row is looked up however many wait), processing ones through a status-led index
+-- (as many lookups as rows in flight); pending is the difference, read in the same statement's snapshot. The
+-- oldest due pending row of a job: its open-job entries in scheduled order, skipping its rows in flight.
+-- Finished rows: the last hour only. Each branch gives a key at most one row, so MAX picks its figure.
+-- No FULL JOIN in MySQL, and MariaDB materialises a CTE once for each reference to it (a count joined to a
+-- list of names would read its rows twice): one UNION ALL instead, grouped once.
 -- decode: paused bool
-WITH waiting AS (
-    SELECT job_name, count(*) AS pending,
-           TIMESTAMPDIFF(MICROSECOND, min(CASE WHEN scheduled_at <= NOW(6) THEN scheduled_at END), NOW(6)) / 1e6
-               AS oldest_pending_seconds
-    FROM jenkins_jobs_queue WHERE status = 'pending' GROUP BY job_name
-), running AS (
-    SELECT job_name, count(*) AS in_flight FROM jenkins_jobs_queue WHERE status = 'processing' GROUP BY job_name
-), recent AS (
-    SELECT job_name,
-           count(CASE WHEN status = 'completed' THEN 1 END) AS completed_last_hour,
-           count(CASE WHEN status = 'failed' THEN 1 END) AS failed_last_hour
+WITH counts AS (
+    SELECT open_job_key AS job_key, count(*) AS unfinished, 0 AS in_flight, 0 AS completed_last_hour,
+           0 AS failed_last_hour, min(id) AS named_by
+    FROM jenkins_jobs_queue WHERE open_job_key IS NOT NULL GROUP BY open_job_key
+    UNION ALL
+    SELECT open_job_key, 0, count(*), 0, 0, min(id)
+    FROM jenkins_jobs_queue WHERE status = 'processing' GROUP BY open_job_key
+    UNION ALL
+    SELECT UNHEX(SHA2(LOWER(job_name), 256)), 0, 0, count(CASE WHEN status = 'completed' THEN 1 END),
+           count(CASE WHEN status = 'failed' THEN 1 END), min(id)
     FROM jenkins_jobs_queue
     WHERE status IN ('completed', 'failed', 'cancelled') AND finished_at > NOW(6) - INTERVAL 1 HOUR
-    GROUP BY job_name
-), names AS (
-    SELECT job_name FROM waiting UNION SELECT job_name FROM running UNION SELECT job_name FROM recent
-    UNION SELECT job_name FROM jenkins_job_limits
-    UNION SELECT job_name FROM jenkins_job_pauses WHERE job_name <> '*'
+    GROUP BY UNHEX(SHA2(LOWER(job_name), 256))
+    UNION ALL SELECT job_key, 0, 0, 0, 0, NULL FROM jenkins_job_limits
+    UNION ALL SELECT job_key, 0, 0, 0, 0, NULL FROM jenkins_job_pauses WHERE job_name <> '*'
+), per_job AS (
+    SELECT job_key, max(unfinished) - max(in_flight) AS pending, max(in_flight) AS in_flight,
+           max(completed_last_hour) AS completed_last_hour, max(failed_last_hour) AS failed_last_hour,
+           min(named_by) AS named_by
+    FROM counts GROUP BY job_key
 )
-SELECT n.job_name, coalesce(w.pending, 0) AS pending, coalesce(r.in_flight, 0) AS in_flight,
-       l.max_in_flight AS cap, coalesce(h.completed_last_hour, 0) AS completed_last_hour,
-       coalesce(h.failed_last_hour, 0) AS failed_last_hour, w.oldest_pending_seconds,
+SELECT coalesce(l.job_name, p.job_name, q.job_name) AS job_name, j.pending, j.in_flight, l.max_in_flight AS cap,
+       j.completed_last_hour, j.failed_last_hour,
+       TIMESTAMPDIFF(MICROSECOND, (
+           SELECT w.scheduled_at FROM jenkins_jobs_queue w
+           WHERE w.open_job_key = j.job_key AND w.scheduled_at <= NOW(6) AND w.status = 'pending'
+           ORDER BY w.scheduled_at LIMIT 1), NOW(6)) / 1e6 AS oldest_pending_seconds,
        p.job_name IS NOT NULL AS paused, p.paused_at, p.reason AS pause_reason
-FROM names n
-LEFT JOIN waiting w ON w.job_name = n.job_name
-LEFT JOIN running r ON r.job_name = n.job_name
-LEFT JOIN recent h ON h.job_name = n.job_name
-LEFT JOIN jenkins_job_limits l ON l.job_name = n.job_name
-LEFT JOIN jenkins_job_pauses p ON p.job_name = n.job_name
-ORDER BY n.job_name;
+FROM per_job j
+LEFT JOIN jenkins_jobs_queue q ON q.id = j.named_by
+LEFT JOIN jenkins_job_limits l ON l.job_key = j.job_key
+LEFT JOIN jenkins_job_pauses p ON p.job_key = j.job_key
+ORDER BY coalesce(l.job_name, p.job_name, q.job_name);
 
 -- fragment: op_utc_text
 -- A DATETIME(6) of ours (UTC) as ISO 8601 text with its offset, inside JSON: what PostgreSQL's jsonb gives,
@@ -798,12 +812,15 @@ FROM (SELECT 1 AS one) AS one
 LEFT JOIN information_schema.processlist o ON o.ID = @jd_trx_session;
 
 -- name: waiting_job_names
--- `doctor`: the distinct job names of unfinished rows, those with the most rows first, each with its count, and
--- how many names there are in all (the status-led indexes of unfinished rows only). Ties go by the names'
--- bytes, as PostgreSQL's C collation orders them, so that both dialects check the same names.
-SELECT job_name, count(*) AS waiting, count(*) OVER () AS job_names
-FROM jenkins_jobs_queue WHERE status IN ('pending', 'processing')
-GROUP BY job_name ORDER BY count(*) DESC, job_name COLLATE utf8mb4_bin LIMIT :limit;
+-- `doctor`: the distinct jobs of unfinished rows (by key, as the caps count them: names differing only in case
+-- are one), those with the most rows first, each with its count, and how many there are in all. Counted from
+-- the open-job index alone, then each job named by its oldest row. Ties go by the names' bytes, as
+-- PostgreSQL's C collation orders them, so that both dialects check the same names.
+SELECT q.job_name, k.waiting, k.job_names
+FROM (SELECT open_job_key, count(*) AS waiting, min(id) AS named_by, count(*) OVER () AS job_names
+      FROM jenkins_jobs_queue WHERE open_job_key IS NOT NULL GROUP BY open_job_key) k
+JOIN jenkins_jobs_queue q ON q.id = k.named_by
+ORDER BY k.waiting DESC, q.job_name COLLATE utf8mb4_bin LIMIT :limit;
 
 -- ---------------------------------------------------------------------------- dispatcher heartbeats
 -- One row per dispatcher; a tiny table, read whole.
