@@ -71,8 +71,8 @@ def test_overview_shows_counts_caps_pauses_oldest_pending_and_recent_hours(clien
     assert "0 / 0" in text  # deploy: in flight / cap
     assert "release freeze" in text and "paused" in text
     assert "Jenkins: unknown" in text and "No dispatcher has passed" in text
-    throughput = text.split('id="throughput"')[1]
-    assert throughput.count("<tr>") == 1 + 12  # header + 12 hours, the failed one among them
+    throughput = text.split('id="throughput"')[1].split("</table>")[0]
+    assert throughput.count("<th>") == 1 + 12 + 3  # 12 hours, then completed, failed, cancelled
     assert '<td class="bad">1</td>' in throughput
 
 
