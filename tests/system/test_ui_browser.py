@@ -94,8 +94,7 @@ def _stale(element) -> bool:
     from selenium.common.exceptions import StaleElementReferenceException
 
     try:
-        element.tag_name
-        return False
+        return not element.tag_name  # any call on an element of a page that went away raises
     except StaleElementReferenceException:
         return True
 
@@ -104,8 +103,7 @@ def no_alert(browser) -> bool:
     from selenium.common.exceptions import NoAlertPresentException
 
     try:
-        browser.switch_to.alert
-        return False
+        return browser.switch_to.alert is None  # raises when there is none
     except NoAlertPresentException:
         return True
 
