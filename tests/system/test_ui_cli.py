@@ -12,6 +12,7 @@ from pathlib import Path
 
 import requests
 
+from ..serve_helpers import serve_env, start_serve
 from ..ui_helpers import UiClient
 
 
@@ -51,3 +52,30 @@ def test_ui_serves_until_sigterm_and_never_shows_its_token(database_url, queue):
         out, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
     assert "tok-" not in out + err and "Traceback" not in err
+
+
+def test_serve_ui_without_a_token_refuses_to_start(database_url, jenkins):
+    env = {k: v for k, v in serve_env(database_url, jenkins.base_url).items() if not k.startswith("UI_TOKEN")}
+    proc = subprocess.run([*command(), "serve", "--ui", "--port", "0"], env=env, capture_output=True, text=True,
+                          timeout=30)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "UI_TOKEN" in proc.stderr, proc.stderr
+
+
+def test_serve_ui_mounts_the_page_beside_the_webhook(database_url, jenkins, queue, tmp_path):
+    job_id = queue.enqueue("nightly", scheduled_at="2099-01-01T00:00:00Z").id  # stays pending
+    served = start_serve(serve_env(database_url, jenkins.base_url, UI_TOKEN="serve-ui-token"), tmp_path / "serve.log",
+                         "--ui")
+    try:
+        assert served.health()[0] == 200
+        assert requests.post(served.base + "/jenkins/notify", json={}, timeout=5).status_code == 401  # the webhook
+        browser = UiClient(served.base)
+        assert browser.get("/").url.endswith("/login")
+        browser.post("/login", {"token": "serve-ui-token"})
+        page = browser.get(f"/jobs/{job_id}")
+        assert page.status_code == 200 and "not due until" in page.text
+        assert "Content-Security-Policy" in page.headers
+        assert browser.post(f"/jobs/{job_id}/cancel").status_code == 200
+        assert queue.get(job_id)["status"] == "cancelled" and queue.events(job_id)[-1]["actor"] == "ui"
+    finally:
+        assert served.stop() == 0
+    assert "serve-ui-token" not in served.log()

@@ -560,7 +560,7 @@ def cmd_serve(ctx: Context, args) -> None:
     """`serve`: the dispatcher loop and the webhook in this process, until SIGTERM / SIGINT."""
     from .serve import serve
 
-    serve(ctx.settings, host=args.host, port=args.port, interval=args.interval)
+    serve(ctx.settings, host=args.host, port=args.port, interval=args.interval, ui=args.ui)
 
 
 def cmd_ui(ctx: Context, args) -> None:
@@ -710,6 +710,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a pass at least every S seconds even without news")
     p.add_argument("--port", type=non_negative_int, default=SERVE_PORT, help="webhook and /healthz port")
     p.add_argument("--host", default=SERVE_HOST, help="address to listen on")
+    p.add_argument("--ui", action="store_true",
+                   help="also serve the web page (as `ui`) on the same address; requires UI_TOKEN")
 
     p = command("ui", cmd_ui, "serve the operator's web page (overview, jobs, levers); loopback only unless "
                               "UI_TOKEN (or UI_TOKEN_SECRET_ARN) is set")

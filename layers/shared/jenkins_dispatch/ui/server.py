@@ -272,6 +272,31 @@ class UiApp:
         return self.problem(400, "Refused", str(error), session)
 
 
+def read_body(handler: BaseHTTPRequestHandler, limit: int = MAX_FORM_BYTES) -> bytes:
+    """The request's body, up to ``limit`` bytes; a longer one is not read (it is refused as too long)."""
+    try:
+        length = int(handler.headers.get("Content-Length") or 0)
+    except ValueError:
+        length = 0
+    if length > limit:
+        handler.close_connection = True
+        return b"x" * (limit + 1)
+    return handler.rfile.read(length) if length > 0 else b""
+
+
+def answer_page(app: UiApp, handler: BaseHTTPRequestHandler, method: str, body: bytes) -> None:
+    """Answer ``handler``'s request through ``app``, with the security headers (also `serve --ui`'s way in)."""
+    headers = {k.lower(): v for k, v in handler.headers.items()}
+    answer = app.handle(method, handler.path, headers, body)
+    handler.send_response(answer.status)
+    for name, value in {**security.SECURITY_HEADERS, **answer.headers}.items():
+        handler.send_header(name, value)
+    handler.send_header("Content-Length", str(len(answer.body)))
+    handler.end_headers()
+    if method != "HEAD":
+        handler.wfile.write(answer.body)
+
+
 def _handler_class(app: UiApp):
     class Handler(BaseHTTPRequestHandler):
         server_version = "jenkins-dispatch-ui"
@@ -282,24 +307,7 @@ def _handler_class(app: UiApp):
             pass  # no access log: query strings are the operator's filters, not worth a line each
 
         def _serve(self, method: str) -> None:
-            try:
-                length = int(self.headers.get("Content-Length") or 0)
-            except ValueError:
-                length = 0
-            if length > MAX_FORM_BYTES:
-                self.close_connection = True
-                body = b"x" * (MAX_FORM_BYTES + 1)  # refused as too long without reading it
-            else:
-                body = self.rfile.read(length) if length > 0 else b""
-            headers = {k.lower(): v for k, v in self.headers.items()}
-            answer = app.handle(method, self.path, headers, body)
-            self.send_response(answer.status)
-            for name, value in {**security.SECURITY_HEADERS, **answer.headers}.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(answer.body)))
-            self.end_headers()
-            if method != "HEAD":
-                self.wfile.write(answer.body)
+            answer_page(app, self, method, read_body(self))
 
         def do_GET(self) -> None:
             self._serve("GET")
@@ -317,6 +325,14 @@ def _handler_class(app: UiApp):
             self._serve("DELETE")
 
     return Handler
+
+
+def mounted_app(settings: Settings, *, read_only: bool = False) -> UiApp:
+    """The page for `serve --ui`, which shares the webhook's address: a token is always required there."""
+    if not settings.ui_token:
+        raise ConfigError("serve --ui needs UI_TOKEN (or UI_TOKEN_SECRET_ARN): the page would share the webhook's "
+                          "address, so it must ask for a token")
+    return UiApp(settings, read_only=read_only, token=settings.ui_token)
 
 
 class _Server(ThreadingHTTPServer):
