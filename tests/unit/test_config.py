@@ -127,3 +127,15 @@ def test_the_engine_comes_from_db_engine_or_the_secret_with_its_default_port(aws
         load_settings({"DB_IAM_AUTH": "true", "DB_HOST": "h", "DB_USER": "u", "DB_ENGINE": "oracle"})
     with pytest.raises(ConfigError, match="DB_NAME"):  # MySQL has no default database
         load_settings({"DB_IAM_AUTH": "true", "DB_HOST": "h", "DB_USER": "u", "DB_ENGINE": "mariadb"})
+
+
+def test_ui_token_from_its_variable_or_its_secret_never_in_repr(aws):
+    plain = load_settings({"DATABASE_URL": "postgresql://u@127.0.0.1/db", "UI_TOKEN": "page-token-1"})
+    assert plain.ui_token == "page-token-1" and "page-token-1" not in repr(plain)
+    arn = aws.create_secret(Name="jd/ui", SecretString=json.dumps({"token": "page-token-2"}))["ARN"]
+    from_secret = load_settings({"DATABASE_URL": "postgresql://u@127.0.0.1/db", "UI_TOKEN_SECRET_ARN": arn})
+    assert from_secret.ui_token == "page-token-2" and "page-token-2" not in repr(from_secret)
+    assert load_settings({"DATABASE_URL": "postgresql://u@127.0.0.1/db"}).ui_token is None
+    with pytest.raises(ConfigError, match="UI_TOKEN_SECRET_ARN"):
+        load_settings({"DATABASE_URL": "postgresql://u@127.0.0.1/db",
+                       "UI_TOKEN_SECRET_ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:jd/none-AbCdEf"})
