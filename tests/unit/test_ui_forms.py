@@ -41,6 +41,7 @@ def test_job_filters_read_the_query(query, expected):
     (q(param="a b=1"), "param: expected KEY=VALUE"),
     (q(param='x"]=1'), "param: expected KEY=VALUE"),
     (q(before="0"), "before: expected a job id"),
+    (q(param=["A=1", "B=2", "C=3", "D=4"]), "param: at most 3 parameter filters"),
     (q(before="1e3"), "before: expected a job id"),
     (q(limit="0"), "limit: expected a whole number from 1 to 500"),
     (q(job="x" * 2000), "job: at most 1024 characters"),

@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 from ..errors import InvalidInput
 from ..operating import bulk, moments
-from ..store.queue import PARAMETER_KEY, STATUSES
+from ..store.queue import MAX_PARAMETER_FILTERS, PARAMETER_KEY, STATUSES
 
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
@@ -103,6 +103,8 @@ def job_filters(query: Query) -> JobFilters:
     since_text = one(query, "since")
     since = moments.since(since_text) if since_text is not None else None
     parameters = dict(parameter_pair(p) for p in query.get("param", []) if p.strip())
+    if len(parameters) > MAX_PARAMETER_FILTERS:
+        raise InvalidInput(f"param: at most {MAX_PARAMETER_FILTERS} parameter filters at once")
     limit_text = one(query, "limit")
     limit = PAGE_SIZE
     if limit_text is not None:

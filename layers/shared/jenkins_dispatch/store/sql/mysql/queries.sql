@@ -568,19 +568,21 @@ ORDER BY id
 LIMIT :limit;
 
 -- name: list_jobs_by_text
--- The parameter filter walks :parameters (a JSON array of {"k", "v"}) with JSON_TABLE; a key is quoted
--- into the JSON path (callers allow only letters, digits, '_', '-' and '.' in keys).
+-- A parameter's key is quoted into a JSON path (callers allow only letters, digits, '_', '-' and '.' in it).
 SELECT id, job_name, status, priority, scheduled_at, attempts, max_attempts, dispatch_id, jenkins_queue_id,
        build_number, build_url, jenkins_result, last_error, created_at, updated_at, finished_at
-FROM jenkins_jobs_queue q
+FROM jenkins_jobs_queue
 WHERE (:status IS NULL OR status = :status)
   AND (:job_name IS NULL OR job_name = :job_name)
   AND (:since IS NULL OR updated_at >= :since)
   AND (:before_id IS NULL OR id < :before_id)
   AND (:error_pattern IS NULL OR lower(last_error) LIKE lower(:error_pattern) ESCAPE '\\')
-  AND NOT EXISTS (SELECT 1 FROM JSON_TABLE(COALESCE(:parameters, '[]'), '$[*]'
-                                           COLUMNS (k VARCHAR(255) PATH '$.k', v TEXT PATH '$.v')) f
-                  WHERE NOT (JSON_UNQUOTE(JSON_EXTRACT(q.parameters, CONCAT('$."', f.k, '"'))) <=> f.v))
+  AND (:param_key_1 IS NULL
+       OR JSON_UNQUOTE(JSON_EXTRACT(parameters, CONCAT('$."', :param_key_1, '"'))) = :param_value_1)
+  AND (:param_key_2 IS NULL
+       OR JSON_UNQUOTE(JSON_EXTRACT(parameters, CONCAT('$."', :param_key_2, '"'))) = :param_value_2)
+  AND (:param_key_3 IS NULL
+       OR JSON_UNQUOTE(JSON_EXTRACT(parameters, CONCAT('$."', :param_key_3, '"'))) = :param_value_3)
 ORDER BY id DESC
 LIMIT :limit;
 

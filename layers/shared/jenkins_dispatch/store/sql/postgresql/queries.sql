@@ -545,18 +545,23 @@ LIMIT :limit;
 
 -- name: list_jobs_by_text
 -- `list_jobs` with two more filters the web page offers: last_error contains :error_pattern (ILIKE, its
--- wildcards escaped with '\'), and parameter values (:parameters, a JSON array of {"k", "v"}: the row's
--- parameter k as text equals v, each of them). Newest first, paged by id like `list_jobs`.
+-- wildcards escaped with '\'), and up to three parameter values (:param_key_N's value, as text, equals
+-- :param_value_N). Newest first, paged by id like `list_jobs`; a filter no index serves walks the id index
+-- back until the page is full.
 SELECT id, job_name, status, priority, scheduled_at, attempts, max_attempts, dispatch_id, jenkins_queue_id,
        build_number, build_url, jenkins_result, last_error, created_at, updated_at, finished_at
-FROM jenkins_jobs_queue q
+FROM jenkins_jobs_queue
 WHERE (CAST(:status AS text) IS NULL OR status = CAST(:status AS text))
   AND (CAST(:job_name AS text) IS NULL OR job_name = CAST(:job_name AS text))
   AND (CAST(:since AS timestamptz) IS NULL OR updated_at >= CAST(:since AS timestamptz))
   AND (CAST(:before_id AS bigint) IS NULL OR id < CAST(:before_id AS bigint))
   AND (CAST(:error_pattern AS text) IS NULL OR last_error ILIKE CAST(:error_pattern AS text) ESCAPE '\')
-  AND NOT EXISTS (SELECT 1 FROM jsonb_to_recordset(coalesce(CAST(:parameters AS jsonb), '[]')) AS f(k text, v text)
-                  WHERE (q.parameters ->> f.k) IS DISTINCT FROM f.v)
+  AND (CAST(:param_key_1 AS text) IS NULL
+       OR parameters ->> CAST(:param_key_1 AS text) = CAST(:param_value_1 AS text))
+  AND (CAST(:param_key_2 AS text) IS NULL
+       OR parameters ->> CAST(:param_key_2 AS text) = CAST(:param_value_2 AS text))
+  AND (CAST(:param_key_3 AS text) IS NULL
+       OR parameters ->> CAST(:param_key_3 AS text) = CAST(:param_value_3 AS text))
 ORDER BY id DESC
 LIMIT :limit;
 
