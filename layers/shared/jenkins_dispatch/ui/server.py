@@ -352,7 +352,9 @@ class UiServer:
         except (OSError, OverflowError) as exc:
             self.app.close()
             raise ConfigError(f"ui cannot listen on {host}:{port}: {getattr(exc, 'strerror', None) or exc}") from None
-        self.thread = threading.Thread(target=self.httpd.serve_forever, name="ui-http", daemon=True)
+        # A short poll: `stop` (shutdown) waits up to one poll for the serving loop to notice.
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                       name="ui-http", daemon=True)
 
     @property
     def url(self) -> str:
