@@ -4,7 +4,7 @@
     python -m scripts.layer_requirements --write    regenerate it (`make lock` does this, then locks it)
 
 The layer needs the package's own dependencies plus its ``aws`` extra, except what the Lambda runtime already
-has (boto3) and what only `serve` uses (prometheus-client); requirements that name one package twice (``aws-lambda-powertools`` and
+has (boto3) and what only the long-running commands use (prometheus-client for `serve`, jinja2 for `ui`); requirements that name one package twice (``aws-lambda-powertools`` and
 ``aws-lambda-powertools[tracer]``) become one line with the extras combined.
 """
 
@@ -26,8 +26,9 @@ LOCK = ROOT / "layers/shared/requirements.lock"
 
 # Shipped with every Python Lambda runtime; the layer's build also strips botocore, which aws-xray-sdk pulls in.
 PROVIDED_BY_LAMBDA = {"boto3"}
-# Used by `serve` alone (its GET /metrics); the Lambda functions publish EMF instead.
-SERVE_ONLY = {"prometheus-client"}
+# Used only by the commands that run outside Lambda: `serve`'s GET /metrics (the Lambda functions publish EMF
+# instead) and the web page `ui` (its templates).
+OUTSIDE_LAMBDA_ONLY = {"prometheus-client", "jinja2"}
 
 HEADER = """\
 # Runtime dependencies of the shared layer. GENERATED from pyproject.toml (dependencies + the "aws" extra,
@@ -64,7 +65,7 @@ def layer_requirements(pyproject: dict) -> str:
     """The text of layers/shared/requirements.txt for this pyproject (parsed)."""
     project = pyproject["project"]
     wanted = project["dependencies"] + project["optional-dependencies"]["aws"]
-    lines = [requirement_text(r) for r in merged(wanted) if r.name not in PROVIDED_BY_LAMBDA | SERVE_ONLY]
+    lines = [requirement_text(r) for r in merged(wanted) if r.name not in PROVIDED_BY_LAMBDA | OUTSIDE_LAMBDA_ONLY]
     return HEADER + "\n".join(lines) + "\n"
 
 

@@ -142,3 +142,15 @@ def test_db_engine_and_the_secrets_engine_must_agree(aws) -> None:
     # Spelled differently but the same engine: fine.
     assert load_settings({"DB_SECRET_ARN": arn, "DB_ENGINE": "mariadb"}).database.engine == "mysql"
     assert load_settings({"DB_SECRET_ARN": arn}).database.engine == "mysql"
+
+
+def test_ui_token_from_its_variable_or_its_secret_never_in_repr(aws):
+    plain = load_settings({"DATABASE_URL": "postgresql://u@127.0.0.1/db", "UI_TOKEN": "page-token-1"})
+    assert plain.ui_token == "page-token-1" and "page-token-1" not in repr(plain)
+    arn = aws.create_secret(Name="jd/ui", SecretString=json.dumps({"token": "page-token-2"}))["ARN"]
+    from_secret = load_settings({"DATABASE_URL": "postgresql://u@127.0.0.1/db", "UI_TOKEN_SECRET_ARN": arn})
+    assert from_secret.ui_token == "page-token-2" and "page-token-2" not in repr(from_secret)
+    assert load_settings({"DATABASE_URL": "postgresql://u@127.0.0.1/db"}).ui_token is None
+    with pytest.raises(ConfigError, match="UI_TOKEN_SECRET_ARN"):
+        load_settings({"DATABASE_URL": "postgresql://u@127.0.0.1/db",
+                       "UI_TOKEN_SECRET_ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:jd/none-AbCdEf"})

@@ -11,13 +11,21 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from decimal import Decimal
 
 from . import __version__
-from .config import SERVE_HOST, SERVE_INTERVAL_SECONDS, SERVE_PORT, Settings, load_settings
+from .config import (
+    SERVE_HOST,
+    SERVE_INTERVAL_SECONDS,
+    SERVE_PORT,
+    UI_PORT,
+    UI_REFRESH_SECONDS,
+    Settings,
+    load_settings,
+)
 from .errors import OPERATION_FAILED, DispatchError, InvalidInput
-from .operating import bulk
+from .operating import bulk, moments
 from .operating.waiting import when
 from .store.db import Database
 from .store.migrations import migrate
@@ -75,37 +83,20 @@ def environment_help() -> str:
 
 # --------------------------------------------------------------------------- argument types
 
-_RELATIVE = re.compile(r"^\+?(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)$")
-_UNIT_SECONDS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
-
-
-def _relative_or_iso(text: str, sign: int, usage: str) -> datetime:
-    """``text`` as a duration from now (``sign`` +1: later, -1: ago) when it looks like one, else ISO 8601
-    (no zone means UTC)."""
-    match = _RELATIVE.match(text.lstrip("-") if sign < 0 else text)
-    if match and not (sign < 0 and text.startswith("+")):
-        try:
-            return datetime.now(UTC) + sign * timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
-        except OverflowError:
-            raise argparse.ArgumentTypeError(
-                f"bad time {text!r}: too far in the {'future' if sign > 0 else 'past'}") from None
-    try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"bad time {text!r}: use {usage}") from None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
 def parse_time(text: str) -> datetime:
     """ISO 8601 (no zone means UTC), or relative to now: +30s, +5m, +2h, +1d."""
-    return _relative_or_iso(text.strip(), +1, "ISO 8601 (2026-01-31T09:00:00Z) or a delay like +5m")
+    try:
+        return moments.later(text)
+    except InvalidInput as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def parse_since(text: str) -> datetime:
-    """A moment in the past: `1h`, `30m`, `2d` mean that long ago (like journalctl and docker logs), or an
-    ISO 8601 time."""
-    return _relative_or_iso(text.strip(), -1,
-                            "a duration like 1h, 30m, 2d (that long ago) or ISO 8601 (2026-01-31T09:00:00Z)")
+    """A moment in the past: `1h`, `30m`, `2d` mean that long ago, or an ISO 8601 time (``moments.since``)."""
+    try:
+        return moments.since(text)
+    except InvalidInput as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def parse_key_value(text: str) -> tuple[str, str]:
@@ -569,7 +560,14 @@ def cmd_serve(ctx: Context, args) -> None:
     """`serve`: the dispatcher loop and the webhook in this process, until SIGTERM / SIGINT."""
     from .serve import serve
 
-    serve(ctx.settings, host=args.host, port=args.port, interval=args.interval)
+    serve(ctx.settings, host=args.host, port=args.port, interval=args.interval, ui=args.ui)
+
+
+def cmd_ui(ctx: Context, args) -> None:
+    """`ui`: the operator's web page, until SIGTERM / SIGINT."""
+    from .ui.server import run_ui
+
+    run_ui(ctx.settings, args.host, args.port, read_only=args.read_only, refresh_seconds=args.refresh)
 
 
 def cmd_doctor(ctx: Context, args) -> int:
@@ -712,6 +710,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a pass at least every S seconds even without news")
     p.add_argument("--port", type=non_negative_int, default=SERVE_PORT, help="webhook and /healthz port")
     p.add_argument("--host", default=SERVE_HOST, help="address to listen on")
+    p.add_argument("--ui", action="store_true",
+                   help="also serve the web page (as `ui`) on the same address; requires UI_TOKEN")
+
+    p = command("ui", cmd_ui, "serve the operator's web page (overview, jobs, levers); loopback only unless "
+                              "UI_TOKEN (or UI_TOKEN_SECRET_ARN) is set")
+    p.add_argument("--host", default=SERVE_HOST, help="address to listen on (any but loopback requires UI_TOKEN)")
+    p.add_argument("--port", type=non_negative_int, default=UI_PORT, help="port (0: any free one)")
+    p.add_argument("--read-only", action="store_true", help="show everything, change nothing (no levers)")
+    p.add_argument("--refresh", type=non_negative_int, default=UI_REFRESH_SECONDS, metavar="S",
+                   help="pages reload themselves every S seconds while open (0: never)")
 
     from .operating.doctor import DEFAULT_MAX_JOBS_CHECKED, DEFAULT_MAX_TRANSACTION_AGE_SECONDS
 
@@ -753,7 +761,7 @@ def main(argv: Sequence[str] | None = None, settings_loader: Callable[[], Settin
     if args.func is None:
         parser, commands = args.missing_command
         parser.error(f"choose a command: {', '.join(commands.choices)}")
-    if args.func is not cmd_serve:  # serve logs to stdout, like any service
+    if args.func not in (cmd_serve, cmd_ui):  # services log to stdout
         logs_to_stderr()
     ctx = Context(settings_loader)
     try:

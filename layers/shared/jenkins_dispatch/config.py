@@ -29,6 +29,9 @@ RESEND_QUIET_LEASES = 3
 SERVE_INTERVAL_SECONDS = 10.0
 SERVE_HOST = "127.0.0.1"
 SERVE_PORT = 8080
+# `jenkins-dispatch ui` (its options): the web page's port and how often its pages reload themselves.
+UI_PORT = 8081
+UI_REFRESH_SECONDS = 10
 DISPATCHER_MODES = ("continuous", "single")
 
 
@@ -84,6 +87,8 @@ ENVIRONMENT: tuple[Variable, ...] = (
     Variable("JENKINS_SEARCH_WINDOW", "recent builds searched for a dispatch id", 100),
     Variable("WEBHOOK_SECRET", "shared secret the webhook requires from Jenkins"),
     Variable("WEBHOOK_SECRET_ARN", "on AWS: secret holding it (plain text or JSON with 'token')"),
+    Variable("UI_TOKEN", "token the web page (`ui`) asks for at its login form; required off loopback"),
+    Variable("UI_TOKEN_SECRET_ARN", "on AWS: secret holding it (plain text or JSON with 'token')"),
     Variable("BATCH_SIZE", "jobs claimed per statement", 32),
     Variable("MAX_PARALLEL_TRIGGERS", "trigger requests sent at once", 8),
     Variable("MAX_IN_FLIGHT", "cap on jobs processing, overall", default_text="no cap"),
@@ -153,6 +158,8 @@ class Settings:
     database: DatabaseSettings
     jenkins: JenkinsSettings | None = None
     webhook_secret: str | None = field(default=None, repr=False)
+    # The web page's login token (`jenkins-dispatch ui`); never rendered or logged.
+    ui_token: str | None = field(default=None, repr=False)
     batch_size: int = default_of("BATCH_SIZE")
     max_parallel_triggers: int = default_of("MAX_PARALLEL_TRIGGERS")
     max_in_flight: int | None = None
@@ -509,7 +516,8 @@ def set_powertools_defaults(service: str, namespace: str) -> None:
 def _sources(env: Mapping[str, str] | None, fetch_secret: SecretFetcher | None) -> tuple[Mapping[str, str], SecretFetcher | None]:
     """The environment to read (``os.environ`` by default) and, when a ``*_SECRET_ARN`` is set, Secrets Manager."""
     env = os.environ if env is None else env
-    if fetch_secret is None and any(_text(env, k) for k in ("DB_SECRET_ARN", "JENKINS_SECRET_ARN", "WEBHOOK_SECRET_ARN")):
+    if fetch_secret is None and any(_text(env, k) for k in ("DB_SECRET_ARN", "JENKINS_SECRET_ARN", "WEBHOOK_SECRET_ARN",
+                                                                 "UI_TOKEN_SECRET_ARN")):
         from .secrets import fetch_secret_string
 
         fetch_secret = fetch_secret_string
@@ -538,6 +546,16 @@ def load_webhook_secret(env: Mapping[str, str] | None = None, fetch_secret: Secr
     if not webhook_secret and webhook_arn:
         webhook_secret = _secret_text(fetch_secret, "WEBHOOK_SECRET_ARN", webhook_arn, "token")
     return webhook_secret
+
+
+def load_ui_token(env: Mapping[str, str] | None = None, fetch_secret: SecretFetcher | None = None) -> str | None:
+    """The web page's login token (UI_TOKEN, else the secret named by UI_TOKEN_SECRET_ARN), None if unset."""
+    env, fetch_secret = _sources(env, fetch_secret)
+    token = _text(env, "UI_TOKEN") or None
+    arn = _text(env, "UI_TOKEN_SECRET_ARN")
+    if not token and arn:
+        token = _secret_text(fetch_secret, "UI_TOKEN_SECRET_ARN", arn, "token")
+    return token
 
 
 def load_tuning(env: Mapping[str, str] | None = None) -> dict[str, object]:
@@ -577,5 +595,6 @@ def load_settings(env: Mapping[str, str] | None = None, fetch_secret: SecretFetc
         database=load_database_settings(env, fetch_secret),
         jenkins=load_jenkins_settings(env, fetch_secret),
         webhook_secret=load_webhook_secret(env, fetch_secret),
+        ui_token=load_ui_token(env, fetch_secret),
         **tuning,
     )

@@ -42,8 +42,12 @@ def health_families(health: Health) -> list:
             for name, value in health.readings().items() if value is not None]
 
 
-def _handler_class(settings: Settings, health: Health, registry: Any):
+def _handler_class(settings: Settings, health: Health, registry: Any, ui: Any = None):
     from .callbacks import webhook
+
+    def for_ui(path: str) -> bool:
+        """With the web page mounted (`serve --ui`), every path but the webhook's and serve's own is the page's."""
+        return ui is not None and not path.startswith("/jenkins/") and path not in ("/healthz", "/metrics")
 
     class Handler(BaseHTTPRequestHandler):
         server_version = "jenkins-dispatch"
@@ -61,7 +65,15 @@ def _handler_class(settings: Settings, health: Health, registry: Any):
             self.end_headers()
             self.wfile.write(body)
 
+        def _page(self, method: str) -> None:
+            from .ui.server import answer_page, read_body
+
+            answer_page(ui, self, method, read_body(self))
+
         def do_GET(self) -> None:
+            if for_ui(self.path.split("?")[0]):
+                self._page("GET")
+                return
             if self.path.split("?")[0] == "/healthz":
                 status, doc = health.report()
                 self._answer(status, json.dumps(doc, default=str).encode())
@@ -74,6 +86,9 @@ def _handler_class(settings: Settings, health: Health, registry: Any):
             self._forward("GET")
 
         def do_POST(self) -> None:
+            if for_ui(self.path.split("?")[0]):
+                self._page("POST")
+                return
             self._forward("POST")
 
         def do_PUT(self) -> None:
@@ -113,9 +128,10 @@ class WebhookServer:
     """The webhook, /healthz and (given a Prometheus registry) /metrics over plain HTTP on a background thread."""
 
     def __init__(self, settings: Settings, host: str = "127.0.0.1", port: int = 0, health: Health | None = None,
-                 registry: Any = None):
+                 registry: Any = None, ui: Any = None):
         self.health = health or Health()
-        self.httpd = _Server((host, port), _handler_class(settings, self.health, registry))
+        self.ui = ui  # the web page's UiApp when `serve --ui` mounts it
+        self.httpd = _Server((host, port), _handler_class(settings, self.health, registry, ui))
         self.httpd.daemon_threads = True
         # stop() waits for serve_forever to look at its shutdown flag, once per poll: 0.5 s by default.
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": STOP_POLL_SECONDS},
@@ -136,6 +152,8 @@ class WebhookServer:
         """Stop serving and close the socket."""
         self.httpd.shutdown()
         self.httpd.server_close()
+        if self.ui is not None:
+            self.ui.close()
 
 
 def dispatch_forever(settings: Settings, interval: float, stop: threading.Event, health: Health) -> None:
@@ -146,10 +164,17 @@ def dispatch_forever(settings: Settings, interval: float, stop: threading.Event,
         loop.run()
 
 
-def serve(settings: Settings, host: str = SERVE_HOST, port: int = SERVE_PORT, interval: float = SERVE_INTERVAL_SECONDS) -> None:
-    """Run the dispatcher loop and the webhook in this process until SIGTERM / SIGINT."""
+def serve(settings: Settings, host: str = SERVE_HOST, port: int = SERVE_PORT, interval: float = SERVE_INTERVAL_SECONDS,
+          ui: bool = False) -> None:
+    """Run the dispatcher loop and the webhook in this process until SIGTERM / SIGINT; with ``ui``, the web page
+    too, on the same address (a token required)."""
     settings.require_jenkins()
     settings.require_webhook_secret()
+    page = None
+    if ui:
+        from .ui.server import mounted_app
+
+        page = mounted_app(settings)
     from . import runtime
 
     # The webhook handler reads settings and borrows sessions through runtime.
@@ -159,11 +184,13 @@ def serve(settings: Settings, host: str = SERVE_HOST, port: int = SERVE_PORT, in
     registry = metrics.enable_prometheus()
     metrics.prometheus.also_collect(lambda: health_families(health))
     try:
-        server = WebhookServer(settings, host, port, health, registry).start()
+        server = WebhookServer(settings, host, port, health, registry, page).start()
     except (OSError, OverflowError) as exc:  # port taken or out of range, address not ours
+        if page is not None:
+            page.close()
         raise ConfigError(f"serve cannot listen on {host}:{port}: {getattr(exc, 'strerror', None) or exc}") from None
     print(json.dumps({"message": "serving", "webhook": server.url + "jenkins/notify", "healthz": server.url + "healthz",
-                      "metrics": server.url + "metrics",
+                      "metrics": server.url + "metrics", **({"ui": server.url} if page is not None else {}),
                       "interval_seconds": interval, "webhook_db_pool_size": settings.webhook_db_pool_size}),
           flush=True)
 

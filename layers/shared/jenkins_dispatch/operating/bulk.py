@@ -181,21 +181,23 @@ def select_targets(queue: Queue, action: str, filters: Filters, limit: int) -> S
     return Selection([Target(r["id"], r["updated_at"]) for r in rows], total)
 
 
-def _act_on_one(queue: Queue, settings: Settings, action: str, target: Target, reason: str) -> tuple[str, str]:
+def _act_on_one(queue: Queue, settings: Settings, action: str, target: Target, reason: str,
+                actor: str) -> tuple[str, str]:
     if action == RETRY:
-        queue.retry_final(target.id, unchanged_since=target.updated_at)
+        queue.retry_final(target.id, actor=actor, unchanged_since=target.updated_at)
         return "pending", f"job {target.id} is pending again"
     from .operator import cancel_job
 
-    outcome = cancel_job(queue, target.id, settings, reason=reason)
+    outcome = cancel_job(queue, target.id, settings, reason=reason, actor=actor)
     return outcome["status"], outcome["message"]
 
 
 def act(queue: Queue, settings: Settings, action: str, targets: Sequence[Target], *,
-        reason: str = "cancelled by operator", progress: Callable[[Outcome], None] | None = None) -> list[Outcome]:
+        reason: str = "cancelled by operator", progress: Callable[[Outcome], None] | None = None,
+        actor: str = "operator") -> list[Outcome]:
     """Act on each target in turn through the single-job path; after a failure of the database or of Jenkins
     as a whole the rest are left (not_attempted). ``reason``: a cancel's last_error. ``progress`` hears of each
-    row as it is done."""
+    row as it is done. ``actor``: who each job's history names (``operator``: the CLI; ``ui``: the web page)."""
     outcomes: list[Outcome] = []
     stopped = False
     for target in targets:
@@ -203,7 +205,7 @@ def act(queue: Queue, settings: Settings, action: str, targets: Sequence[Target]
             result = Outcome(target.id, "not_attempted", None, f"job {target.id} not attempted: stopped after a failure")
         else:
             try:
-                status, message = _act_on_one(queue, settings, action, target, reason)
+                status, message = _act_on_one(queue, settings, action, target, reason, actor)
                 result = Outcome(target.id, "done", status, message)
             except DispatchError as error:
                 kind, stopped = error_outcome(error)

@@ -67,17 +67,19 @@ def job_details(queue: Queue, job_id: int, settings: Settings,
             "history": queue.events(job_id)}
 
 
-def cancel_job(queue: Queue, job_id: int, settings: Settings, reason: str = "cancelled by operator") -> dict:
+def cancel_job(queue: Queue, job_id: int, settings: Settings, reason: str = "cancelled by operator", *,
+               actor: str = "operator") -> dict:
     """Pending: cancelled at once. Processing: the Jenkins queue item is cancelled or the build stopped
     first, then the row is settled (fenced, so a build finishing meanwhile wins). A build that had already
     finished settles the row with its real result. A row whose trigger is still in flight (Jenkins shows
     nothing yet) keeps processing with the cancel recorded: the dispatcher or the reconciler cancels it in
-    Jenkins as soon as it lands there, then settles it."""
+    Jenkins as soon as it lands there, then settles it. ``actor``: who the job's history names (the CLI's
+    ``operator``, the web page's ``ui``)."""
     row = queue.get(job_id)
     if row["status"] in FINAL_STATUSES:
         raise Conflict(f"job {job_id} is already {row['status']}")
     if row["status"] == "pending":
-        if queue.cancel_pending(job_id, reason):
+        if queue.cancel_pending(job_id, reason, actor=actor):
             return {"id": job_id, "status": "cancelled", "message": f"job {job_id} cancelled (it was pending)"}
         row = queue.get(job_id)  # it was claimed meanwhile: cancel it in Jenkins below
         if row["status"] != "processing":
@@ -98,14 +100,14 @@ def cancel_job(queue: Queue, job_id: int, settings: Settings, reason: str = "can
             raise DispatchError(f"cannot cancel job {job_id} in Jenkins: {exc}") from None
     if not stopped.found:
         # Its trigger may still be on its way to Jenkins: settling now would orphan the build it creates.
-        if queue.request_cancel(job_id, row["dispatch_id"], reason):
+        if queue.request_cancel(job_id, row["dispatch_id"], reason, actor=actor):
             note = ("cancel requested: its trigger is still on its way to Jenkins; it will be cancelled there as "
                     "soon as it lands (or settled cancelled if it never does)")
             return {"id": job_id, "status": "processing", "jenkins": "nothing found in Jenkins yet", "message":
                     f"job {job_id}: {note}"}
         now = queue.get(job_id)
         raise Conflict(f"job {job_id} became {now['status']} while cancelling")
-    status = settle_stopped(queue, job_id, row["dispatch_id"], stopped, reason, actor="operator",
+    status = settle_stopped(queue, job_id, row["dispatch_id"], stopped, reason, actor=actor,
                             unstable_is_success=settings.unstable_is_success)
     if status is None:
         now = queue.get(job_id)

@@ -8,6 +8,7 @@ they speak to. The schema is ``migrations.py``'s.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -21,6 +22,8 @@ from .db import Database, DatabaseError, Row
 FINAL_STATUSES = ("completed", "failed", "cancelled")
 STATUSES = ("pending", "processing", *FINAL_STATUSES)
 LEGACY_DISPATCH_PREFIX = "legacy-"  # rows the migration found processing under the seed's dispatcher
+MAX_PARAMETER_FILTERS = 3  # parameter values a job list filters on at once (slots of list_jobs_by_text)
+PARAMETER_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")  # parameter names a filter may name (quoted into a JSON path)
 EVERYTHING = "*"  # jenkins_job_pauses.job_name of a pause of every job (Jenkins forbids '*' in item names)
 
 
@@ -495,13 +498,40 @@ class Queue:
 
     def list_jobs(
         self, *, status: str | None = None, job_name: str | None = None, since: datetime | str | None = None,
-        before_id: int | None = None, limit: int = 50,
+        before_id: int | None = None, limit: int = 50, error_like: str | None = None,
+        parameters: dict[str, str] | None = None,
     ) -> list[Row]:
-        """Rows newest first, filtered by status, job, time and id, at most ``limit``."""
+        """Rows newest first, filtered by status, job, time and id, at most ``limit``. ``error_like``:
+        ``last_error`` contains this text, ignoring case; ``parameters``: each named parameter, as text,
+        equals the value given (at most ``MAX_PARAMETER_FILTERS``, keys of letters, digits, ``_``, ``-``, ``.``)."""
         if status is not None and status not in STATUSES:
             raise InvalidInput(f"unknown status {status!r}: use one of {', '.join(STATUSES)}")
-        return self._run("list_jobs", status=status, job_name=job_name, since=_moment(since), before_id=before_id,
-                         limit=limit)
+        filters = dict(status=status, job_name=job_name, since=_moment(since), before_id=before_id, limit=limit)
+        if error_like is None and not parameters:
+            return self._run("list_jobs", **filters)
+        parameters = parameters or {}
+        if len(parameters) > MAX_PARAMETER_FILTERS:
+            raise InvalidInput(f"at most {MAX_PARAMETER_FILTERS} parameter filters at once")
+        slots: dict[str, str | None] = {}
+        for n, (key, value) in enumerate([*parameters.items(), *[(None, None)] * MAX_PARAMETER_FILTERS][
+                :MAX_PARAMETER_FILTERS], start=1):
+            if key is not None and not PARAMETER_KEY.match(key):
+                raise InvalidInput(f"bad parameter name {key!r}: use letters, digits, '_', '-' and '.'")
+            slots[f"param_key_{n}"], slots[f"param_value_{n}"] = key, value
+        return self._run("list_jobs_by_text", **filters, **slots,
+                         error_pattern=like_contains(error_like) if error_like is not None else None)
+
+    def oldest_pending(self) -> Row | None:
+        """The pending row scheduled earliest (paused or not), or None when nothing is pending."""
+        rows = self._run("oldest_pending_job")
+        return rows[0] if rows else None
+
+    def finished_per_hour(self, hours: int) -> list[Row]:
+        """Rows finished per hour (``hour``: its start, UTC), completed / failed / cancelled, over the current
+        hour and the ``hours - 1`` before it; hours with none are absent."""
+        if hours < 1:
+            raise InvalidInput("hours must be 1 or more")
+        return self._run("finished_per_hour", hours=hours)
 
     def prune(self, older_than_days: float, batch: int = 1000) -> int:
         """Delete finished rows older than the cutoff in bounded batches; returns how many went."""

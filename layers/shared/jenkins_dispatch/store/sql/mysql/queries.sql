@@ -581,6 +581,41 @@ WHERE ((:final AND status IN ('completed', 'failed', 'cancelled'))
 ORDER BY id
 LIMIT :limit;
 
+-- name: list_jobs_by_text
+-- A parameter's key is quoted into a JSON path (callers allow only letters, digits, '_', '-' and '.' in it).
+SELECT id, job_name, status, priority, scheduled_at, attempts, max_attempts, dispatch_id, jenkins_queue_id,
+       build_number, build_url, jenkins_result, last_error, created_at, updated_at, finished_at
+FROM jenkins_jobs_queue
+WHERE (:status IS NULL OR status = :status)
+  AND (:job_name IS NULL OR job_name = :job_name)
+  AND (:since IS NULL OR updated_at >= :since)
+  AND (:before_id IS NULL OR id < :before_id)
+  AND (:error_pattern IS NULL OR lower(last_error) LIKE lower(:error_pattern) ESCAPE '\\')
+  AND (:param_key_1 IS NULL
+       OR JSON_UNQUOTE(JSON_EXTRACT(parameters, CONCAT('$."', :param_key_1, '"'))) = :param_value_1)
+  AND (:param_key_2 IS NULL
+       OR JSON_UNQUOTE(JSON_EXTRACT(parameters, CONCAT('$."', :param_key_2, '"'))) = :param_value_2)
+  AND (:param_key_3 IS NULL
+       OR JSON_UNQUOTE(JSON_EXTRACT(parameters, CONCAT('$."', :param_key_3, '"'))) = :param_value_3)
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: oldest_pending_job
+SELECT id, job_name, status, priority, scheduled_at, attempts, max_attempts, last_error, created_at
+FROM jenkins_jobs_queue WHERE status = 'pending'
+ORDER BY scheduled_at, id
+LIMIT 1;
+
+-- name: finished_per_hour
+-- The hour as a DATETIME (decoded as UTC like every time here); the finished_at index bounds the read.
+SELECT CAST(DATE_FORMAT(finished_at, '%Y-%m-%d %H:00:00') AS DATETIME(6)) AS hour,
+       SUM(status = 'completed') AS completed, SUM(status = 'failed') AS failed,
+       SUM(status = 'cancelled') AS cancelled
+FROM jenkins_jobs_queue
+WHERE finished_at >= CAST(DATE_FORMAT(NOW(6), '%Y-%m-%d %H:00:00') AS DATETIME(6)) - INTERVAL (:hours - 1) HOUR
+GROUP BY 1
+ORDER BY 1;
+
 -- name: prune_batch
 -- Finished rows older than the cutoff, a bounded batch at a time, with their events; returns how many
 -- rows went (`deleted`). MySQL allows no LIMIT on a multi-table DELETE: the batch is picked first (walking

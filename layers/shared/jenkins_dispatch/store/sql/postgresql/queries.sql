@@ -553,6 +553,47 @@ WHERE (status IN ('completed', 'failed', 'cancelled')) = CAST(:final AS boolean)
 ORDER BY id
 LIMIT :limit;
 
+-- name: list_jobs_by_text
+-- `list_jobs` with two more filters the web page offers: last_error contains :error_pattern (ILIKE, its
+-- wildcards escaped with '\'), and up to three parameter values (:param_key_N's value, as text, equals
+-- :param_value_N). Newest first, paged by id like `list_jobs`; a filter no index serves walks the id index
+-- back until the page is full.
+SELECT id, job_name, status, priority, scheduled_at, attempts, max_attempts, dispatch_id, jenkins_queue_id,
+       build_number, build_url, jenkins_result, last_error, created_at, updated_at, finished_at
+FROM jenkins_jobs_queue
+WHERE (CAST(:status AS text) IS NULL OR status = CAST(:status AS text))
+  AND (CAST(:job_name AS text) IS NULL OR job_name = CAST(:job_name AS text))
+  AND (CAST(:since AS timestamptz) IS NULL OR updated_at >= CAST(:since AS timestamptz))
+  AND (CAST(:before_id AS bigint) IS NULL OR id < CAST(:before_id AS bigint))
+  AND (CAST(:error_pattern AS text) IS NULL OR last_error ILIKE CAST(:error_pattern AS text) ESCAPE '\')
+  AND (CAST(:param_key_1 AS text) IS NULL
+       OR parameters ->> CAST(:param_key_1 AS text) = CAST(:param_value_1 AS text))
+  AND (CAST(:param_key_2 AS text) IS NULL
+       OR parameters ->> CAST(:param_key_2 AS text) = CAST(:param_value_2 AS text))
+  AND (CAST(:param_key_3 AS text) IS NULL
+       OR parameters ->> CAST(:param_key_3 AS text) = CAST(:param_value_3 AS text))
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: oldest_pending_job
+-- The overview's oldest pending row (the earliest scheduled_at): read from the partial index of pending rows.
+SELECT id, job_name, status, priority, scheduled_at, attempts, max_attempts, last_error, created_at
+FROM jenkins_jobs_queue WHERE status = 'pending'
+ORDER BY scheduled_at, id
+LIMIT 1;
+
+-- name: finished_per_hour
+-- The overview's throughput: final rows per hour, by outcome, over the current hour and the :hours - 1
+-- before it. Reads the finished_at index over the window only, never the older history.
+SELECT date_trunc('hour', finished_at) AS hour,
+       count(*) FILTER (WHERE status = 'completed') AS completed,
+       count(*) FILTER (WHERE status = 'failed') AS failed,
+       count(*) FILTER (WHERE status = 'cancelled') AS cancelled
+FROM jenkins_jobs_queue
+WHERE finished_at >= date_trunc('hour', now()) - make_interval(hours => CAST(:hours AS int) - 1)
+GROUP BY 1
+ORDER BY 1;
+
 -- name: prune_batch
 -- Finished rows older than the cutoff, a bounded batch at a time; their events go with them. Returns how
 -- many rows went (`deleted`), as the MySQL statement does.

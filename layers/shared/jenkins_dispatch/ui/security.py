@@ -1,0 +1,110 @@
+"""Who may use the web page and how its answers protect the browser: pure decisions and an in-memory store of
+sessions (each with its CSRF token). Tokens are compared in constant time and never rendered or logged."""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from ..errors import ConfigError
+
+SESSION_COOKIE = "jd_ui_session"
+MAX_SESSIONS = 10_000  # the oldest are forgotten beyond this: a flood of cookie-less requests cannot grow memory
+SESSION_IDLE_SECONDS = 12 * 3600
+
+# No inline script or style, nothing from elsewhere, no framing, forms post only to this page.
+CONTENT_SECURITY_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
+                           "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; "
+                           "object-src 'none'")
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "Cross-Origin-Opener-Policy": "same-origin",
+}
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or name to listen on) is reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name other than localhost may resolve to anything
+
+
+def check_listen(host: str, token: str | None) -> None:
+    """Refuse (ConfigError, one line) to serve a non-loopback address without a token."""
+    if not token and not is_loopback(host):
+        raise ConfigError(f"ui refuses to listen on {host} without a token: set UI_TOKEN (or UI_TOKEN_SECRET_ARN), "
+                          "or listen on 127.0.0.1")
+
+
+def tokens_match(given: str | None, expected: str | None) -> bool:
+    """Constant-time comparison; False when either is missing or empty."""
+    if not given or not expected:
+        return False
+    return hmac.compare_digest(given.encode(), expected.encode())
+
+
+def session_cookie(session_id: str, secure: bool = False) -> str:
+    """The Set-Cookie value: HttpOnly, SameSite=Strict, for the whole page."""
+    return (f"{SESSION_COOKIE}={session_id}; Path=/; HttpOnly; SameSite=Strict"
+            + ("; Secure" if secure else ""))
+
+
+@dataclass
+class Session:
+    """One browser's session: its CSRF token, whether it logged in, and a message for its next page."""
+
+    id: str
+    csrf: str
+    authenticated: bool
+    last_seen: float = field(default_factory=time.monotonic)
+    flash: str | None = None
+
+
+class Sessions:
+    """Sessions by id, in memory (a restart logs everyone out), the least recently used forgotten first."""
+
+    def __init__(self, token_required: bool):
+        self.token_required = token_required
+        self._sessions: OrderedDict[str, Session] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def find(self, session_id: str | None) -> Session | None:
+        """The live session with this id, or None."""
+        if not session_id:
+            return None
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is None:
+                return None
+            if time.monotonic() - session.last_seen > SESSION_IDLE_SECONDS:
+                del self._sessions[session_id]
+                return None
+            session.last_seen = time.monotonic()
+            self._sessions.move_to_end(session_id)
+            return session
+
+    def start(self, authenticated: bool | None = None) -> Session:
+        """A new session; authenticated from the start when no token is required."""
+        session = Session(secrets.token_urlsafe(32), secrets.token_urlsafe(32),
+                          (not self.token_required) if authenticated is None else authenticated)
+        with self._lock:
+            self._sessions[session.id] = session
+            while len(self._sessions) > MAX_SESSIONS:
+                self._sessions.popitem(last=False)
+        return session
+
+    def end(self, session: Session) -> None:
+        """Forget a session (logout, or replaced at login)."""
+        with self._lock:
+            self._sessions.pop(session.id, None)

@@ -1,0 +1,396 @@
+"""The web page's HTTP side: one ThreadingHTTPServer, routes, sessions and login, CSRF on every POST, the
+security headers on every answer, templates rendered with autoescaping. Every failure answers a page that
+says what went wrong (400, 403, 404, 409, 503), never a traceback."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import threading
+import traceback
+from contextlib import suppress
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from http.cookies import CookieError, SimpleCookie
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import jinja2
+
+from ..config import UI_PORT, UI_REFRESH_SECONDS, Settings
+from ..errors import (
+    OPERATION_FAILED,
+    ConfigError,
+    Conflict,
+    DispatchError,
+    InvalidInput,
+    JenkinsError,
+    NotFound,
+)
+from ..observability import logger
+from ..operating.waiting import duration, when
+from ..store.db import SessionPool
+from . import forms, security
+from .pages import LEVERS, Done, Page, Pages
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_PORT = UI_PORT
+DEFAULT_REFRESH_SECONDS = UI_REFRESH_SECONDS
+POOL_SIZE = 4
+MAX_FORM_BYTES = 64 * 1024
+STATIC_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
+_JOB_PATH = re.compile(r"^/jobs/([^/]+)(?:/(retry|cancel))?$")
+_LOOPBACK_NAMES = {"localhost", "127.0.0.1", "[::1]", "::1"}
+
+
+@dataclass
+class Answer:
+    """What the handler sends: status, body, headers besides the security ones."""
+
+    status: int
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def _cell(value: Any) -> str:
+    """A value as the page shows it: times in UTC to the second, '-' for nothing, JSON for structures."""
+    if value is None:
+        return "-"
+    if isinstance(value, datetime):
+        return when(value)
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Decimal | float):
+        return f"{float(value):g}"
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return str(value)
+
+
+def _age(seconds: float | None) -> str:
+    return "-" if seconds is None else duration(seconds)
+
+
+def template_environment() -> jinja2.Environment:
+    """Jinja2 on the package's templates, every value escaped unless marked safe (none is)."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["cell"] = _cell
+    env.filters["age"] = _age
+    env.filters["when"] = lambda v: "-" if v is None else when(v)
+    return env
+
+
+def _static_files() -> dict[str, tuple[bytes, str]]:
+    return {f"/static/{p.name}": (p.read_bytes(), STATIC_TYPES[p.suffix])
+            for p in sorted((HERE / "static").iterdir()) if p.suffix in STATIC_TYPES}
+
+
+class UiApp:
+    """Routes a request to a page or a lever, with its session; knows nothing of sockets."""
+
+    def __init__(self, settings: Settings, *, read_only: bool = False, refresh_seconds: int = DEFAULT_REFRESH_SECONDS,
+                 token: str | None = None, pool_size: int = POOL_SIZE):
+        self.settings = settings
+        self.read_only = read_only
+        self.refresh_seconds = refresh_seconds
+        self.token = token
+        self.sessions = security.Sessions(token_required=bool(token))
+        self.pool = SessionPool(settings.database, pool_size, application_name="jenkins-dispatch-ui")
+        self.pages = Pages(settings, self.pool)
+        self.templates = template_environment()
+        self.static = _static_files()
+
+    def close(self) -> None:
+        """Close the database sessions."""
+        self.pool.close()
+
+    # ------------------------------------------------------------------ rendering
+
+    def render(self, page: Page, session: security.Session | None, path: str = "/") -> Answer:
+        """A page through its template, with what every page shows (the flash message, the CSRF token)."""
+        flash = None
+        if session is not None:
+            flash, session.flash = session.flash, None
+        context = dict(page.data, csrf=session.csrf if session else "", read_only=self.read_only,
+                       flash=flash, refresh=self.refresh_seconds if page.refresh and page.status == 200 else 0, path=path,
+                       logged_in=bool(self.token and session and session.authenticated))
+        body = self.templates.get_template(page.template).render(**context).encode()
+        return Answer(page.status, body, {"Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store"})
+
+    def problem(self, status: int, title: str, message: str, session: security.Session | None) -> Answer:
+        """A page that says what went wrong, in one sentence, and nothing more."""
+        return self.render(Page("error.html", {"title": title, "message": message}, status, refresh=False), session)
+
+    def redirect(self, location: str, headers: dict[str, str] | None = None) -> Answer:
+        """303 See Other to a path of this page."""
+        return Answer(303, b"", {"Location": location, **(headers or {})})
+
+    # ------------------------------------------------------------------ requests
+
+    def handle(self, method: str, target: str, headers: dict[str, str], body: bytes) -> Answer:
+        """Answer one request; never raises."""
+        session = None
+        try:
+            url = urlsplit(target)
+            path = url.path
+            if path in self.static and method in ("GET", "HEAD"):
+                content, content_type = self.static[path]
+                return Answer(200, content, {"Content-Type": content_type, "Cache-Control": "no-cache"})
+            if not self._host_allowed(headers.get("host", "")):
+                return self.problem(421, "Wrong host", "This page answers only at its own loopback address "
+                                    "(set UI_TOKEN to serve it under other names).", None)
+            session, new_cookie = self._session(headers)
+            answer = self._route(method, path, parse_qs(url.query, keep_blank_values=True), headers, body, session)
+            if new_cookie:
+                answer.headers["Set-Cookie"] = security.session_cookie(session.id)
+            return answer
+        except Exception:  # the page says it failed; the log has the why
+            logger.error("ui request failed", extra={"path": target.split("?")[0],
+                                                     "error": traceback.format_exc(limit=8)})
+            return self.problem(500, "Internal error", "The page failed unexpectedly; the log says why.", session)
+
+    def _host_allowed(self, host: str) -> bool:
+        if self.token:
+            return True
+        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+        return name.lower() in _LOOPBACK_NAMES
+
+    def _session(self, headers: dict[str, str]) -> tuple[security.Session, bool]:
+        cookie = SimpleCookie()
+        with suppress(CookieError):  # a malformed Cookie header is a browser without our session
+            cookie.load(headers.get("cookie", ""))
+        morsel = cookie.get(security.SESSION_COOKIE)
+        session = self.sessions.find(morsel.value if morsel else None)
+        if session is not None:
+            return session, False
+        return self.sessions.start(), True
+
+    def _route(self, method: str, path: str, query: dict, headers: dict[str, str], body: bytes,
+               session: security.Session) -> Answer:
+        if method == "POST":
+            return self._post(path, headers, body, session)
+        if method not in ("GET", "HEAD"):
+            return self.problem(405, "Method not allowed", f"{method} is not answered here.", session)
+        if path == "/login":
+            if session.authenticated:
+                return self.redirect("/")
+            return self.render(Page("login.html", {"error": None}, refresh=False), session)
+        if not session.authenticated:
+            return self.redirect("/login")
+        try:
+            return self._get(path, query, session)
+        except DispatchError as error:
+            return self._failure(error, session)
+
+    def _get(self, path: str, query: dict, session: security.Session) -> Answer:
+        if path == "/":
+            return self.render(self.pages.overview(query), session, path)
+        if path == "/jobs":
+            return self.render(self.pages.jobs(query), session, path)
+        if path == "/bulk" and not self.read_only:
+            return self.render(self.pages.bulk_preview(query), session, path)
+        match = _JOB_PATH.match(path)
+        if match and match.group(2) is None:
+            return self.render(self.pages.job(self._job_id(match.group(1))), session, path)
+        return self.problem(404, "Not found", f"There is no page at {path}.", session)
+
+    def _post(self, path: str, headers: dict[str, str], body: bytes, session: security.Session) -> Answer:
+        form_type = headers.get("content-type", "").split(";")[0].strip().lower()
+        if (body and form_type != "application/x-www-form-urlencoded") or len(body) > MAX_FORM_BYTES:
+            return self.problem(400, "Bad request", "Levers accept only this page's own forms.", session)
+        if self.read_only and path not in ("/login", "/logout"):
+            return self.problem(403, "Read-only", "This page was started with --read-only: nothing can be changed "
+                                "here. Use the command line, or start the page without --read-only.", session)
+        form = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+        if not security.tokens_match(forms.one(form, "csrf"), session.csrf):
+            return self.problem(403, "Refused: the form token is missing or wrong",
+                                "Nothing was changed. Reload the page and try again (a form from another "
+                                "site, or from before a restart, cannot pull a lever).", session)
+        if path == "/login":
+            return self._login(form, session)
+        if not session.authenticated:
+            return self.problem(403, "Log in first", "Nothing was changed: log in, then try again.", session)
+        if path == "/logout":
+            self.sessions.end(session)
+            return self.redirect("/login", {"Set-Cookie": security.session_cookie("", secure=False) + "; Max-Age=0"})
+        try:
+            return self._lever(path, form, session)
+        except DispatchError as error:
+            return self._failure(error, session)
+
+    def _lever(self, path: str, form: dict, session: security.Session) -> Answer:
+        match = _JOB_PATH.match(path)
+        if match and match.group(2):
+            job_id = self._job_id(match.group(1))
+            done = self.pages.retry(job_id) if match.group(2) == "retry" else self.pages.cancel(job_id)
+        elif path in LEVERS:
+            done = LEVERS[path](self.pages, form)
+        elif path == "/bulk":
+            return self.render(self.pages.bulk_act(form), session, path)
+        else:
+            return self.problem(404, "Not found", f"There is no lever at {path}.", session)
+        return self._done(done, session)
+
+    def _done(self, done: Done, session: security.Session) -> Answer:
+        session.flash = done.message
+        return self.redirect(done.location)
+
+    def _login(self, form: dict, session: security.Session) -> Answer:
+        if not self.token:
+            return self.redirect("/")
+        if not security.tokens_match(forms.one(form, "token"), self.token):
+            return self.render(Page("login.html", {"error": "That token is not the one configured (UI_TOKEN)."}, 403,
+                                    refresh=False),
+                               session)
+        self.sessions.end(session)  # a new id once logged in: a session id seen before login is worth nothing
+        fresh = self.sessions.start(authenticated=True)
+        return self.redirect("/", {"Set-Cookie": security.session_cookie(fresh.id)})
+
+    @staticmethod
+    def _job_id(text: str) -> int:
+        try:
+            return forms.positive_id(text, "job id")
+        except InvalidInput:
+            raise NotFound(f"there is no job {text!r}: a job's page is /jobs/ID with a numeric id") from None
+
+    def _failure(self, error: DispatchError, session: security.Session) -> Answer:
+        if isinstance(error, NotFound):
+            return self.problem(404, "Not found", str(error), session)
+        if isinstance(error, Conflict):
+            return self.problem(409, "Nothing done", str(error), session)
+        if isinstance(error, JenkinsError):
+            return self.problem(502, "Jenkins unavailable", str(error), session)
+        if isinstance(error, OPERATION_FAILED):
+            return self.problem(503, "Unavailable", str(error), session)
+        if isinstance(error, InvalidInput):
+            return self.problem(400, "Bad request", str(error), session)
+        return self.problem(400, "Refused", str(error), session)
+
+
+def read_body(handler: BaseHTTPRequestHandler, limit: int = MAX_FORM_BYTES) -> bytes:
+    """The request's body, up to ``limit`` bytes; a longer one is not read (it is refused as too long)."""
+    try:
+        length = int(handler.headers.get("Content-Length") or 0)
+    except ValueError:
+        length = 0
+    if length > limit:
+        handler.close_connection = True
+        return b"x" * (limit + 1)
+    return handler.rfile.read(length) if length > 0 else b""
+
+
+def answer_page(app: UiApp, handler: BaseHTTPRequestHandler, method: str, body: bytes) -> None:
+    """Answer ``handler``'s request through ``app``, with the security headers (also `serve --ui`'s way in)."""
+    headers = {k.lower(): v for k, v in handler.headers.items()}
+    answer = app.handle(method, handler.path, headers, body)
+    handler.send_response(answer.status)
+    for name, value in {**security.SECURITY_HEADERS, **answer.headers}.items():
+        handler.send_header(name, value)
+    handler.send_header("Content-Length", str(len(answer.body)))
+    handler.end_headers()
+    if method != "HEAD":
+        handler.wfile.write(answer.body)
+
+
+def _handler_class(app: UiApp):
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "jenkins-dispatch-ui"
+        sys_version = ""
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's signature
+            pass  # no access log: query strings are the operator's filters, not worth a line each
+
+        def _serve(self, method: str) -> None:
+            answer_page(app, self, method, read_body(self))
+
+        def do_GET(self) -> None:
+            self._serve("GET")
+
+        def do_HEAD(self) -> None:
+            self._serve("HEAD")
+
+        def do_POST(self) -> None:
+            self._serve("POST")
+
+        def do_PUT(self) -> None:
+            self._serve("PUT")
+
+        def do_DELETE(self) -> None:
+            self._serve("DELETE")
+
+    return Handler
+
+
+def mounted_app(settings: Settings, *, read_only: bool = False) -> UiApp:
+    """The page for `serve --ui`, which shares the webhook's address: a token is always required there."""
+    if not settings.ui_token:
+        raise ConfigError("serve --ui needs UI_TOKEN (or UI_TOKEN_SECRET_ARN): the page would share the webhook's "
+                          "address, so it must ask for a token")
+    return UiApp(settings, read_only=read_only, token=settings.ui_token)
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 64
+    daemon_threads = True
+
+
+class UiServer:
+    """The web page on a background thread: ``start``, ``url``, ``stop``."""
+
+    def __init__(self, settings: Settings, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *,
+                 read_only: bool = False, refresh_seconds: int = DEFAULT_REFRESH_SECONDS):
+        security.check_listen(host, settings.ui_token)
+        self.app = UiApp(settings, read_only=read_only, refresh_seconds=refresh_seconds, token=settings.ui_token)
+        try:
+            self.httpd = _Server((host, port), _handler_class(self.app))
+        except (OSError, OverflowError) as exc:
+            self.app.close()
+            raise ConfigError(f"ui cannot listen on {host}:{port}: {getattr(exc, 'strerror', None) or exc}") from None
+        # A short poll: `stop` (shutdown) waits up to one poll for the serving loop to notice.
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                       name="ui-http", daemon=True)
+
+    @property
+    def url(self) -> str:
+        """The base URL it listens on."""
+        host, port = self.httpd.server_address[:2]
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{port}/"
+
+    def start(self) -> UiServer:
+        """Serve on a background thread; return self."""
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, close the socket and the database sessions."""
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.app.close()
+
+
+def run_ui(settings: Settings, host: str, port: int, *, read_only: bool = False,
+           refresh_seconds: int = DEFAULT_REFRESH_SECONDS) -> None:
+    """`jenkins-dispatch ui`: serve the page until SIGTERM / SIGINT; the first stdout line says where."""
+    server = UiServer(settings, host, port, read_only=read_only, refresh_seconds=refresh_seconds).start()
+    print(json.dumps({"message": "serving the web page", "url": server.url, "read_only": read_only,
+                      "token_required": bool(settings.ui_token),
+                      "started_at": datetime.now(UTC).isoformat(timespec="seconds")}), flush=True)
+    stop = threading.Event()
+
+    def request_stop(_signum, _frame) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
+    try:
+        while not stop.wait(3600):
+            pass
+    finally:
+        server.stop()

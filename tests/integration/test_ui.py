@@ -1,0 +1,332 @@
+"""Issue 15: the web page over real HTTP, on the real database (both engines): every page, every lever (and
+that each lands in the job's history with actor `ui`), the CSRF refusal, escaping, bad input, read-only."""
+
+from __future__ import annotations
+
+import html
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from jenkins_dispatch.dispatching.dispatcher import run_pass
+from jenkins_dispatch.dispatching.heartbeat import Heartbeat
+from jenkins_dispatch.store.queue import FINAL_STATUSES
+
+from ..dispatch_helpers import dispatch_settings, wait_for
+from ..ui_helpers import *  # noqa: F401,F403 - the fixtures make_ui, ui, client
+from ..ui_helpers import PAYLOAD, UiClient, plain_settings
+
+pytestmark = pytest.mark.both_engines
+
+
+def put(queue, db, job, status, error=None, parameters=None, hours_ago=0.0):
+    """A row of `job` in `status` (final rows finished `hours_ago`), with `error` as last_error."""
+    job_id = queue.enqueue(job, parameters or {}).id
+    at = datetime.now(UTC) - timedelta(hours=hours_ago)
+    db.run("UPDATE jenkins_jobs_queue SET status = :status, last_error = :error, finished_at = :finished_at, "
+           "updated_at = :at WHERE id = :id",
+           id=job_id, status=status, error=error, at=at, finished_at=at if status in FINAL_STATUSES else None)
+    return job_id
+
+
+def history(queue, job_id):
+    return [(e["event"], e["from_status"], e["to_status"], e["actor"]) for e in queue.events(job_id)]
+
+
+def ids_listed(page: str) -> list[int]:
+    import re
+
+    return [int(i) for i in re.findall(r'<td><a href="/jobs/(\d+)">', page)]
+
+
+# --------------------------------------------------------------------------- pages
+
+
+def test_every_answer_carries_the_security_headers(client):
+    for path in ("/", "/jobs", "/jobs/12345", "/static/ui.css", "/nowhere"):
+        answer = client.get(path)
+        csp = answer.headers["Content-Security-Policy"]
+        assert "default-src 'self'" in csp and "frame-ancestors 'none'" in csp and "unsafe-inline" not in csp
+        assert answer.headers["X-Content-Type-Options"] == "nosniff"
+        assert answer.headers["Referrer-Policy"] == "no-referrer"
+    cookie = client.get("/").headers.get("Set-Cookie") or ""
+    fresh = UiClient(client.base_url).get("/").headers["Set-Cookie"]
+    assert "HttpOnly" in fresh and "SameSite=Strict" in fresh and cookie == ""  # set once per session
+
+
+def test_overview_shows_counts_caps_pauses_oldest_pending_and_recent_hours(client, queue, db):
+    oldest = queue.enqueue("deploy", scheduled_at=datetime.now(UTC) - timedelta(minutes=5)).id
+    queue.enqueue("build")
+    put(queue, db, "deploy", "failed", "HTTP 404: no such job")
+    put(queue, db, "deploy", "completed", hours_ago=2)
+    queue.set_limit("deploy", 0)
+    queue.pause("build", reason="release freeze", paused_by="alice")
+    page = client.get("/")
+    assert page.status_code == 200
+    text = page.text
+    assert 'id="counts"' in text and '<span class="n">2</span> pending' in text
+    assert '<span class="n">1</span> failed' in text
+    assert f'<a href="/jobs/{oldest}">#{oldest} deploy</a>' in text
+    assert "a cap of 0 holds this job back" in text  # why the oldest waits
+    assert "0 / 0" in text  # deploy: in flight / cap
+    assert "release freeze" in text and "paused" in text
+    assert "Jenkins: unknown" in text and "No dispatcher has passed" in text
+    throughput = text.split('id="throughput"')[1].split("</table>")[0]
+    assert throughput.count("<th>") == 1 + 12 + 3  # 12 hours, then completed, failed, cancelled
+    assert '<td class="bad">1</td>' in throughput
+
+
+def test_overview_names_live_dispatchers_and_jenkins_as_last_seen(client, queue, jenkins):
+    heartbeat = Heartbeat("cli", dispatcher_id="ui-test-dispatcher")
+    queue.enqueue("deploy")
+    run_pass(dispatch_settings(jenkins.base_url), heartbeat=heartbeat)
+    text = client.get("/").text
+    assert "Jenkins: no outage reported by the live dispatchers (latest pass: ui-test-dispatcher)" in text
+    assert "<td>ui-test-dispatcher</td><td>cli</td>" in text and "<td>yes</td>" in text  # live
+    queue.enqueue("deploy")
+    run_pass(dispatch_settings("http://127.0.0.1:9/"), heartbeat=heartbeat)  # nothing listens there
+    text = client.get("/").text
+    assert 'class="jenkins-down">' in text and "Jenkins unavailable since" in text
+
+
+def test_jobs_filters_by_status_job_time_error_and_parameters(client, queue, db):
+    timeout = put(queue, db, "deploy", "failed", "Jenkins timeout after 10 s", {"ENV": "prod"})
+    missing = put(queue, db, "build", "failed", "HTTP 404: no such job", {"ENV": "dev"})
+    old = put(queue, db, "deploy", "completed", None, {"ENV": "prod", "N": 5}, hours_ago=3)
+    pending = queue.enqueue("deploy", {"ENV": "prod"}).id
+    cases = {
+        "": [pending, old, missing, timeout],
+        "?status=failed": [missing, timeout],
+        "?job=deploy": [pending, old, timeout],
+        "?since=1h": [pending, missing, timeout],
+        "?error=TIMEOUT": [timeout],
+        "?param=ENV%3Dprod": [pending, old, timeout],
+        "?param=ENV%3Dprod&param=N%3D5": [old],
+        "?status=failed&job=deploy&since=1h&error=timeout&param=ENV%3Dprod": [timeout],
+        "?error=50%25": [],
+    }
+    for query, expected in cases.items():
+        page = client.get("/jobs" + query)
+        assert page.status_code == 200, (query, page.text)
+        assert ids_listed(page.text) == expected, query
+    assert "why" not in client.get("/jobs?status=pending").text.split('id="jobs"')[0]  # the filters keep their values
+
+
+def test_jobs_pages_by_id_newest_first(client, queue):
+    ids = [queue.enqueue("deploy").id for _ in range(5)]
+    first = client.get("/jobs?limit=2")
+    assert ids_listed(first.text) == [ids[4], ids[3]]
+    older = html.unescape(first.text.split('id="older"')[0].rsplit('href="', 1)[1].split('"')[0])
+    assert older == f"/jobs?limit=2&before={ids[3]}"
+    assert ids_listed(client.get(older).text) == [ids[2], ids[1]]
+    assert ids_listed(client.get(f"/jobs?limit=2&before={ids[1]}").text) == [ids[0]]
+
+
+def test_jobs_page_reloads_itself_with_the_self_served_script_only(make_ui):
+    server = make_ui(refresh_seconds=7)
+    page = UiClient(server.url).get("/jobs").text
+    assert 'data-refresh="7"' in page and '<script src="/static/ui.js" defer></script>' in page
+    assert page.count("<script") == 1 and "style=" not in page
+    script = UiClient(server.url).get("/static/ui.js")
+    assert script.headers["Content-Type"].startswith("text/javascript") and "location.reload" in script.text
+
+
+def test_job_page_shows_fields_parameters_links_history_and_why_it_waits(client, queue, jenkins):
+    job_id = queue.enqueue("team/app/deploy", {"VERSION": "1.2.3"}, priority=4,
+                           scheduled_at=datetime.now(UTC) + timedelta(hours=1)).id
+    text = client.get(f"/jobs/{job_id}").text
+    assert "<th>VERSION</th><td>1.2.3</td>" in text
+    assert "<th>priority</th><td>4</td>" in text and "<th>max_attempts</th><td>3</td>" in text
+    assert 'id="waiting">Waiting: not due until' in text
+    assert f'href="{jenkins.base_url}job/team/job/app/job/deploy/"' in text
+    assert "<strong>enqueued</strong> ∅ → pending" in text and "by operator" in text
+
+
+def test_job_page_links_the_jenkins_queue_item_once_triggered(client, queue, jenkins):
+    job_id = queue.enqueue("waiting").id  # a 30 s quiet period: it stays in Jenkins's queue
+    run_pass(dispatch_settings(jenkins.base_url))
+    queue_id = queue.get(job_id)["jenkins_queue_id"]
+    text = client.get(f"/jobs/{job_id}").text
+    assert f'href="{jenkins.base_url}queue/item/{queue_id}/api/json"' in text
+    assert "<strong>triggered</strong> processing → processing" in text and "by dispatcher" in text
+
+
+def test_user_data_renders_as_text(client, queue, db):
+    job_id = put(queue, db, "deploy", "failed", f"boom {PAYLOAD}", {"ENV": PAYLOAD, PAYLOAD: "x"})
+    escaped = html.escape(PAYLOAD, quote=False)
+    for path in (f"/jobs/{job_id}", "/jobs", "/jobs?error=" + PAYLOAD):
+        text = client.get(path).text
+        assert PAYLOAD not in text and "<img" not in text, path
+        assert escaped in text or html.escape(PAYLOAD) in text, path
+
+
+# --------------------------------------------------------------------------- levers
+
+
+def test_retry_sends_a_final_job_back_to_pending_as_ui(client, queue, db):
+    job_id = put(queue, db, "deploy", "failed", "HTTP 404")
+    client.get(f"/jobs/{job_id}")
+    answer = client.post(f"/jobs/{job_id}/retry")
+    assert answer.status_code == 200 and answer.url.endswith(f"/jobs/{job_id}")
+    assert f"job {job_id} is pending again" in answer.text
+    assert queue.get(job_id)["status"] == "pending"
+    assert history(queue, job_id)[-1] == ("retried", "failed", "pending", "ui")
+
+
+def test_cancel_a_pending_job_as_ui(client, queue):
+    job_id = queue.enqueue("deploy").id
+    answer = client.post(f"/jobs/{job_id}/cancel")
+    assert f"job {job_id} cancelled" in answer.text
+    row = queue.get(job_id)
+    assert row["status"] == "cancelled" and row["last_error"] == "cancelled from the web page"
+    assert history(queue, job_id)[-1] == ("cancelled", "pending", "cancelled", "ui")
+
+
+def test_cancel_a_running_job_stops_its_build_in_jenkins(client, queue, jenkins):
+    job_id = queue.enqueue("deploy", {"EMULATOR_DURATION": "30"}).id
+    run_pass(dispatch_settings(jenkins.base_url))
+    assert wait_for(lambda: jenkins.builds("deploy"))
+    answer = client.post(f"/jobs/{job_id}/cancel")
+    assert answer.status_code == 200 and f"job {job_id} cancelled" in answer.text
+    assert wait_for(lambda: jenkins.builds("deploy")[0].result == "ABORTED")
+    assert queue.get(job_id)["status"] == "cancelled"
+    assert history(queue, job_id)[-1][2:] == ("cancelled", "ui")
+
+
+def test_retrying_a_pending_job_answers_409_and_changes_nothing(client, queue):
+    job_id = queue.enqueue("deploy").id
+    answer = client.post(f"/jobs/{job_id}/retry")
+    assert answer.status_code == 409 and "only completed, failed or cancelled jobs can be retried" in answer.text
+    assert "Traceback" not in answer.text and len(queue.events(job_id)) == 1
+
+
+def test_pause_and_resume_a_job_and_everything(client, queue):
+    queue.enqueue("deploy")
+    answer = client.post("/pause", {"job": "deploy", "next": "/jobs"})
+    assert answer.url.endswith("/jobs") and "paused deploy: 1 pending job(s) wait" in answer.text
+    [pause] = queue.pauses()
+    assert (pause.job_name, pause.paused_by) == ("deploy", "ui")
+    client.post("/pause", {"next": "/"})
+    assert {p.job_name for p in queue.pauses()} == {None, "deploy"}
+    assert "Everything is paused" in client.get("/").text
+    client.post("/resume", {})
+    client.post("/resume", {"job": "deploy"})
+    assert queue.pauses() == []
+
+
+def test_edit_and_remove_a_cap(client, queue):
+    client.post("/caps", {"job": "deploy", "cap": "3"})
+    assert [(r["job_name"], r["max_in_flight"]) for r in queue.limits()] == [("deploy", 3)]
+    answer = client.post("/caps", {"job": "deploy", "cap": ""})
+    assert "deploy: no cap" in answer.text and queue.limits() == []
+
+
+def test_bulk_retry_shows_the_count_then_acts_on_confirmation(client, queue, db):
+    failed = [put(queue, db, "deploy", "failed", "Jenkins timeout") for _ in range(3)]
+    other = put(queue, db, "build", "failed", "Jenkins timeout")
+    preview = client.get("/bulk?action=retry&status=failed&job=deploy")
+    assert preview.status_code == 200 and "3 jobs match" in preview.text
+    assert 'data-refresh="0"' in preview.text  # a confirmation never reloads itself
+    assert all(queue.get(i)["status"] == "failed" for i in failed)  # looking changes nothing
+    done = client.post("/bulk", {"action": "retry", "status": "failed", "job": "deploy"})
+    assert done.status_code == 200 and "retried 3 of 3 jobs" in done.text
+    assert [queue.get(i)["status"] for i in failed] == ["pending"] * 3
+    assert queue.get(other)["status"] == "failed"
+    assert all(history(queue, i)[-1] == ("retried", "failed", "pending", "ui") for i in failed)
+
+
+def test_bulk_cancel_of_a_filter(client, queue):
+    ids = [queue.enqueue("deploy").id for _ in range(2)]
+    keep = queue.enqueue("build").id
+    assert "2 jobs match" in client.get("/bulk?action=cancel&job=deploy").text
+    done = client.post("/bulk", {"action": "cancel", "job": "deploy"})
+    assert "cancelled 2 of 2 jobs" in done.text
+    assert [queue.get(i)["status"] for i in ids] == ["cancelled", "cancelled"]
+    assert queue.get(keep)["status"] == "pending"
+    assert history(queue, ids[0])[-1] == ("cancelled", "pending", "cancelled", "ui")
+
+
+# --------------------------------------------------------------------------- refusals
+
+
+def test_a_post_without_or_with_a_wrong_csrf_token_changes_nothing(client, make_ui, queue, db):
+    job_id = put(queue, db, "deploy", "failed", "HTTP 404")
+    other_session = UiClient(client.base_url)
+    other_session.get("/")
+    for token in (None, "", "wrong", other_session.csrf):
+        for path, form in ((f"/jobs/{job_id}/retry", {}), ("/pause", {}), ("/caps", {"job": "deploy", "cap": "1"}),
+                           ("/bulk", {"action": "retry", "status": "failed"})):
+            answer = client.post(path, form, csrf=token)
+            assert answer.status_code == 403, (path, token)
+            assert "form token is missing or wrong" in answer.text and "Nothing was changed" in answer.text
+    assert queue.get(job_id)["status"] == "failed" and len(queue.events(job_id)) == 1
+    assert queue.pauses() == [] and queue.limits() == []
+
+
+@pytest.mark.parametrize(("path", "status", "message"), [
+    ("/jobs/999999", 404, "no job with id 999999"),
+    ("/jobs/abc", 404, "there is no job &#39;abc&#39;"),
+    ("/jobs/0", 404, "there is no job"),
+    ("/jobs?status=bogus", 400, "status: unknown status"),
+    ("/jobs?since=yesterday-ish", 400, "bad time"),
+    ("/jobs?param=no-equals-sign", 400, "param: expected KEY=VALUE"),
+    ("/jobs?param=a%20b%3D1", 400, "param: expected KEY=VALUE"),
+    ("/jobs?before=-3", 400, "before: expected a job id"),
+    ("/jobs?limit=100000", 400, "limit: expected a whole number from 1 to 500"),
+    ("/bulk?action=explode&status=failed", 400, "action: expected retry or cancel"),
+    ("/bulk?action=cancel&status=completed", 400, "completed jobs are final and cannot be cancelled"),
+    ("/bulk?action=retry", 400, "name job ids or select jobs"),
+    ("/bulk?action=retry&param=ENV%3Dprod", 400, "remove the parameter filter"),
+    ("/no/such/page", 404, "There is no page at /no/such/page"),
+])
+def test_bad_input_answers_a_clear_page(client, path, status, message):
+    answer = client.get(path)
+    assert answer.status_code == status, answer.text
+    assert message in answer.text and "Traceback" not in answer.text
+
+
+@pytest.mark.parametrize("cap", ["-1", "many", "1.5", "99999999999"])
+def test_a_bad_cap_answers_400_and_changes_nothing(client, queue, cap):
+    answer = client.post("/caps", {"job": "deploy", "cap": cap})
+    assert answer.status_code == 400 and "cap: expected a whole number" in answer.text
+    assert queue.limits() == []
+
+
+def test_read_only_hides_the_levers_and_refuses_every_post(make_ui, queue, db):
+    server = make_ui(read_only=True)
+    reader = UiClient(server.url)
+    job_id = put(queue, db, "deploy", "failed", "HTTP 404")
+    for path in ("/", "/jobs?status=failed", f"/jobs/{job_id}"):
+        text = reader.get(path).text
+        assert 'method="post"' not in text and "read-only" in text, path
+    for path, form in ((f"/jobs/{job_id}/retry", {}), ("/pause", {}), ("/caps", {"job": "deploy", "cap": "1"}),
+                       ("/bulk", {"action": "retry", "status": "failed"})):
+        answer = reader.post(path, form)
+        assert answer.status_code == 403 and "--read-only" in answer.text, path
+    assert reader.get("/bulk?action=retry&status=failed").status_code == 404
+    assert queue.get(job_id)["status"] == "failed" and queue.pauses() == [] and queue.limits() == []
+
+
+def test_loopback_without_a_token_answers_only_to_loopback_host_names(make_ui):
+    server = make_ui()
+    reader = UiClient(server.url)
+    assert reader.get("/", headers={"Host": "evil.example:8081"}).status_code == 421
+    assert reader.get("/", headers={"Host": "localhost:8081"}).status_code == 200
+
+
+def test_with_a_token_the_login_form_sets_a_strict_http_only_cookie(make_ui, queue):
+    server = make_ui(plain_settings(UI_TOKEN="s3cret-token"))
+    browser = UiClient(server.url)
+    first = browser.get("/")
+    assert first.url.endswith("/login") and 'type="password"' in first.text
+    assert browser.http.post(server.url + "pause", data={"csrf": browser.csrf}).status_code == 403
+    wrong = browser.post("/login", {"token": "guess"})
+    assert wrong.status_code == 403 and "not the one configured" in wrong.text and "s3cret" not in wrong.text
+    right = browser.post("/login", {"token": "s3cret-token"}, allow_redirects=False)
+    assert right.status_code == 303
+    cookie = right.headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    page = browser.get("/")
+    assert page.status_code == 200 and "Overview" in page.text and "s3cret" not in page.text
+    assert browser.post("/pause", {}).status_code == 200 and queue.pauses()[0].paused_by == "ui"
+    assert "s3cret" not in repr(server.app.settings)

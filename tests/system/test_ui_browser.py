@@ -1,0 +1,248 @@
+"""Issue 15 in a real browser: Debian's Chromium, headless, driven by Selenium through Debian's chromium-driver
+(never a browser or driver downloaded at run time). One browser for the module; each test gets its own page
+server and database rows. A failing test leaves a screenshot (its path is in the failure message).
+
+With JD_UI_SCREENSHOTS_TO_DOCS=1 the README's two screenshots (docs/ui-overview.png, docs/ui-job.png) are
+written from this run."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from jenkins_dispatch.dispatching.dispatcher import run_pass
+from jenkins_dispatch.dispatching.heartbeat import Heartbeat
+from jenkins_dispatch.store.queue import FINAL_STATUSES
+
+from ..dispatch_helpers import dispatch_settings, wait_for
+from ..ui_helpers import *  # noqa: F401,F403 - the fixtures make_ui, ui, client
+from ..ui_helpers import PAYLOAD
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+FLAG_PAYLOAD = '<img src=x onerror="window.__xss=1">'  # what a script would leave behind if one ran
+
+pytestmark = pytest.mark.timeout(90)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory) -> Iterator:
+    """One headless Chromium for the module (skipped, saying why, only when Debian's chromium is absent)."""
+    if not CHROMIUM.exists() or not CHROMEDRIVER.exists():
+        pytest.skip(f"Debian's chromium and chromium-driver are not installed ({CHROMIUM}, {CHROMEDRIVER}): "
+                    "apt-get install chromium chromium-driver (.ci/run does)")
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (the test extra)")
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    os.environ["SE_OFFLINE"] = "true"  # Selenium Manager must never download a browser or a driver
+    options = Options()
+    options.binary_location = str(CHROMIUM)
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--window-size=1280,1000", "--disable-extensions", "--no-first-run"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    driver.implicitly_wait(0)
+    driver.screenshots = tmp_path_factory.mktemp("ui-screenshots")
+    yield driver
+    driver.quit()
+
+
+@contextmanager
+def screenshot_on_failure(browser, name: str) -> Iterator[None]:
+    """Keep what the browser showed when the block failed, and say where."""
+    try:
+        yield
+    except BaseException as failure:
+        path = browser.screenshots / f"{name}.png"
+        try:
+            browser.save_screenshot(str(path))
+            failure.add_note(f"screenshot: {path} (page {browser.current_url})")
+        except Exception as exc:  # the browser itself may be what failed
+            failure.add_note(f"no screenshot: {exc}")
+        raise
+
+
+def css(browser, selector: str):
+    from selenium.webdriver.common.by import By
+
+    return browser.find_element(By.CSS_SELECTOR, selector)
+
+
+def all_css(browser, selector: str):
+    from selenium.webdriver.common.by import By
+
+    return browser.find_elements(By.CSS_SELECTOR, selector)
+
+
+def click_button(browser, label: str, within: str = "main") -> None:
+    """Click the button labelled ``label`` and wait for the page it leads to."""
+    from selenium.webdriver.common.by import By
+
+    old = css(browser, "html")
+    css(browser, within).find_element(By.XPATH, f".//button[normalize-space()='{label}']").click()
+    assert wait_for(lambda: _stale(old), timeout=10)
+
+
+def _stale(element) -> bool:
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    try:
+        return not element.tag_name  # any call on an element of a page that went away raises
+    except StaleElementReferenceException:
+        return True
+
+
+def no_alert(browser) -> bool:
+    from selenium.common.exceptions import NoAlertPresentException
+
+    try:
+        return browser.switch_to.alert is None  # raises when there is none
+    except NoAlertPresentException:
+        return True
+
+
+def put(queue, db, job, status, error=None, parameters=None):
+    job_id = queue.enqueue(job, parameters or {}).id
+    now = datetime.now(UTC)
+    db.run("UPDATE jenkins_jobs_queue SET status = :status, last_error = :error, finished_at = :finished_at, "
+           "updated_at = :at, attempts = 1 WHERE id = :id", id=job_id, status=status, error=error, at=now,
+           finished_at=now if status in FINAL_STATUSES else None)
+    return job_id
+
+
+def listed_ids(browser) -> list[int]:
+    return [int(a.text) for a in all_css(browser, "#jobs tbody td:first-child a")]
+
+
+def test_overview_then_filter_the_list_then_open_a_job(browser, ui, queue, db):
+    from selenium.webdriver.support.select import Select
+
+    with screenshot_on_failure(browser, "overview-filter"):
+        failed = put(queue, db, "deploy", "failed", "Jenkins timeout after 10 s")
+        done = put(queue, db, "deploy", "completed")
+        pending = queue.enqueue("team/app/deploy", {"VERSION": "1.2.3"}).id
+        browser.get(ui.url)
+        assert css(browser, "h1").text == "Overview"
+        assert "1\npending" in css(browser, "#counts").text.replace(" (1 due)", "")
+        assert f"#{pending} team/app/deploy" in css(browser, "#oldest").text
+        css(browser, "header nav a[href='/jobs']").click()
+        assert wait_for(lambda: listed_ids(browser) == [pending, done, failed])
+        Select(css(browser, "select[name=status]")).select_by_visible_text("failed")
+        click_button(browser, "Filter", "#filters")
+        assert listed_ids(browser) == [failed] and "status=failed" in browser.current_url
+        css(browser, f"#jobs a[href='/jobs/{failed}']").click()
+        assert wait_for(lambda: css(browser, "#status").text == "failed")
+        assert "Jenkins timeout after 10 s" in css(browser, "#fields").text
+        assert "by operator" in css(browser, "#history").text
+
+
+def test_retry_cancel_and_pause_change_the_page_and_the_database(browser, ui, queue, db):
+    with screenshot_on_failure(browser, "levers"):
+        failed = put(queue, db, "deploy", "failed", "HTTP 404")
+        browser.get(f"{ui.url}jobs/{failed}")
+        click_button(browser, "Retry", "#levers")
+        assert css(browser, "#flash").text == f"job {failed} is pending again"
+        assert css(browser, "#status").text == "pending"
+        assert queue.get(failed)["status"] == "pending"
+        assert queue.events(failed)[-1]["actor"] == "ui"
+
+        click_button(browser, "Cancel", "#levers")  # the retried job is pending now: cancel it
+        assert css(browser, "#status").text == "cancelled" and "cancelled" in css(browser, "#flash").text
+        row = queue.get(failed)
+        assert row["status"] == "cancelled" and queue.events(failed)[-1]["actor"] == "ui"
+
+        click_button(browser, "Pause", "#levers")
+        assert "paused deploy" in css(browser, "#flash").text
+        assert [b.text for b in all_css(browser, "#levers button")] == ["Retry", "Resume"]
+        [pause] = queue.pauses()
+        assert (pause.job_name, pause.paused_by) == ("deploy", "ui")
+        browser.get(ui.url)
+        click_button(browser, "Pause everything")
+        assert "Everything is paused" in css(browser, "#everything-paused").text
+        assert {p.job_name for p in queue.pauses()} == {None, "deploy"}
+        click_button(browser, "Resume everything")
+        assert {p.job_name for p in queue.pauses()} == {"deploy"}
+
+
+def test_cancel_a_running_build_from_its_page(browser, ui, queue, jenkins):
+    with screenshot_on_failure(browser, "cancel-running"):
+        job_id = queue.enqueue("deploy", {"EMULATOR_DURATION": "30"}).id
+        run_pass(dispatch_settings(jenkins.base_url))
+        assert wait_for(lambda: jenkins.builds("deploy"))
+        browser.get(f"{ui.url}jobs/{job_id}")
+        assert css(browser, "#status").text == "processing"
+        click_button(browser, "Cancel", "#levers")
+        assert css(browser, "#status").text == "cancelled"
+        assert wait_for(lambda: jenkins.builds("deploy")[0].result == "ABORTED")
+        assert queue.get(job_id)["status"] == "cancelled"
+
+
+def test_bulk_retry_confirms_the_count_first(browser, ui, queue, db):
+    with screenshot_on_failure(browser, "bulk"):
+        ids = [put(queue, db, "deploy", "failed", "Jenkins timeout") for _ in range(3)]
+        browser.get(f"{ui.url}jobs?status=failed")
+        css(browser, "a.button[href^='/bulk?']").click()
+        assert wait_for(lambda: "3 jobs match" in css(browser, "#bulk-count").text)
+        assert [queue.get(i)["status"] for i in ids] == ["failed"] * 3  # nothing yet
+        click_button(browser, "Retry 3 jobs", "#bulk-confirm")
+        assert css(browser, "#bulk-summary").text.startswith("retried 3 of 3 jobs")
+        assert [queue.get(i)["status"] for i in ids] == ["pending"] * 3
+
+
+def test_html_in_parameters_and_errors_renders_as_text_and_runs_nothing(browser, ui, queue, db):
+    with screenshot_on_failure(browser, "escaping"):
+        job_id = put(queue, db, "deploy", "failed", f"boom {FLAG_PAYLOAD} {PAYLOAD}",
+                     {"ENV": PAYLOAD, "FLAG": FLAG_PAYLOAD})
+        for path in (f"jobs/{job_id}", "jobs", "jobs?status=failed"):
+            browser.get(ui.url + path)
+            assert no_alert(browser), path
+            assert browser.execute_script("return window.__xss === undefined"), path
+            assert all_css(browser, "main img") == [], path
+        browser.get(f"{ui.url}jobs/{job_id}")
+        values = {row.find_element("css selector", "th").text: row.find_element("css selector", "td").text
+                  for row in all_css(browser, "#parameters tr")}
+        assert values == {"ENV": PAYLOAD, "FLAG": FLAG_PAYLOAD}
+        assert f"boom {FLAG_PAYLOAD} {PAYLOAD}" in css(browser, "#fields").text
+
+
+def test_the_list_reloads_itself_while_open(browser, make_ui, queue):
+    with screenshot_on_failure(browser, "refresh"):
+        server = make_ui(refresh_seconds=1)
+        browser.get(server.url + "jobs")
+        assert css(browser, "#no-jobs")
+        job_id = queue.enqueue("deploy").id
+        assert wait_for(lambda: listed_ids(browser) == [job_id], timeout=8)
+
+
+def test_screenshots_of_the_overview_and_a_job(browser, ui, queue, db, jenkins):
+    """The README's pictures, from a queue with some of everything in it."""
+    with screenshot_on_failure(browser, "readme"):
+        settings = dispatch_settings(jenkins.base_url)
+        heartbeat = Heartbeat("serve", dispatcher_id="serve@ops-1:4242")
+        for n in range(3):
+            queue.enqueue("team/app/deploy", {"VERSION": f"1.4.{n}", "ENV": "prod"}, priority=10)
+        queue.enqueue("deploy", {"ENV": "staging", "EMULATOR_DURATION": "30"})
+        queue.set_limit("team/app/deploy", 2)
+        run_pass(settings, heartbeat=heartbeat)
+        queue.enqueue("nightly", scheduled_at=datetime.now(UTC) + timedelta(hours=2))
+        put(queue, db, "reports/weekly", "failed", "Jenkins has no job 'reports/weekly' (404): check the job path")
+        put(queue, db, "deploy", "completed")
+        queue.pause("nightly", reason="release freeze", paused_by="ui")
+        shots = {"ui-overview.png": ui.url}
+        job = queue.list_jobs(job_name="team/app/deploy", status="processing", limit=1)[0]["id"]
+        shots["ui-job.png"] = f"{ui.url}jobs/{job}"
+        target = DOCS if os.environ.get("JD_UI_SCREENSHOTS_TO_DOCS") == "1" else browser.screenshots
+        for name, url in shots.items():
+            browser.get(url)
+            height = browser.execute_script("return document.documentElement.scrollHeight")
+            browser.set_window_size(1280, min(max(height + 160, 600), 2000))
+            assert browser.save_screenshot(str(target / name))
+            assert (target / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        browser.set_window_size(1280, 1000)

@@ -1,0 +1,138 @@
+"""The web page's pure parts: reading filters and caps, who may listen where, tokens, the overview's hours and
+Jenkins's state, moments as operators type them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from jenkins_dispatch.errors import ConfigError, InvalidInput
+from jenkins_dispatch.operating import moments
+from jenkins_dispatch.operating.overview import hourly, jenkins_health
+from jenkins_dispatch.ui import forms, security
+
+NOW = datetime(2026, 12, 1, 10, 30, tzinfo=UTC)
+
+
+def q(**fields):
+    return {k: v if isinstance(v, list) else [v] for k, v in fields.items()}
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ({}, {}),
+    (q(status="failed", job=" deploy ", error="timeout"), {"status": "failed", "job_name": "deploy", "error_like": "timeout"}),
+    (q(status="", job="", since="", error=""), {}),  # blank fields of a submitted form mean no filter
+    (q(param=["ENV=prod", "N=5"]), {"parameters": {"ENV": "prod", "N": "5"}}),
+    (q(param="MSG=a=b"), {"parameters": {"MSG": "a=b"}}),
+    (q(before="40", limit="10"), {"before": 40, "limit": 10}),
+])
+def test_job_filters_read_the_query(query, expected):
+    filters = forms.job_filters(query)
+    got = {k: v for k, v in vars(filters).items() if v not in (None, {}) and not (k == "limit" and v == forms.PAGE_SIZE)}
+    assert got == expected
+
+
+@pytest.mark.parametrize(("query", "message"), [
+    (q(status="bogus"), "status: unknown status 'bogus'"),
+    (q(status=["failed", "pending"]), "status: give one value, not 2"),
+    (q(since="yesterday-ish"), "bad time 'yesterday-ish'"),
+    (q(param="novalue"), "param: expected KEY=VALUE"),
+    (q(param="a b=1"), "param: expected KEY=VALUE"),
+    (q(param='x"]=1'), "param: expected KEY=VALUE"),
+    (q(before="0"), "before: expected a job id"),
+    (q(param=["A=1", "B=2", "C=3", "D=4"]), "param: at most 3 parameter filters"),
+    (q(before="1e3"), "before: expected a job id"),
+    (q(limit="0"), "limit: expected a whole number from 1 to 500"),
+    (q(job="x" * 2000), "job: at most 1024 characters"),
+])
+def test_bad_filters_are_refused_naming_the_field(query, message):
+    with pytest.raises(InvalidInput, match=message.replace("[", r"\[").replace("(", r"\(")):
+        forms.job_filters(query)
+
+
+def test_since_reads_durations_and_iso_times():
+    filters = forms.job_filters(q(since="1h"))
+    assert filters.since_text == "1h"
+    assert abs((datetime.now(UTC) - timedelta(hours=1) - filters.since).total_seconds()) < 5
+    assert moments.since("30m", NOW) == NOW - timedelta(minutes=30)
+    assert moments.since("2026-11-30T12:00:00", NOW) == datetime(2026, 11, 30, 12, tzinfo=UTC)
+    assert moments.later("+5m", NOW) == NOW + timedelta(minutes=5)
+    with pytest.raises(InvalidInput, match="bad time '\\+5m'"):
+        moments.since("+5m", NOW)
+
+
+def test_filters_round_trip_through_their_query_string():
+    filters = forms.job_filters(q(status="failed", job="team/app deploy", since="1h", error="50% done",
+                                  param=["ENV=a&b"], limit="20"))
+    again = forms.job_filters({k: [v] if not isinstance(v, list) else v
+                               for k, v in _parse(filters.query(before=7)).items()})
+    assert (again.status, again.job_name, again.since_text, again.error_like, again.parameters, again.limit,
+            again.before) == ("failed", "team/app deploy", "1h", "50% done", {"ENV": "a&b"}, 20, 7)
+
+
+def _parse(text):
+    from urllib.parse import parse_qs
+
+    return parse_qs(text)
+
+
+@pytest.mark.parametrize(("text", "expected"), [("3", 3), (" 0 ", 0), ("", None), (None, None)])
+def test_cap_reads_a_count_or_blank(text, expected):
+    assert forms.cap(text) == expected
+
+
+@pytest.mark.parametrize("text", ["-1", "1.5", "many", "9999999999"])
+def test_cap_refuses_anything_else(text):
+    with pytest.raises(InvalidInput, match="cap: expected a whole number"):
+        forms.cap(text)
+
+
+@pytest.mark.parametrize(("host", "loopback"), [
+    ("127.0.0.1", True), ("127.0.0.2", True), ("::1", True), ("[::1]", True), ("localhost", True),
+    ("0.0.0.0", False), ("::", False), ("10.1.2.3", False), ("ui.example.com", False), ("", False),
+])
+def test_loopback_hosts(host, loopback):
+    assert security.is_loopback(host) is loopback
+
+
+def test_a_non_loopback_address_needs_a_token():
+    security.check_listen("127.0.0.1", None)
+    security.check_listen("0.0.0.0", "a-token")
+    with pytest.raises(ConfigError, match="UI_TOKEN") as refused:
+        security.check_listen("0.0.0.0", None)
+    assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize(("given", "expected", "match"), [
+    ("abc", "abc", True), ("abd", "abc", False), ("", "abc", False), (None, "abc", False), ("abc", None, False),
+    ("", "", False), ("é", "é", True),
+])
+def test_tokens_match(given, expected, match):
+    assert security.tokens_match(given, expected) is match
+
+
+def test_sessions_are_forgotten_beyond_the_limit(monkeypatch):
+    monkeypatch.setattr(security, "MAX_SESSIONS", 3)
+    sessions = security.Sessions(token_required=True)
+    started = [sessions.start() for _ in range(4)]
+    assert sessions.find(started[0].id) is None and sessions.find(started[3].id) is started[3]
+    assert not started[3].authenticated and sessions.start(authenticated=True).authenticated
+    assert security.Sessions(token_required=False).start().authenticated
+
+
+def test_hourly_fills_the_window_oldest_first():
+    rows = [{"hour": NOW.replace(minute=0) - timedelta(hours=2), "completed": 5, "failed": 1, "cancelled": 0}]
+    window = hourly(rows, 4, NOW)
+    assert [w["hour"].hour for w in window] == [7, 8, 9, 10]
+    assert [w["completed"] for w in window] == [0, 5, 0, 0] and window[1]["failed"] == 1
+
+
+@pytest.mark.parametrize(("outage", "dispatchers", "state"), [
+    (None, [], "unknown"),
+    (None, [{"id": "a", "live": False}], "unknown"),
+    (None, [{"id": "a", "live": True}], "up"),
+    ({"since": NOW, "reason": "HTTP 503", "dispatcher_id": "a"}, [{"id": "a", "live": True}], "down"),
+])
+def test_jenkins_health(outage, dispatchers, state):
+    assert jenkins_health(outage, dispatchers).state == state
