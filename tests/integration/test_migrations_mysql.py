@@ -177,18 +177,24 @@ def test_a_migration_that_stopped_part_way_is_resumed(mysql_url, mysql_db):
     assert mysql_db.run("SELECT COUNT(*) AS n FROM jenkins_dispatch_locks")[0]["n"] == 2
 
 
-def test_a_queue_migrated_before_the_open_job_index_gains_it_in_place(mysql_db):
-    """A table 0001 created before open_job_key existed, holding rows: migrate adds the column and its index to
-    it, and every unfinished row is keyed as its job's cap and pause are (a final row not at all)."""
+def test_a_queue_migrated_before_0003_gains_its_column_and_indexes_in_place(mysql_db):
+    """A database migrated by 0001 and 0002 as they were before 0003 existed, holding rows: no open_job_key,
+    the claim-changed indexes without the claim order. migrate applies 0003 alone: the column and its index are
+    added, the three indexes made again in claim order, and every unfinished row is keyed as its job's cap and
+    pause are (a final row not at all)."""
     migrate(mysql_db)
     complete = _schema(mysql_db)
-    mysql_db.run("ALTER TABLE jenkins_jobs_queue DROP INDEX jenkins_jobs_queue_open_job_idx, DROP COLUMN open_job_key")
-    mysql_db.run("DELETE FROM jenkins_dispatch_migrations")
+    final_shape = _index_columns(mysql_db)
+    mysql_db.run("ALTER TABLE jenkins_jobs_queue DROP INDEX jenkins_jobs_queue_open_job_idx, DROP COLUMN open_job_key, "
+                 "DROP INDEX jenkins_jobs_queue_lease_idx, ADD INDEX jenkins_jobs_queue_lease_idx (status, lease_expires_at), "
+                 "DROP INDEX jenkins_jobs_queue_in_flight_idx, "
+                 "ADD INDEX jenkins_jobs_queue_in_flight_idx (status, job_name(255))")
+    mysql_db.run("DELETE FROM jenkins_dispatch_migrations WHERE version >= 3")
     mysql_db.run("INSERT INTO jenkins_jobs_queue (job_name, status, dispatch_id, lease_expires_at, finished_at) "
                  "VALUES ('Deploy', 'pending', NULL, NULL, NULL), ('team/app', 'processing', 'd-1', NOW(6), NULL), "
                  "('deploy', 'completed', 'd-2', NULL, NOW(6))")
-    assert migrate(mysql_db) == ALL
-    assert _schema(mysql_db) == complete
+    assert migrate(mysql_db) == [name for name in ALL if name.startswith("0003_")]
+    assert _schema(mysql_db) == complete and _index_columns(mysql_db) == final_shape
     keys = {r["job_name"]: r["k"] for r in mysql_db.run(
         "SELECT job_name, open_job_key = UNHEX(SHA2(LOWER(job_name), 256)) AS k FROM jenkins_jobs_queue")}
     assert keys == {"Deploy": 1, "team/app": 1, "deploy": None}  # NULL once final
@@ -393,15 +399,3 @@ def test_indexes_a_claim_changes_keep_pending_rows_in_claim_order(mysql_db):
     columns = _index_columns(mysql_db)
     for name in _STATUS_LED:
         assert columns[name][0] == "status" and columns[name][2:] == ["claim_priority", "scheduled_at"], (name, columns[name])
-
-
-def test_an_index_made_before_claim_order_is_made_again_in_place(mysql_url, mysql_db):
-    migrate(mysql_db)
-    mysql_db.run("INSERT INTO jenkins_jobs_queue (job_name) VALUES ('kept')")
-    mysql_db.run("ALTER TABLE jenkins_jobs_queue DROP INDEX jenkins_jobs_queue_lease_idx, "
-                 "ADD INDEX jenkins_jobs_queue_lease_idx (status, lease_expires_at)")
-    for _, _, path in migration_files("mysql"):
-        mysql_db.run_script(path.read_text())
-    assert _index_columns(mysql_db)["jenkins_jobs_queue_lease_idx"] == [
-        "status", "lease_expires_at", "claim_priority", "scheduled_at"]
-    assert [r["job_name"] for r in mysql_db.run("SELECT job_name FROM jenkins_jobs_queue")] == ["kept"]

@@ -125,13 +125,6 @@ FROM (
     UNION ALL SELECT 18, 'open_dedupe_key',
         'ADD COLUMN open_dedupe_key VARCHAR(255) AS '
         '(CASE WHEN status IN (''pending'', ''processing'') THEN dedupe_key END) VIRTUAL'
-    -- An unfinished row's job as jenkins_job_limits and jenkins_job_pauses key it (their job_key): 32 bytes,
-    -- where the name (up to 4,096 bytes) exceeds InnoDB's 3,072-byte key, so that an index holding it answers
-    -- per-job counts of unfinished rows alone, without a lookup per row. NULL once final: finished rows add
-    -- small entries only. VIRTUAL: added without copying the table (1M rows: seconds, with its index).
-    UNION ALL SELECT 19, 'open_job_key',
-        'ADD COLUMN open_job_key BINARY(32) AS '
-        '(CASE WHEN status IN (''pending'', ''processing'') THEN UNHEX(SHA2(LOWER(job_name), 256)) END) VIRTUAL'
 ) wanted
 WHERE NOT EXISTS (
     SELECT 1 FROM information_schema.columns c
@@ -200,32 +193,7 @@ PREPARE jd_ddl FROM @jd_ddl;
 EXECUTE jd_ddl;
 DEALLOCATE PREPARE jd_ddl;
 
--- ---- Indexes.
--- Every index an UPDATE of a claim changes (status leads it) holds a pending row's entry after the status
--- and a column that is NULL until later (lease, finished_at) or shared by many rows (the job name): without
--- more, those entries sit in id order, and a claim of rows far apart by id reads as many index pages, from
--- disk once the table outgrows InnoDB's buffer pool. Followed by the claim's own order (claim_priority,
--- scheduled_at), a claim's rows sit together in them too, as in the claim index (benchmarks/bench_queue.py's
--- claim latency at 1M pending rows counts the pages a claim reads from disk).
--- An index made before, without that suffix, is dropped here and made again below.
-SET @jd_ddl = NULL;
-SELECT CONCAT('ALTER TABLE jenkins_jobs_queue ', GROUP_CONCAT(DISTINCT CONCAT('DROP INDEX ', s.index_name)))
-INTO @jd_ddl
-FROM information_schema.statistics s
-WHERE s.table_schema = DATABASE() AND s.table_name = 'jenkins_jobs_queue'
-  AND s.index_name IN ('jenkins_jobs_queue_in_flight_idx', 'jenkins_jobs_queue_lease_idx',
-                       'jenkins_jobs_queue_status_finished_idx')
-  AND NOT EXISTS (
-      SELECT 1 FROM information_schema.statistics c
-      WHERE c.table_schema = s.table_schema AND c.table_name = s.table_name AND c.index_name = s.index_name
-        AND c.column_name = 'claim_priority'
-  );
-SET @jd_ddl = COALESCE(@jd_ddl, 'DO 0');
-PREPARE jd_ddl FROM @jd_ddl;
-EXECUTE jd_ddl;
-DEALLOCATE PREPARE jd_ddl;
-
--- Those missing, in one ALTER.
+-- ---- Indexes (those missing), in one ALTER. 0003 adds those a claim changes and the per-job one.
 SET @jd_ddl = NULL;
 SELECT CONCAT('ALTER TABLE jenkins_jobs_queue ', GROUP_CONCAT(wanted.clause ORDER BY wanted.n SEPARATOR ', '))
 INTO @jd_ddl
@@ -235,30 +203,18 @@ FROM (
     -- The claim walks this index in claim order (status = 'pending' first) and stops at its LIMIT.
     UNION ALL SELECT 2, 'jenkins_jobs_queue_claim_idx',
         'ADD INDEX jenkins_jobs_queue_claim_idx (status, claim_priority, scheduled_at, id)'
-    -- In-flight counts per job (caps). A prefix: 1024 utf8mb4 characters exceed InnoDB's 3072-byte key.
-    UNION ALL SELECT 3, 'jenkins_jobs_queue_in_flight_idx',
-        'ADD INDEX jenkins_jobs_queue_in_flight_idx (status, job_name(255), claim_priority, scheduled_at)'
-    -- The reconciler's expired leases.
-    UNION ALL SELECT 4, 'jenkins_jobs_queue_lease_idx',
-        'ADD INDEX jenkins_jobs_queue_lease_idx (status, lease_expires_at, claim_priority, scheduled_at)'
     -- At most one unfinished row per dedupe key (NULLs never collide).
     UNION ALL SELECT 5, 'jenkins_jobs_queue_dedupe_key',
         'ADD UNIQUE INDEX jenkins_jobs_queue_dedupe_key (open_dedupe_key)'
-    -- Recent outcomes (stats) and pruning, without scanning the history.
+    -- Pruning, and recent outcomes (stats), without scanning the history.
     UNION ALL SELECT 6, 'jenkins_jobs_queue_finished_idx',
         'ADD INDEX jenkins_jobs_queue_finished_idx (finished_at)'
-    UNION ALL SELECT 7, 'jenkins_jobs_queue_status_finished_idx',
-        'ADD INDEX jenkins_jobs_queue_status_finished_idx (status, finished_at, claim_priority, scheduled_at)'
     -- The webhook's fallback when a notification carries no DISPATCH_ID.
     UNION ALL SELECT 8, 'jenkins_jobs_queue_jenkins_queue_id_idx',
         'ADD INDEX jenkins_jobs_queue_jenkins_queue_id_idx (jenkins_queue_id)'
     -- When the next not-yet-due job becomes due: the dispatcher sleeps until then.
     UNION ALL SELECT 9, 'jenkins_jobs_queue_due_idx',
         'ADD INDEX jenkins_jobs_queue_due_idx (status, scheduled_at)'
-    -- Unfinished rows per job, oldest first (stats --per-job, doctor). Not led by status: a claim changes
-    -- neither column, so it leaves this index alone (a settle moves the row's entry to NULL).
-    UNION ALL SELECT 10, 'jenkins_jobs_queue_open_job_idx',
-        'ADD INDEX jenkins_jobs_queue_open_job_idx (open_job_key, scheduled_at)'
 ) wanted
 WHERE NOT EXISTS (
     SELECT 1 FROM information_schema.statistics s
