@@ -538,24 +538,25 @@ def load_jenkins_settings(env: Mapping[str, str] | None = None,
     return _jenkins(env, fetch_secret, _float(env, "JENKINS_TIMEOUT_SECONDS", 0.1))
 
 
+def _token(name: str, arn_name: str, env: Mapping[str, str] | None,
+           fetch_secret: SecretFetcher | None) -> str | None:
+    """A token given as variable ``name``, else in the secret named by ``arn_name``; None if neither is set."""
+    env, fetch_secret = _sources(env, fetch_secret)
+    token = _text(env, name) or None
+    arn = _text(env, arn_name)
+    if not token and arn:
+        token = _secret_text(fetch_secret, arn_name, arn, "token")
+    return token
+
+
 def load_webhook_secret(env: Mapping[str, str] | None = None, fetch_secret: SecretFetcher | None = None) -> str | None:
     """The webhook's shared secret (WEBHOOK_SECRET, else the secret named by WEBHOOK_SECRET_ARN), None if unset."""
-    env, fetch_secret = _sources(env, fetch_secret)
-    webhook_secret = _text(env, "WEBHOOK_SECRET") or None
-    webhook_arn = _text(env, "WEBHOOK_SECRET_ARN")
-    if not webhook_secret and webhook_arn:
-        webhook_secret = _secret_text(fetch_secret, "WEBHOOK_SECRET_ARN", webhook_arn, "token")
-    return webhook_secret
+    return _token("WEBHOOK_SECRET", "WEBHOOK_SECRET_ARN", env, fetch_secret)
 
 
 def load_ui_token(env: Mapping[str, str] | None = None, fetch_secret: SecretFetcher | None = None) -> str | None:
     """The web page's login token (UI_TOKEN, else the secret named by UI_TOKEN_SECRET_ARN), None if unset."""
-    env, fetch_secret = _sources(env, fetch_secret)
-    token = _text(env, "UI_TOKEN") or None
-    arn = _text(env, "UI_TOKEN_SECRET_ARN")
-    if not token and arn:
-        token = _secret_text(fetch_secret, "UI_TOKEN_SECRET_ARN", arn, "token")
-    return token
+    return _token("UI_TOKEN", "UI_TOKEN_SECRET_ARN", env, fetch_secret)
 
 
 def load_tuning(env: Mapping[str, str] | None = None) -> dict[str, object]:

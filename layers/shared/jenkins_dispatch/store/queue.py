@@ -22,7 +22,7 @@ from .db import Database, DatabaseError, Row
 FINAL_STATUSES = ("completed", "failed", "cancelled")
 STATUSES = ("pending", "processing", *FINAL_STATUSES)
 LEGACY_DISPATCH_PREFIX = "legacy-"  # rows the migration found processing under the seed's dispatcher
-MAX_PARAMETER_FILTERS = 3  # parameter values a job list filters on at once (slots of list_jobs_by_text)
+MAX_PARAMETER_FILTERS = 3  # parameter values a job list filters on at once (slots of list_jobs)
 PARAMETER_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")  # parameter names a filter may name (quoted into a JSON path)
 EVERYTHING = "*"  # jenkins_job_pauses.job_name of a pause of every job (Jenkins forbids '*' in item names)
 
@@ -507,8 +507,6 @@ class Queue:
         if status is not None and status not in STATUSES:
             raise InvalidInput(f"unknown status {status!r}: use one of {', '.join(STATUSES)}")
         filters = dict(status=status, job_name=job_name, since=_moment(since), before_id=before_id, limit=limit)
-        if error_like is None and not parameters:
-            return self._run("list_jobs", **filters)
         parameters = parameters or {}
         if len(parameters) > MAX_PARAMETER_FILTERS:
             raise InvalidInput(f"at most {MAX_PARAMETER_FILTERS} parameter filters at once")
@@ -518,7 +516,7 @@ class Queue:
             if key is not None and not PARAMETER_KEY.match(key):
                 raise InvalidInput(f"bad parameter name {key!r}: use letters, digits, '_', '-' and '.'")
             slots[f"param_key_{n}"], slots[f"param_value_{n}"] = key, value
-        return self._run("list_jobs_by_text", **filters, **slots,
+        return self._run("list_jobs", **filters, **slots,
                          error_pattern=like_contains(error_like) if error_like is not None else None)
 
     def oldest_pending(self) -> Row | None:

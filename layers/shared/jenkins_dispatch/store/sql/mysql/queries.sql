@@ -554,17 +554,6 @@ SELECT job_id FROM jenkins_job_events WHERE dispatch_id = :dispatch_id AND event
 SELECT id, at, event, from_status, to_status, dispatch_id, actor, detail
 FROM jenkins_job_events WHERE job_id = :id ORDER BY id;
 
--- name: list_jobs
-SELECT id, job_name, status, priority, scheduled_at, attempts, max_attempts, dispatch_id, jenkins_queue_id,
-       build_number, build_url, jenkins_result, last_error, created_at, updated_at, finished_at
-FROM jenkins_jobs_queue
-WHERE (:status IS NULL OR status = :status)
-  AND (:job_name IS NULL OR job_name = :job_name)
-  AND (:since IS NULL OR updated_at >= :since)
-  AND (:before_id IS NULL OR id < :before_id)
-ORDER BY id DESC
-LIMIT :limit;
-
 -- name: select_jobs_matching
 -- Bulk retry (final rows) and cancel (unfinished ones): what the filters select, by id, bounded; `total`
 -- counts every match (the window is computed before LIMIT). The pattern escapes its wildcards with '\'
@@ -581,7 +570,7 @@ WHERE ((:final AND status IN ('completed', 'failed', 'cancelled'))
 ORDER BY id
 LIMIT :limit;
 
--- name: list_jobs_by_text
+-- name: list_jobs
 -- A parameter's key is quoted into a JSON path (callers allow only letters, digits, '_', '-' and '.' in it).
 SELECT id, job_name, status, priority, scheduled_at, attempts, max_attempts, dispatch_id, jenkins_queue_id,
        build_number, build_url, jenkins_result, last_error, created_at, updated_at, finished_at

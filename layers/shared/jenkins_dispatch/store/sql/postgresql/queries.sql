@@ -529,17 +529,6 @@ SELECT job_id FROM jenkins_job_events WHERE event = 'claimed' AND dispatch_id = 
 SELECT id, at, event, from_status, to_status, dispatch_id, actor, detail
 FROM jenkins_job_events WHERE job_id = :id ORDER BY id;
 
--- name: list_jobs
-SELECT id, job_name, status, priority, scheduled_at, attempts, max_attempts, dispatch_id, jenkins_queue_id,
-       build_number, build_url, jenkins_result, last_error, created_at, updated_at, finished_at
-FROM jenkins_jobs_queue
-WHERE (CAST(:status AS text) IS NULL OR status = CAST(:status AS text))
-  AND (CAST(:job_name AS text) IS NULL OR job_name = CAST(:job_name AS text))
-  AND (CAST(:since AS timestamptz) IS NULL OR updated_at >= CAST(:since AS timestamptz))
-  AND (CAST(:before_id AS bigint) IS NULL OR id < CAST(:before_id AS bigint))
-ORDER BY id DESC
-LIMIT :limit;
-
 -- name: select_jobs_matching
 -- Bulk retry (final rows) and cancel (unfinished ones): what the filters select, by id, bounded; `total`
 -- counts every match (the window is computed before LIMIT). The pattern escapes its wildcards with '\'.
@@ -553,11 +542,11 @@ WHERE (status IN ('completed', 'failed', 'cancelled')) = CAST(:final AS boolean)
 ORDER BY id
 LIMIT :limit;
 
--- name: list_jobs_by_text
--- `list_jobs` with two more filters the web page offers: last_error contains :error_pattern (ILIKE, its
--- wildcards escaped with '\'), and up to three parameter values (:param_key_N's value, as text, equals
--- :param_value_N). Newest first, paged by id like `list_jobs`; a filter no index serves walks the id index
--- back until the page is full.
+-- name: list_jobs
+-- The job list (CLI `ls`, the web page's /jobs), every filter optional: status, job, time; last_error
+-- contains :error_pattern (ILIKE, its wildcards escaped with '\'); up to three parameter values
+-- (:param_key_N's value, as text, equals :param_value_N). Newest first, paged by id; a filter no index
+-- serves walks the id index back until the page is full.
 SELECT id, job_name, status, priority, scheduled_at, attempts, max_attempts, dispatch_id, jenkins_queue_id,
        build_number, build_url, jenkins_result, last_error, created_at, updated_at, finished_at
 FROM jenkins_jobs_queue
