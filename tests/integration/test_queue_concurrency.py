@@ -64,7 +64,7 @@ def _claim_work_settle(url, seed, done, errors):
                 if not jobs:
                     time.sleep(0.002)
                     continue
-                time.sleep(rng.uniform(0, 0.01))  # held a while: claims must meet the caps (MySQL claims are slower)
+                time.sleep(rng.uniform(0.005, 0.02))  # held a while: claims must meet the caps, and the sampler see it
                 for job in jobs:
                     queue.settle(job.id, job.dispatch_id, "completed", result="SUCCESS")
     except Exception as exc:  # a claimer that died would only show as lower peaks
