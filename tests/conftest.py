@@ -19,7 +19,7 @@ from jenkins_dispatch.store.queue import Queue  # noqa: E402
 
 from .emulator_fixtures import *  # noqa: E402,F401,F403
 from .engines import ENGINES, scratch_database  # noqa: E402
-from .mysql_server import NO_SERVER, is_mariadb, mysql_admin_url  # noqa: E402
+from .mysql_server import NO_SERVER, mysql_admin_url  # noqa: E402
 from .pg_server import postgres_server  # noqa: E402
 
 # Every table a test may fill; the migrations' own table (and MySQL's lock rows) stay.
@@ -112,7 +112,8 @@ def empty_tables(database: Database) -> None:
         # Every table's id is AUTO_INCREMENT: a table any statement inserted into (even rolled back) has a
         # counter above 1; the others are empty and at 1. (MySQL 8 caches information_schema figures per
         # session for a day unless told not to; MariaDB reads them live and has no such variable.)
-        fresh = "" if is_mariadb() else "SET SESSION information_schema_stats_expiry = 0;\n"
+        database.connection()  # the session knows its server once open
+        fresh = "" if database.mariadb else "SET SESSION information_schema_stats_expiry = 0;\n"
         rows = database.run(
             f"{fresh}SELECT table_name AS t FROM information_schema.tables WHERE table_schema = DATABASE() "
             f"AND table_name IN ({', '.join(repr(t) for t in TABLES)}) AND auto_increment > 1")

@@ -59,9 +59,3 @@ def scratch_database(admin_url: str, prefix: str = "jd_test"):
                     admin.run(f"KILL {int(row['id'])}")
             admin.run(f"DROP DATABASE IF EXISTS `{name}`")
 
-
-@cache
-def is_mariadb() -> bool:
-    """Whether the test server is MariaDB rather than MySQL (asked once per process)."""
-    with Database(parse_database_url(mysql_admin_url())) as db:
-        return "mariadb" in db.run("SELECT VERSION() AS v")[0]["v"].lower()

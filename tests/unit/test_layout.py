@@ -33,9 +33,11 @@ ALLOWED: dict[str, set[str]] = {
     "operating": FOUNDATION | {"jenkins", "store", "dispatching"},
     # The entry points use everything below them; only the CLI starts `serve`.
     "cli": GROUPS | {"__init__", "serve", "ui"},
-    "serve": GROUPS | {"ui"},
+    "serve": GROUPS | {"ui", "http_service"},
     # The web page: what the CLI uses, never the CLI itself.
-    "ui": GROUPS,
+    "ui": GROUPS | {"http_service"},
+    # The background HTTP server and stop signals both services share: the standard library only.
+    "http_service": set(),
     "custom_resource": GROUPS,
 }
 

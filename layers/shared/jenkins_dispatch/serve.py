@@ -12,9 +12,8 @@ not the process: `/healthz` says which failure, and since when, while the loop r
 from __future__ import annotations
 
 import json
-import signal
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from .callbacks.notifications import MAX_BODY_BYTES
@@ -23,6 +22,7 @@ from .dispatching.dispatch_loop import DispatchLoop, Health
 from .dispatching.heartbeat import Heartbeat
 from .dispatching.wakeup import work_signal
 from .errors import ConfigError
+from .http_service import BackgroundHttpServer, stop_on_signals
 from .observability import PROMETHEUS_PREFIX, logger, metrics
 from .store.db import Database
 
@@ -115,43 +115,17 @@ def _handler_class(settings: Settings, health: Health, registry: Any, ui: Any = 
     return Handler
 
 
-STOP_POLL_SECONDS = 0.05  # how soon stop() returns; requests are answered at once whatever its value
-
-
-class _Server(ThreadingHTTPServer):
-    # The standard library's backlog of 5 resets connections as soon as a few callers wait (webhook
-    # requests are answered one at a time, and each may wait out a database reconnect): let them queue.
-    request_queue_size = 128
-
-
-class WebhookServer:
+class WebhookServer(BackgroundHttpServer):
     """The webhook, /healthz and (given a Prometheus registry) /metrics over plain HTTP on a background thread."""
 
     def __init__(self, settings: Settings, host: str = "127.0.0.1", port: int = 0, health: Health | None = None,
                  registry: Any = None, ui: Any = None):
         self.health = health or Health()
         self.ui = ui  # the web page's UiApp when `serve --ui` mounts it
-        self.httpd = _Server((host, port), _handler_class(settings, self.health, registry, ui))
-        self.httpd.daemon_threads = True
-        # stop() waits for serve_forever to look at its shutdown flag, once per poll: 0.5 s by default.
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": STOP_POLL_SECONDS},
-                                       name="webhook-http", daemon=True)
+        super().__init__((host, port), _handler_class(settings, self.health, registry, ui), "webhook-http")
 
-    @property
-    def url(self) -> str:
-        """The base URL the server listens on."""
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}/"
-
-    def start(self) -> WebhookServer:
-        """Start serving on its own thread; return self."""
-        self.thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and close the socket."""
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    def closed(self) -> None:
+        """The mounted web page's database sessions, if any."""
         if self.ui is not None:
             self.ui.close()
 
@@ -194,12 +168,8 @@ def serve(settings: Settings, host: str = SERVE_HOST, port: int = SERVE_PORT, in
                       "interval_seconds": interval, "webhook_db_pool_size": settings.webhook_db_pool_size}),
           flush=True)
 
-    def request_stop(signum, _frame) -> None:
-        logger.info("stop requested: finishing the current batch", extra={"signal": signal.Signals(signum).name})
-        stop.set()
-
-    signal.signal(signal.SIGTERM, request_stop)
-    signal.signal(signal.SIGINT, request_stop)
+    stop_on_signals(stop, lambda heard: logger.info("stop requested: finishing the current batch",
+                                                   extra={"signal": heard.name}))
     try:
         dispatch_forever(settings, interval, stop, health)
     finally:

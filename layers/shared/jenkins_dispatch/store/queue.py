@@ -510,12 +510,13 @@ class Queue:
         parameters = parameters or {}
         if len(parameters) > MAX_PARAMETER_FILTERS:
             raise InvalidInput(f"at most {MAX_PARAMETER_FILTERS} parameter filters at once")
-        slots: dict[str, str | None] = {}
-        for n, (key, value) in enumerate([*parameters.items(), *[(None, None)] * MAX_PARAMETER_FILTERS][
-                :MAX_PARAMETER_FILTERS], start=1):
-            if key is not None and not PARAMETER_KEY.match(key):
+        for key in parameters:
+            if not PARAMETER_KEY.match(key):
                 raise InvalidInput(f"bad parameter name {key!r}: use letters, digits, '_', '-' and '.'")
-            slots[f"param_key_{n}"], slots[f"param_value_{n}"] = key, value
+        given = list(parameters.items())
+        slots: dict[str, str | None] = {}
+        for n in range(1, MAX_PARAMETER_FILTERS + 1):  # unused slots are NULL: the statement skips them
+            slots[f"param_key_{n}"], slots[f"param_value_{n}"] = given[n - 1] if n <= len(given) else (None, None)
         return self._run("list_jobs", **filters, **slots,
                          error_pattern=like_contains(error_like) if error_like is not None else None)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import threading
 import traceback
 from contextlib import suppress
@@ -14,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from http.cookies import CookieError, SimpleCookie
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -31,6 +30,7 @@ from ..errors import (
     JenkinsError,
     NotFound,
 )
+from ..http_service import BackgroundHttpServer, stop_on_signals
 from ..observability import logger
 from ..operating.waiting import duration, when
 from ..store.db import SessionPool
@@ -38,13 +38,10 @@ from . import forms, security
 from .pages import LEVERS, Done, Page, Pages
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_PORT = UI_PORT
-DEFAULT_REFRESH_SECONDS = UI_REFRESH_SECONDS
 POOL_SIZE = 4
 MAX_FORM_BYTES = 64 * 1024
 STATIC_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
 _JOB_PATH = re.compile(r"^/jobs/([^/]+)(?:/(retry|cancel))?$")
-_LOOPBACK_NAMES = {"localhost", "127.0.0.1", "[::1]", "::1"}
 
 
 @dataclass
@@ -93,7 +90,7 @@ def _static_files() -> dict[str, tuple[bytes, str]]:
 class UiApp:
     """Routes a request to a page or a lever, with its session; knows nothing of sockets."""
 
-    def __init__(self, settings: Settings, *, read_only: bool = False, refresh_seconds: int = DEFAULT_REFRESH_SECONDS,
+    def __init__(self, settings: Settings, *, read_only: bool = False, refresh_seconds: int = UI_REFRESH_SECONDS,
                  token: str | None = None, pool_size: int = POOL_SIZE):
         self.settings = settings
         self.read_only = read_only
@@ -158,7 +155,7 @@ class UiApp:
         if self.token:
             return True
         name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-        return name.lower() in _LOOPBACK_NAMES
+        return security.is_loopback(name.lower())
 
     def _session(self, headers: dict[str, str]) -> tuple[security.Session, bool]:
         cookie = SimpleCookie()
@@ -335,60 +332,33 @@ def mounted_app(settings: Settings, *, read_only: bool = False) -> UiApp:
     return UiApp(settings, read_only=read_only, token=settings.ui_token)
 
 
-class _Server(ThreadingHTTPServer):
-    request_queue_size = 64
-    daemon_threads = True
-
-
-class UiServer:
+class UiServer(BackgroundHttpServer):
     """The web page on a background thread: ``start``, ``url``, ``stop``."""
 
-    def __init__(self, settings: Settings, host: str = "127.0.0.1", port: int = DEFAULT_PORT, *,
-                 read_only: bool = False, refresh_seconds: int = DEFAULT_REFRESH_SECONDS):
+    def __init__(self, settings: Settings, host: str = "127.0.0.1", port: int = UI_PORT, *,
+                 read_only: bool = False, refresh_seconds: int = UI_REFRESH_SECONDS):
         security.check_listen(host, settings.ui_token)
         self.app = UiApp(settings, read_only=read_only, refresh_seconds=refresh_seconds, token=settings.ui_token)
         try:
-            self.httpd = _Server((host, port), _handler_class(self.app))
+            super().__init__((host, port), _handler_class(self.app), "ui-http")
         except (OSError, OverflowError) as exc:
             self.app.close()
             raise ConfigError(f"ui cannot listen on {host}:{port}: {getattr(exc, 'strerror', None) or exc}") from None
-        # A short poll: `stop` (shutdown) waits up to one poll for the serving loop to notice.
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                       name="ui-http", daemon=True)
 
-    @property
-    def url(self) -> str:
-        """The base URL it listens on."""
-        host, port = self.httpd.server_address[:2]
-        host = f"[{host}]" if ":" in host else host
-        return f"http://{host}:{port}/"
-
-    def start(self) -> UiServer:
-        """Serve on a background thread; return self."""
-        self.thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving, close the socket and the database sessions."""
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    def closed(self) -> None:
+        """The page's database sessions."""
         self.app.close()
 
 
 def run_ui(settings: Settings, host: str, port: int, *, read_only: bool = False,
-           refresh_seconds: int = DEFAULT_REFRESH_SECONDS) -> None:
+           refresh_seconds: int = UI_REFRESH_SECONDS) -> None:
     """`jenkins-dispatch ui`: serve the page until SIGTERM / SIGINT; the first stdout line says where."""
     server = UiServer(settings, host, port, read_only=read_only, refresh_seconds=refresh_seconds).start()
     print(json.dumps({"message": "serving the web page", "url": server.url, "read_only": read_only,
                       "token_required": bool(settings.ui_token),
                       "started_at": datetime.now(UTC).isoformat(timespec="seconds")}), flush=True)
     stop = threading.Event()
-
-    def request_stop(_signum, _frame) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, request_stop)
-    signal.signal(signal.SIGINT, request_stop)
+    stop_on_signals(stop)
     try:
         while not stop.wait(3600):
             pass
