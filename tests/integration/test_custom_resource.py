@@ -261,3 +261,33 @@ def test_redaction_of_credentials_in_reasons():
     assert custom_resource._one_line(text) == "cannot connect to postgresql://bob:***@db:5432/x second line"
     assert custom_resource._one_line("token=abc123 here", ("abc123",)) == "token=*** here"
     assert len(custom_resource._one_line("x" * 5000)) == custom_resource.MAX_REASON_CHARS
+
+
+def test_a_stack_update_brings_a_mysql_schema_up_to_date(listener, handler, monkeypatch):
+    """`sam deploy` of a new version on MySQL: the Update request runs the migrations 0001 did not have (here
+    0003, on a database left as 0001 and 0002 made it), keeping the rows."""
+    from jenkins_dispatch.config import parse_database_url
+    from jenkins_dispatch.store.db import Database
+    from jenkins_dispatch.store.migrations import migrate
+    from tests.mysql_server import NO_SERVER, mysql_admin_url, scratch_database
+
+    admin_url = mysql_admin_url()
+    if admin_url is None:
+        pytest.skip(NO_SERVER)
+    with scratch_database(admin_url, prefix="jd_cr") as url:
+        with Database(parse_database_url(url)) as db:
+            migrate(db)
+            db.run("ALTER TABLE jenkins_jobs_queue DROP INDEX jenkins_jobs_queue_open_job_idx, DROP COLUMN open_job_key")
+            db.run("DELETE FROM jenkins_dispatch_migrations WHERE version >= 3")
+            db.run("INSERT INTO jenkins_jobs_queue (job_name) VALUES ('kept')")
+        monkeypatch.setenv("DATABASE_URL", url)
+        event = _event("migrate-update", listener)
+        result = handler(event, FakeContext())
+        runtime.reset()
+        doc = listener.document
+        _assert_document(doc, event, "SUCCESS")
+        assert result["Status"] == "SUCCESS"
+        assert doc["Reason"].startswith("Update: applied 0003_") and doc["Data"]["AppliedCount"] == "1"
+        with Database(parse_database_url(url)) as db:
+            assert db.run("SELECT job_name, open_job_key IS NOT NULL AS keyed FROM jenkins_jobs_queue") == [
+                {"job_name": "kept", "keyed": 1}]
