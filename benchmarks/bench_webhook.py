@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator
 
 from jenkins_dispatch import runtime
-from jenkins_dispatch.callbacks.webhook import handle_http_event, http_api_event
+from jenkins_dispatch.callbacks.http_api import handle_http_event, http_api_event
 from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.observability import logger
 from jenkins_dispatch.store.db import Database
