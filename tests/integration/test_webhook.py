@@ -227,6 +227,15 @@ def test_bad_token_is_401_and_never_reaches_the_database(env, db):
     assert snapshot(db, job.id) == before
 
 
+@pytest.mark.parametrize("event", ["bad-token", "malformed", "xml"])
+def test_refusals_are_answered_without_borrowing_a_session(env, monkeypatch, event):
+    # Every session of the webhook's pool is taken (Lambda keeps one): a refusal must not wait for one.
+    monkeypatch.setattr(runtime.pool(), "acquire_timeout", 30.0)
+    with runtime.pool().session():
+        status, body = invoke(load_event(event, processing_job(env).dispatch_id if event == "bad-token" else None))
+    assert status in (400, 401) and body["outcome"] in ("unauthorised", "malformed"), body
+
+
 @pytest.mark.parametrize(
     "query, headers",
     [("", {}), ("token=", {}), ("secret=example-webhook-secret", {}), ("", {"authorization": "Bearer "}),
