@@ -163,3 +163,18 @@ def test_a_client_that_goes_away_before_its_answer_is_one_log_line(jenkins, data
         assert json.loads(about[0])["message"] == "client went away before its answer was sent"
     finally:
         assert served.stop() == 0
+
+
+@pytest.mark.parametrize("command", ["serve", "ui"])
+def test_a_taken_port_is_one_line_naming_the_option(jenkins, database_url, command):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        env = {k: v for k, v in serve_env(database_url, jenkins.base_url).items() if not k.startswith("UI_TOKEN")}
+        proc = subprocess.run([sys.executable, "-m", "jenkins_dispatch.cli", command, "--port", str(port)], env=env,
+                              capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"127.0.0.1:{port}" in proc.stderr and "Address already in use" in proc.stderr
+    assert "--port" in proc.stderr
