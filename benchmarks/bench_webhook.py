@@ -80,7 +80,7 @@ def _quiet_output() -> Iterator[None]:
 
 
 def _measure(name: str, events: list[dict]) -> dict:
-    database = runtime.database()
+    database = runtime.pool()  # the webhook's sessions
     statements_before = database.statements
     latencies = []
     outcomes: dict[str, int] = {}
