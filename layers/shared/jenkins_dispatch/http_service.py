@@ -251,10 +251,10 @@ class BackgroundHttpServer:
             def handle_close(self):
                 # waitress closes a connection the client reset without a word; a request still being answered,
                 # or an answer still unsent, is worth one line (the client may retry; nothing more to say).
-                if self.connected and not self.closing and (self.requests or self.total_outbufs_len):
-                    if log is not None:
-                        log.info(WENT_AWAY, extra={"http_server": service, "client": _address(self.addr),
-                                                   "unsent_bytes": self.total_outbufs_len})
+                if (log is not None and self.connected and not self.closing
+                        and (self.requests or self.total_outbufs_len)):
+                    log.info(WENT_AWAY, extra={"http_server": service, "client": _address(self.addr),
+                                               "unsent_bytes": self.total_outbufs_len})
                 self.closing = True
                 super().handle_close()
 
