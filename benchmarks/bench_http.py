@@ -7,7 +7,9 @@
 2. Threads and RSS of `serve` (read from /proc) before, with 300 idle connections open, and after the idle
    timeout (HTTP_IDLE_TIMEOUT_SECONDS=5 here) had time to close them.
 
-The callers are threads of this process: their own GIL time is part of every sample.
+The callers are threads of this process: their own GIL time is part of every sample. Every caller keeps one
+request in flight, so latency here is the queue's depth (50) times the time one request takes; ``load_1m`` is
+the machine's load average (numbers from a machine busy with other work are not comparable).
 
 Run with `make bench`, `python -m benchmarks bench_http` or `python -m benchmarks.bench_http`.
 """
@@ -147,7 +149,7 @@ def _latency_row(engine: str, version: str, scenario: str, latencies: list[float
             "answers": " ".join(f"{status}x{n}" for status, n in sorted(statuses.items())),
             "p50_ms": round(statistics.median(latencies), 1), "p99_ms": round(p99, 1),
             "max_ms": round(latencies[-1], 1), "per_second": round(len(latencies) / wall),
-            "locked_callback": locked, "meets_target": p99 < TARGET_P99_MS}
+            "locked_callback": locked, "load_1m": round(os.getloadavg()[0], 1), "meets_target": p99 < TARGET_P99_MS}
 
 
 def webhook_latency(engine: str, url: str, jenkins_url: str) -> list[dict]:
