@@ -55,3 +55,11 @@ def test_the_database_lane_is_as_wide_as_the_pool_and_the_page_gets_its_own():
 @pytest.mark.parametrize(("idle", "closed_within"), [(20, 26), (2, 4), (1, 3), (60, 66)])
 def test_a_silent_connection_is_closed_within_the_idle_timeout_and_a_sweep(idle, closed_within):
     assert HttpLimits(idle_seconds=idle).closes_within() == closed_within
+
+
+@pytest.mark.parametrize(("soft", "connections"), [(20_000, 1000), (1024, 480), (100, 18), (10, 16)])
+def test_connections_stay_within_the_open_files_limit(monkeypatch, soft, connections):
+    import resource
+
+    monkeypatch.setattr(resource, "getrlimit", lambda _which: (soft, 1_000_000))
+    assert HttpLimits().connections() == connections

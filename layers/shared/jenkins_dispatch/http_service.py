@@ -38,6 +38,7 @@ IDLE_SECONDS = 20
 CHECK_EVERY_SECONDS = 5  # how often idle and slow connections are looked for (at most)
 LOOP_WAKE_SECONDS = 1  # the event loop wakes at least this often (waitress's poll timeout)
 MAX_CONNECTIONS = 1000  # beyond this, new connections wait in the listen backlog until some close
+FILES_KEPT_FREE = 64  # files the process keeps for itself when its open-files limit bounds the connections
 BACKLOG = 1024
 STOP_GRACE_SECONDS = 5.0  # stop() lets running requests finish this long before closing their connections
 
@@ -69,6 +70,20 @@ class HttpLimits:
     def closes_within(self) -> int:
         """The longest a connection that sends nothing stays open (the contract promises ≤ 30 s by default)."""
         return self.idle_seconds + self.check_every() + LOOP_WAKE_SECONDS
+
+    def connections(self) -> int:
+        """``max_connections``, or fewer when the process may not open that many files: at its limit accept()
+        fails, and waitress would retry it in a busy loop. Room is left for the database sessions, pipes and
+        spooled request bodies."""
+        try:
+            import resource
+
+            soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        except (ImportError, OSError, ValueError):
+            return self.max_connections
+        if soft == resource.RLIM_INFINITY:
+            return self.max_connections
+        return max(16, min(self.max_connections, (soft - FILES_KEPT_FREE) // 2))
 
     def check_every(self) -> int:
         """Seconds between looks for idle and slow connections: often enough for short test timeouts."""
@@ -279,7 +294,7 @@ class BackgroundHttpServer:
                         channel.will_close = True  # a slow client: its request never arrived whole
 
         adjustments = adjustments_class(
-            sockets=[self.socket], backlog=BACKLOG, connection_limit=limits.max_connections,
+            sockets=[self.socket], backlog=BACKLOG, connection_limit=limits.connections(),
             channel_timeout=limits.idle_seconds, cleanup_interval=limits.check_every(),
             asyncore_loop_timeout=LOOP_WAKE_SECONDS, asyncore_use_poll=True,  # select() stops at 1,024 sockets
             max_request_body_size=limits.max_body_bytes, ident=self.server_name, expose_tracebacks=False,
