@@ -79,12 +79,14 @@ def test_a_callback_waiting_on_a_locked_row_delays_no_other_request(jenkins, dat
 
                 with ThreadPoolExecutor(len(calls)) as pool:
                     answers = list(pool.map(call, calls))
+                # All answered while the lock is still held: none of them waited for the locked row's callback.
+                assert not waiting.done(), f"the locked row's callback ended first: {waiting.result()}"
                 assert [status for status, _, _ in answers] == [expected for _, _, expected in calls], answers
                 slowest = max(seconds for _, _, seconds in answers)
                 assert slowest < EACH_WITHIN_SECONDS, (
                     f"the slowest of {len(calls)} requests took {slowest:.2f} s while one callback waited on a lock")
                 assert all(queue.get(row["id"])["status"] == "completed" for row in others)
-                assert not waiting.done() and queue.get(locked["id"])["status"] == "processing"
+                assert queue.get(locked["id"])["status"] == "processing"
             # The lock is gone (committed): the waiting callback goes through.
             status, answer, _ = waiting.result(timeout=30)
         assert (status, answer["outcome"]) == (200, "applied"), answer
