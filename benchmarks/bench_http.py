@@ -179,7 +179,8 @@ def webhook_latency(engine: str, url: str, jenkins_url: str) -> list[dict]:
                     wall = time.perf_counter() - started
                     still_waiting = not waiting.done()
                 status, seconds = waiting.result(timeout=60)
-        locked = f"{'waited' if still_waiting else 'did not wait'}, then {status} after {seconds:.1f} s"
+        order = "still waiting when the others were done" if still_waiting else "done before the others"
+        locked = f"{order}; {status} after {seconds:.1f} s"
         results.append(_latency_row(engine, version, "one callback waits on a locked row", latencies, statuses,
                                     wall, locked))
     return results
