@@ -12,6 +12,8 @@ from jenkins_dispatch.ui import security
 from ..ui_helpers import *  # noqa: F403 - the fixtures
 from ..ui_helpers import UiClient, plain_settings
 
+pytestmark = pytest.mark.both_engines
+
 TOKEN = "operator-token-1234"
 FLOOD = 50  # cookie-less requests, over the (lowered) number of sessions kept
 KEPT = 20
