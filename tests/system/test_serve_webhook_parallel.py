@@ -49,6 +49,33 @@ def lock_waiters(db) -> int:
               "ON p.id = t.trx_mysql_thread_id WHERE t.trx_state = 'LOCK WAIT' AND p.db = DATABASE()"))[0]["n"]
 
 
+def notification(row: dict, phase: str) -> bytes:
+    payload = completed_notification(row)
+    payload["build"]["phase"] = phase
+    if phase == "STARTED":
+        del payload["build"]["status"]
+    return json.dumps(payload).encode()
+
+
+def burst(served, rows: list[dict], phase: str) -> list[tuple[int, dict, float]]:
+    """The 40 requests at once: callbacks for ``rows``, wrong tokens, malformed bodies; checks their answers."""
+    notify, wrong = served.notify_url, f"{served.base}/jenkins/notify?token=wrong"
+    calls = ([(notify, notification(row, phase), 200) for row in rows]
+             + [(wrong, notification(rows[0], phase), 401)] * WRONG_TOKENS
+             + [(notify, b'{"build": ', 400)] * MALFORMED)
+    together = threading.Barrier(len(calls))
+
+    def call(spec):
+        url, body, _expected = spec
+        together.wait(timeout=30)
+        return post(url, body)
+
+    with ThreadPoolExecutor(len(calls)) as pool:
+        answers = list(pool.map(call, calls))
+    assert [status for status, _, _ in answers] == [expected for _, _, expected in calls], answers
+    return answers
+
+
 def test_a_callback_waiting_on_a_locked_row_delays_no_other_request(jenkins, database_url, queue, db, tmp_path):
     for _ in range(OTHER_ROWS + 1):
         queue.enqueue("deploy")
@@ -57,34 +84,27 @@ def test_a_callback_waiting_on_a_locked_row_delays_no_other_request(jenkins, dat
     locked, *others = [queue.get(job_id) for job_id in range(1, OTHER_ROWS + 2)]
     served = start_serve(serve_env(database_url, jenkins.base_url), tmp_path / "serve.log")
     try:
-        notify, wrong = served.notify_url, f"{served.base}/jenkins/notify?token=wrong"
+        # The same burst with nothing locked: how long 40 requests take on this machine right now.
+        unlocked = max(seconds for _, _, seconds in burst(served, others, "STARTED"))
         with Database(parse_database_url(database_url), application_name="jd-tests-locker") as locker, \
                 ThreadPoolExecutor(1) as first:
             with locker.transaction():
                 locker.run("SELECT id FROM jenkins_jobs_queue WHERE id = :id FOR UPDATE", id=locked["id"])
-                waiting = first.submit(post, notify, json.dumps(completed_notification(locked)).encode())
+                waiting = first.submit(post, served.notify_url, notification(locked, "COMPLETED"))
                 # InnoDB refreshes its lock tables only when nobody read them for 0.1 s: poll slower than that.
                 assert wait_for(lambda: lock_waiters(db) == 1 or waiting.done(), timeout=10, interval=0.25)
                 assert not waiting.done(), f"the first callback did not wait for the lock: {waiting.result()}"
 
-                calls = ([(notify, json.dumps(completed_notification(row)).encode(), 200) for row in others]
-                         + [(wrong, json.dumps(completed_notification(others[0])).encode(), 401)] * WRONG_TOKENS
-                         + [(notify, b'{"build": ', 400)] * MALFORMED)
-                together = threading.Barrier(len(calls))
-
-                def call(spec):
-                    url, body, _expected = spec
-                    together.wait(timeout=30)
-                    return post(url, body)
-
-                with ThreadPoolExecutor(len(calls)) as pool:
-                    answers = list(pool.map(call, calls))
+                answers = burst(served, others, "COMPLETED")
                 # All answered while the lock is still held: none of them waited for the locked row's callback.
                 assert not waiting.done(), f"the locked row's callback ended first: {waiting.result()}"
-                assert [status for status, _, _ in answers] == [expected for _, _, expected in calls], answers
                 slowest = max(seconds for _, _, seconds in answers)
-                assert slowest < EACH_WITHIN_SECONDS, (
-                    f"the slowest of {len(calls)} requests took {slowest:.2f} s while one callback waited on a lock")
+                # Under 1 s; on a machine so busy that the burst takes longer without any lock, the lock may
+                # not make it slower (the lock waits up to 5 s: a request waiting for it fails either bound).
+                bound = max(EACH_WITHIN_SECONDS, 2 * unlocked)
+                assert slowest < bound, (
+                    f"the slowest of {len(answers)} requests took {slowest:.2f} s while one callback waited on a "
+                    f"lock ({unlocked:.2f} s with nothing locked)")
                 assert all(queue.get(row["id"])["status"] == "completed" for row in others)
                 assert queue.get(locked["id"])["status"] == "processing"
             # The lock is gone (committed): the waiting callback goes through.

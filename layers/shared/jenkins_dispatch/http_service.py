@@ -42,7 +42,6 @@ FILES_KEPT_FREE = 64  # files the process keeps for itself when its open-files l
 BACKLOG = 1024
 STOP_GRACE_SECONDS = 5.0  # stop() lets running requests finish this long before closing their connections
 
-# `serve`'s and `ui`'s answers name themselves in the Server header.
 WSGIApp = Callable[[dict, Callable], Iterable[bytes]]
 
 
@@ -103,7 +102,7 @@ def _waitress():
 
 # --------------------------------------------------------------------------- waitress's logs, as ours
 
-# Said once by the connection itself (see ``went_away`` in ``start``), or no news: lanes queue by design.
+# Said once by the connection itself (Channel.handle_close in ``start``), or no news: lanes queue by design.
 _QUIET = ("Client disconnected while serving", "Task queue depth is")
 WENT_AWAY = "client went away before its answer was sent"
 
