@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator
 
 from jenkins_dispatch import runtime
-from jenkins_dispatch.callbacks.webhook import handle_http_event, http_api_event
+from jenkins_dispatch.callbacks.http_api import handle_http_event, http_api_event
 from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.observability import logger
 from jenkins_dispatch.store.db import Database
@@ -80,7 +80,7 @@ def _quiet_output() -> Iterator[None]:
 
 
 def _measure(name: str, events: list[dict]) -> dict:
-    database = runtime.database()
+    database = runtime.pool()  # the webhook's sessions
     statements_before = database.statements
     latencies = []
     outcomes: dict[str, int] = {}

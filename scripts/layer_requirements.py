@@ -4,7 +4,8 @@
     python -m scripts.layer_requirements --write    regenerate it (`make lock` does this, then locks it)
 
 The layer needs the package's own dependencies plus its ``aws`` extra, except what the Lambda runtime already
-has (boto3) and what only the long-running commands use (prometheus-client for `serve`, jinja2 for `ui`); requirements that name one package twice (``aws-lambda-powertools`` and
+has (boto3) and what only the long-running commands use (prometheus-client for `serve`, jinja2 for `ui`, waitress
+for both); requirements that name one package twice (``aws-lambda-powertools`` and
 ``aws-lambda-powertools[tracer]``) become one line with the extras combined.
 """
 
@@ -27,8 +28,8 @@ LOCK = ROOT / "layers/shared/requirements.lock"
 # Shipped with every Python Lambda runtime; the layer's build also strips botocore, which aws-xray-sdk pulls in.
 PROVIDED_BY_LAMBDA = {"boto3"}
 # Used only by the commands that run outside Lambda: `serve`'s GET /metrics (the Lambda functions publish EMF
-# instead) and the web page `ui` (its templates).
-OUTSIDE_LAMBDA_ONLY = {"prometheus-client", "jinja2"}
+# instead), the web page `ui` (its templates), and the HTTP server both run (API Gateway is Lambda's).
+OUTSIDE_LAMBDA_ONLY = {"prometheus-client", "jinja2", "waitress"}
 
 HEADER = """\
 # Runtime dependencies of the shared layer. GENERATED from pyproject.toml (dependencies + the "aws" extra,

@@ -1,8 +1,8 @@
 """Lambda handler: Jenkins Notification-plugin callbacks (HTTP API / Function URL, payload 2.0).
 
-Powertools' resolver in the package (``jenkins_dispatch.callbacks.webhook``) reads the HTTP event, routes it and shapes
-the JSON answer. The decorators give every log line the invocation's context and the API request id, and flush
-the metrics once the invocation ends, whatever happened.
+Powertools' resolver (``jenkins_dispatch.callbacks.http_api``) routes the event and shapes the JSON answer around
+the webhook's transport-free core, the same one `serve` calls. The decorators give every log line the
+invocation's context and the API request id, and flush the metrics once the invocation ends, whatever happened.
 """
 
 from typing import Any
@@ -10,7 +10,7 @@ from typing import Any
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from jenkins_dispatch.callbacks.webhook import handle_http_event
+from jenkins_dispatch.callbacks.http_api import handle_http_event
 from jenkins_dispatch.observability import logger, metrics
 
 

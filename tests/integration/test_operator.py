@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from jenkins_dispatch.callbacks.webhook import http_api_event, process_notification
+from jenkins_dispatch.callbacks.webhook import Callback, process
 from jenkins_dispatch.cli import main
 from jenkins_dispatch.dispatching.dispatcher import run_pass
 
@@ -24,8 +24,8 @@ def notify(queue, phase, row, number, status=None):
     if status:
         build["status"] = status
     body = json.dumps({"name": "deploy", "url": "job/deploy/", "build": build}).encode()
-    event = http_api_event("POST", "/jenkins/notify", f"token={WEBHOOK_SECRET}", {}, body)
-    return process_notification(event, secret=WEBHOOK_SECRET, queue=queue)
+    callback = Callback.of("POST", "/jenkins/notify", f"token={WEBHOOK_SECRET}", {}, body)
+    return process(callback, secret=WEBHOOK_SECRET, queue=queue)
 
 
 def use_jenkins(monkeypatch, jenkins):

@@ -18,8 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jenkins_dispatch import runtime
+from jenkins_dispatch.callbacks.http_api import callback_from_event, handle_http_event, http_api_event
 from jenkins_dispatch.callbacks.notifications import is_authorised
-from jenkins_dispatch.callbacks.webhook import handle_http_event, http_api_event, process_notification
+from jenkins_dispatch.callbacks.webhook import process
 from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.observability import logger
 from jenkins_dispatch.serve import WebhookServer
@@ -224,6 +225,15 @@ def test_bad_token_is_401_and_never_reaches_the_database(env, db):
     assert "not-the-secret" not in json.dumps(body)
     assert handler_statements() == statements
     assert snapshot(db, job.id) == before
+
+
+@pytest.mark.parametrize("event", ["bad-token", "malformed", "xml"])
+def test_refusals_are_answered_without_borrowing_a_session(env, monkeypatch, event):
+    # Every session of the webhook's pool is taken (Lambda keeps one): a refusal must not wait for one.
+    monkeypatch.setattr(runtime.pool(), "acquire_timeout", 30.0)
+    with runtime.pool().session():
+        status, body = invoke(load_event(event, processing_job(env).dispatch_id if event == "bad-token" else None))
+    assert status in (400, 401) and body["outcome"] in ("unauthorised", "malformed"), body
 
 
 @pytest.mark.parametrize(
@@ -649,7 +659,7 @@ def test_500_jobs_with_repeated_shuffled_concurrent_notifications(queue, db, dat
                     own_queue.mark_triggered(job, 10_000 + job.id)
                 all_triggered.wait()
                 for event in notifications[n::THREADS]:
-                    answers.append(process_notification(event, secret=SECRET, queue=own_queue))
+                    answers.append(process(callback_from_event(event), secret=SECRET, queue=own_queue))
             except Exception as exc:  # surfaced below
                 errors.append(exc)
 

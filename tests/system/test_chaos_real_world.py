@@ -201,7 +201,7 @@ def test_late_acting_jenkins_downstream_jobs_cancels_and_large_parameters_build_
     final_after = None
     try:
         webhook_process.start()
-        webhook.httpd.server_close()  # this process's copy of the listening socket: the child serves it
+        webhook.socket.close()  # this process's copy of the listening socket: the child serves it
         for w in workers:
             w.start()
         person.start()

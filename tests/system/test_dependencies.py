@@ -128,3 +128,27 @@ def test_serve_the_dispatcher_and_the_webhook_load_without_aws_packages():
     proc = subprocess.run([sys.executable, "-c", load], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_the_lambda_handlers_need_nothing_the_layer_leaves_out():
+    """waitress, Jinja2 and prometheus-client stay out of the layer (scripts/layer_requirements.py): the three
+    handlers must load, and the webhook answer, with them unimportable."""
+    from scripts.layer_requirements import OUTSIDE_LAMBDA_ONLY
+
+    blocked = sorted(name.replace("-", "_") for name in OUTSIDE_LAMBDA_ONLY)
+    load = (
+        "import json, runpy, sys\n"
+        f"BLOCKED = {blocked!r}\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in BLOCKED:\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "handlers = {name: runpy.run_path(f'functions/{name}/app.py') for name in ('dispatcher', 'webhook', 'migrate')}\n"
+        "event = json.load(open('events/webhook-get.json'))\n"
+        "print(handlers['webhook']['handle_http_event'](event)['statusCode'])\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in BLOCKED))\n")
+    proc = subprocess.run([sys.executable, "-c", load], capture_output=True, text=True, timeout=60, cwd=ROOT,
+                          env=dict(os.environ, WEBHOOK_SECRET="example-webhook-secret"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[-3:] == ["405", "[]", ""], proc.stdout

@@ -98,6 +98,8 @@ ENVIRONMENT: tuple[Variable, ...] = (
     Variable("RETRY_MAX_SECONDS", "longest backoff", 900.0),
     Variable("TIME_MARGIN_SECONDS", "a Lambda pass stops claiming this long before its time is up", 10.0),
     Variable("WEBHOOK_DB_POOL_SIZE", "database sessions the webhook may hold under `serve`", 4),
+    Variable("HTTP_IDLE_TIMEOUT_SECONDS", "`serve` and `ui` close a connection that sends nothing for this long, "
+             "or takes longer to send one request (closed within this + 6 s)", 20),
     Variable("DISPATCHER_MODE", "Lambda dispatcher: continuous (until its time is nearly up) or single (one pass)",
              "continuous"),
     Variable("MAX_RESENDS", "times a dispatch Jenkins shows no trace of is sent again", 3),
@@ -172,6 +174,8 @@ class Settings:
     time_margin_seconds: float = default_of("TIME_MARGIN_SECONDS")
     # Sessions the webhook may hold under `serve` (Lambda: one per container, whatever this says).
     webhook_db_pool_size: int = default_of("WEBHOOK_DB_POOL_SIZE")
+    # `serve` and `ui`: idle connections and slow clients are closed after this long (http_service).
+    http_idle_timeout_seconds: int = default_of("HTTP_IDLE_TIMEOUT_SECONDS")
     # Lambda dispatcher: "continuous" keeps dispatching (woken by new work) until the invocation's time
     # is nearly up; "single" runs one pass and returns.
     dispatcher_mode: str = default_of("DISPATCHER_MODE")
@@ -581,6 +585,7 @@ def load_tuning(env: Mapping[str, str] | None = None) -> dict[str, object]:
         retry_max_seconds=_float(env, "RETRY_MAX_SECONDS", 0.0),
         time_margin_seconds=_float(env, "TIME_MARGIN_SECONDS", 0.0),
         webhook_db_pool_size=_int(env, "WEBHOOK_DB_POOL_SIZE", 1),
+        http_idle_timeout_seconds=_int(env, "HTTP_IDLE_TIMEOUT_SECONDS", 1),
         dispatcher_mode=_choice(env, "DISPATCHER_MODE", DISPATCHER_MODES),
         max_resends=_int(env, "MAX_RESENDS", 0),
         resend_quiet_seconds=_float(env, "RESEND_QUIET_SECONDS", 0.0, default=RESEND_QUIET_LEASES * lease),

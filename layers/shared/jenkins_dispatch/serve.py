@@ -1,8 +1,14 @@
 """`jenkins-dispatch serve`: both Lambda functions in one always-on process, outside AWS.
 
-The dispatcher loop (the Lambda's code path, woken by new work within milliseconds, at most
-``interval`` seconds apart) on the main thread, and the webhook at ``POST /jenkins/notify`` (the same
-handler, fed HTTP API events) plus ``GET /healthz`` and ``GET /metrics`` (Prometheus) on HTTP threads sharing a bounded session pool.
+The dispatcher loop (the Lambda's code path, woken by new work within milliseconds, at most ``interval``
+seconds apart) on the main thread; over HTTP (http_service: waitress, a bounded WSGI server), the webhook at
+``POST /jenkins/notify`` (the webhook's core, called directly), ``GET /healthz`` and ``GET /metrics``
+(Prometheus), and with ``--ui`` the web page.
+
+Requests wait in lanes, each with its own threads: callbacks carrying the right token (the only requests that
+borrow a webhook session) in a lane exactly as wide as the session pool, so they run in parallel up to the
+pool and queue beyond it without holding a thread; /healthz, /metrics, refusals and unknown paths in another,
+never behind the database; the page's requests in a third, as wide as its own pool.
 
 It exits only on SIGTERM / SIGINT (0: the current batch is finished or released, nothing stays
 claimed) or on a configuration error (non-zero, one line). Jenkins or database outages end passes,
@@ -13,25 +19,37 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from .callbacks.notifications import MAX_BODY_BYTES
+from .callbacks import webhook
+from .callbacks.notifications import MAX_BODY_BYTES, checked_body
 from .config import SERVE_HOST, SERVE_INTERVAL_SECONDS, SERVE_PORT, Settings
 from .dispatching.dispatch_loop import DispatchLoop, Health
 from .dispatching.heartbeat import Heartbeat
 from .dispatching.wakeup import work_signal
 from .errors import ConfigError
-from .http_service import BackgroundHttpServer, stop_on_signals
+from .http_service import (
+    BackgroundHttpServer,
+    HttpLimits,
+    RequestHead,
+    listen_failure,
+    read_body,
+    request_headers,
+    request_target,
+    status_line,
+    stop_on_signals,
+)
 from .observability import PROMETHEUS_PREFIX, logger, metrics
 from .store.db import Database
 
-MAX_BODY = MAX_BODY_BYTES + 1  # read one byte past the webhook's limit so it can answer 413
 HEALTH_HELP = {
     "database_up": "1 while the dispatcher's last statement reached the database, 0 while it cannot.",
     "jenkins_up": "1 while Jenkins answered the dispatcher's last request, 0 while it fails as a whole.",
     "last_pass_timestamp_seconds": "Unix time at which the dispatcher's last pass ended.",
 }
+SERVICE_PATHS = ("/healthz", "/metrics")
+FRONT_THREADS = 4  # /healthz, /metrics, refusals, unknown paths: never more than a few at once
+JSON = "application/json"
 
 
 def health_families(health: Health) -> list:
@@ -42,77 +60,66 @@ def health_families(health: Health) -> list:
             for name, value in health.readings().items() if value is not None]
 
 
-def _handler_class(settings: Settings, health: Health, registry: Any, ui: Any = None):
-    from .callbacks import webhook
+class ServeApp:
+    """`serve`'s WSGI application: the webhook, /healthz, /metrics and (with ``ui``) the page; ``lane`` sorts
+    each request into the threads that answer it before any thread takes it."""
 
-    def for_ui(path: str) -> bool:
+    def __init__(self, settings: Settings, health: Health, registry: Any = None, ui: Any = None):
+        self.settings = settings
+        self.health = health
+        self.registry = registry
+        self.ui = ui  # the web page's UiApp when `serve --ui` mounts it
+
+    def lanes(self) -> dict[str, int]:
+        """Threads per lane: callbacks that borrow a session, as many as the pool has sessions."""
+        widths = {"front": FRONT_THREADS, "database": self.settings.webhook_db_pool_size}
+        if self.ui is not None:
+            widths["page"] = self.ui.pool_size
+        return widths
+
+    def for_ui(self, path: str) -> bool:
         """With the web page mounted (`serve --ui`), every path but the webhook's and serve's own is the page's."""
-        return ui is not None and not path.startswith("/jenkins/") and path not in ("/healthz", "/metrics")
+        return self.ui is not None and not path.startswith("/jenkins/") and path not in SERVICE_PATHS
 
-    class Handler(BaseHTTPRequestHandler):
-        server_version = "jenkins-dispatch"
-        sys_version = ""
-        protocol_version = "HTTP/1.1"
+    def lane(self, head: RequestHead) -> str:
+        """Where a request waits for a thread: only a callback with the right token may need the database."""
+        if webhook.may_need_session(head.method, head.path, head.query, head.headers, self.settings.webhook_secret):
+            return "database"
+        if self.for_ui(head.path):
+            return "page"
+        return "front"
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's signature
-            pass  # the webhook logs each notification itself, without the query string's token
-
-        def _answer(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
-            self.send_response(status)
-            for name, value in (headers or {"Content-Type": "application/json"}).items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def _page(self, method: str) -> None:
-            from .ui.server import answer_page, read_body
-
-            answer_page(ui, self, method, read_body(self))
-
-        def do_GET(self) -> None:
-            if for_ui(self.path.split("?")[0]):
-                self._page("GET")
-                return
-            if self.path.split("?")[0] == "/healthz":
-                status, doc = health.report()
-                self._answer(status, json.dumps(doc, default=str).encode())
-                return
-            if self.path.split("?")[0] == "/metrics" and registry is not None:
+    def __call__(self, environ: dict, start_response) -> list[bytes]:
+        method = environ.get("REQUEST_METHOD", "GET").upper()
+        path, query = request_target(environ)
+        if self.for_ui(path):
+            return self._page(environ, start_response, method, path, query)
+        if method in ("GET", "HEAD") and path in SERVICE_PATHS:
+            if path == "/healthz":
+                status, doc = self.health.report()
+                return self._send(start_response, method, status, json.dumps(doc, default=str).encode(), {})
+            if self.registry is not None:
                 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
-                self._answer(200, generate_latest(registry), {"Content-Type": CONTENT_TYPE_LATEST})
-                return
-            self._forward("GET")
+                return self._send(start_response, method, 200, generate_latest(self.registry),
+                                  {"Content-Type": CONTENT_TYPE_LATEST})
+        callback = webhook.Callback(method, path, query, request_headers(environ),
+                                    lambda: checked_body(read_body(environ, MAX_BODY_BYTES)))
+        answer = webhook.answer(callback)
+        metrics.flush_if_any()  # a Lambda handler's decorator does this once per invocation; here, per request
+        return self._send(start_response, method, answer.status_code, json.dumps(answer.body()).encode(),
+                          answer.headers())
 
-        def do_POST(self) -> None:
-            if for_ui(self.path.split("?")[0]):
-                self._page("POST")
-                return
-            self._forward("POST")
+    def _page(self, environ: dict, start_response, method: str, path: str, query: str) -> list[bytes]:
+        from .ui.server import answer_wsgi
 
-        def do_PUT(self) -> None:
-            self._forward("PUT")
+        return answer_wsgi(self.ui, environ, start_response, method, path + ("?" + query if query else ""))
 
-        def _forward(self, method: str) -> None:
-            try:
-                length = int(self.headers.get("Content-Length") or 0)
-            except ValueError:
-                length = 0
-            body = self.rfile.read(min(max(length, 0), MAX_BODY)) if length else b""
-            if length > MAX_BODY:
-                self.close_connection = True
-            path, _, query = self.path.partition("?")
-            event = webhook.http_api_event(method, path, query, dict(self.headers.items()), body)
-            answer = webhook.handle_http_event(event)
-            metrics.flush_if_any()  # a Lambda handler's decorator does this once per invocation; here, per request
-            headers = {k: v for k, v in (answer.get("headers") or {}).items()}
-            headers.setdefault("Content-Type", "application/json")
-            payload = answer.get("body") or ""
-            self._answer(int(answer.get("statusCode", 500)), payload.encode() if isinstance(payload, str) else payload,
-                         headers)
-
-    return Handler
+    @staticmethod
+    def _send(start_response, method: str, status: int, body: bytes, headers: dict[str, str]) -> list[bytes]:
+        headers = {"Content-Type": JSON, **headers, "Content-Length": str(len(body))}
+        start_response(status_line(status), list(headers.items()))
+        return [] if method == "HEAD" else [body]
 
 
 class WebhookServer(BackgroundHttpServer):
@@ -121,8 +128,10 @@ class WebhookServer(BackgroundHttpServer):
     def __init__(self, settings: Settings, host: str = "127.0.0.1", port: int = 0, health: Health | None = None,
                  registry: Any = None, ui: Any = None):
         self.health = health or Health()
-        self.ui = ui  # the web page's UiApp when `serve --ui` mounts it
-        super().__init__((host, port), _handler_class(settings, self.health, registry, ui), "webhook-http")
+        self.ui = ui
+        self.wsgi = ServeApp(settings, self.health, registry, ui)
+        super().__init__((host, port), self.wsgi, "webhook-http", lanes=self.wsgi.lanes(), choose=self.wsgi.lane,
+                         log=logger, limits=HttpLimits(idle_seconds=settings.http_idle_timeout_seconds))
 
     def closed(self) -> None:
         """The mounted web page's database sessions, if any."""
@@ -162,7 +171,7 @@ def serve(settings: Settings, host: str = SERVE_HOST, port: int = SERVE_PORT, in
     except (OSError, OverflowError) as exc:  # port taken or out of range, address not ours
         if page is not None:
             page.close()
-        raise ConfigError(f"serve cannot listen on {host}:{port}: {getattr(exc, 'strerror', None) or exc}") from None
+        raise ConfigError(listen_failure("serve", host, port, exc)) from None
     print(json.dumps({"message": "serving", "webhook": server.url + "jenkins/notify", "healthz": server.url + "healthz",
                       "metrics": server.url + "metrics", **({"ui": server.url} if page is not None else {}),
                       "interval_seconds": interval, "webhook_db_pool_size": settings.webhook_db_pool_size}),

@@ -1,10 +1,11 @@
 """Jenkins Notification-plugin callbacks, as pure functions: no I/O, no clock, no database.
 
-The webhook (``webhook.py``) feeds an HTTP API (payload 2.0) event through these steps:
+The webhook (``webhook.py``) feeds each request, whichever transport carried it, through these steps:
 
-1. ``authentication_failure`` — exactly one token, from any of the four places the contract allows,
+1. ``token_failure`` of ``tokens_in`` — exactly one token, from any of the four places the contract allows,
    compared with the shared secret in constant time;
-2. ``request_body`` — the raw bytes (base64-decoded when API Gateway says so), at most 256 KiB;
+2. ``checked_body`` — the raw bytes, at most 256 KiB (``request_body`` reads them out of an HTTP API event,
+   base64-decoded when API Gateway says so);
 3. ``parse_notification`` — the plugin's JSON into a typed ``Notification``;
 4. ``transition_for`` — what that notification asks of the job's row (progress, or a final state);
 5. ``names_job`` — whether the notification is about the row's own job: a downstream build started with
@@ -125,20 +126,16 @@ def _password_from_basic(credentials: str) -> str | None:
     return password if colon else None
 
 
-def presented_tokens(event: Mapping[str, Any]) -> list[str]:
-    """Every candidate secret in the request: query, Basic password, Bearer, and our header.
-
-    The query is read from ``rawQueryString``; ``queryStringParameters`` (API Gateway's parsed copy of the
-    same query, repeated names joined by commas) only when there is no raw query.
-    """
+def tokens_in(query: str, headers: Mapping[str, Any] | None,
+              query_parameters: Mapping[str, Any] | None = None) -> list[str]:
+    """Every candidate secret in a request: the raw query's ``token`` values, the Basic password, the Bearer
+    token and our header. ``query_parameters`` (API Gateway's parsed copy of the query, repeated names joined
+    by commas) is read only when there is no raw query."""
     tokens: list[str] = []
-    raw_query = event.get("rawQueryString")
-    query = event.get("queryStringParameters")
-    if isinstance(raw_query, str) and raw_query:
-        tokens += [v for k, v in parse_qsl(raw_query, keep_blank_values=True) if k == TOKEN_QUERY_PARAMETER]
-    elif isinstance(query, Mapping) and isinstance(query.get(TOKEN_QUERY_PARAMETER), str):
-        tokens.append(query[TOKEN_QUERY_PARAMETER])
-    headers = event.get("headers")
+    if isinstance(query, str) and query:
+        tokens += [v for k, v in parse_qsl(query, keep_blank_values=True) if k == TOKEN_QUERY_PARAMETER]
+    elif isinstance(query_parameters, Mapping) and isinstance(query_parameters.get(TOKEN_QUERY_PARAMETER), str):
+        tokens.append(query_parameters[TOKEN_QUERY_PARAMETER])
     if isinstance(headers, Mapping):
         authorization = header_value(headers, "authorization")
         if authorization:
@@ -155,6 +152,11 @@ def presented_tokens(event: Mapping[str, Any]) -> list[str]:
     return tokens
 
 
+def presented_tokens(event: Mapping[str, Any]) -> list[str]:
+    """Every candidate secret in an HTTP API event (``rawQueryString``, else ``queryStringParameters``; headers)."""
+    return tokens_in(event.get("rawQueryString"), event.get("headers"), event.get("queryStringParameters"))
+
+
 def _as_bytes(text: str) -> bytes:
     # surrogatepass keeps the encoding one-to-one, so two different strings never compare equal.
     return text.encode("utf-8", "surrogatepass")
@@ -169,19 +171,24 @@ def token_matches(candidates: Iterable[str], secret: str) -> bool:
     return matched and bool(secret)
 
 
-def authentication_failure(event: Mapping[str, Any], secret: str) -> str | None:
-    """None when the request carries exactly one token and it is the secret; else why not (one line).
+def token_failure(candidates: Iterable[str], secret: str) -> str | None:
+    """None when the candidates are exactly one token and it is the secret; else why not (one line).
 
     One token per request, wherever it is: a request with several different candidates (``?token=a&token=b``,
     or a query token and a header that disagree) is refused without comparing any, so one request cannot
     try many guesses. The same value given in several places is one token.
     """
-    candidates = set(presented_tokens(event))
+    candidates = set(candidates)
     if len(candidates) > 1:
         return SEVERAL_TOKENS
     if not token_matches(candidates, secret):
         return MISSING_OR_WRONG_TOKEN
     return None
+
+
+def authentication_failure(event: Mapping[str, Any], secret: str) -> str | None:
+    """``token_failure`` of an HTTP API event's tokens."""
+    return token_failure(presented_tokens(event), secret)
 
 
 def is_authorised(event: Mapping[str, Any], secret: str) -> bool:
@@ -206,35 +213,41 @@ def redact_query(raw_query: Any) -> str:
 # --------------------------------------------------------------------------- body
 
 
+TOO_LARGE = (f"the body is larger than {MAX_BODY_BYTES // 1024} KiB: a Notification-plugin payload is a few KiB "
+             "(keep 'Log lines' at 0)")
+
+
+def checked_body(raw: bytes) -> bytes:
+    """A request's raw body, refused (400, 413) when absent, blank or larger than 256 KiB."""
+    if not raw:
+        raise RejectedNotification(f"the request has no body: {EXPECTED_FORMAT}")
+    if len(raw) > MAX_BODY_BYTES:
+        raise RejectedNotification(TOO_LARGE, http_status=413)
+    if not raw.strip():
+        raise RejectedNotification(f"the request body is blank: {EXPECTED_FORMAT}")
+    return raw
+
+
 def request_body(event: Mapping[str, Any]) -> bytes:
-    """The request's body as bytes, decoded from base64 when API Gateway encoded it; ≤ 256 KiB."""
+    """An HTTP API event's body as bytes, decoded from base64 when API Gateway encoded it; ≤ 256 KiB."""
     body = event.get("body")
     if body is None or body == "":
         raise RejectedNotification(f"the request has no body: {EXPECTED_FORMAT}")
     if not isinstance(body, str):
         raise RejectedNotification(f"the request body must be text, got {type(body).__name__}: {EXPECTED_FORMAT}")
-    too_large = RejectedNotification(
-        f"the body is larger than {MAX_BODY_BYTES // 1024} KiB: a Notification-plugin payload is a few KiB "
-        "(keep 'Log lines' at 0)",
-        http_status=413,
-    )
     if event.get("isBase64Encoded") is True:
         # Four base64 characters carry three bytes: refuse before decoding anything absurd.
         if len(body) > (MAX_BODY_BYTES + 2) // 3 * 4 + 4:
-            raise too_large
+            raise RejectedNotification(TOO_LARGE, http_status=413)
         try:
             raw = base64.b64decode(body, validate=True)
         except (binascii.Error, ValueError):
             raise RejectedNotification("the body is marked isBase64Encoded but is not valid base64") from None
     else:
         if len(body) > MAX_BODY_BYTES:
-            raise too_large
+            raise RejectedNotification(TOO_LARGE, http_status=413)
         raw = body.encode("utf-8", "surrogatepass")
-    if len(raw) > MAX_BODY_BYTES:
-        raise too_large
-    if not raw.strip():
-        raise RejectedNotification(f"the request body is blank: {EXPECTED_FORMAT}")
-    return raw
+    return checked_body(raw)
 
 
 # --------------------------------------------------------------------------- parsing

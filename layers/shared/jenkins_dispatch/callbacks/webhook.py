@@ -1,30 +1,28 @@
 """The webhook: one Jenkins Notification-plugin callback in, one fenced transition of one row out.
 
 Order of work, each step able to end the request:
-  authenticate (exactly one token; no database before this) → read and check the body → map the phase
-  to a transition → apply it, fenced on dispatch id, status and the job the notification names, in ONE
-  statement when the dispatch id names its row → only if that changed nothing, look the row up to tell
-  another job's build (a downstream build that inherited the DISPATCH_ID: 200 ignored) from a duplicate
-  (200), a stale (409) or an unknown (404) dispatch id.
+  authenticate (exactly one token) → read and check the body → map the phase to a transition — none of
+  which needs the database — → borrow a session → apply the transition, fenced on dispatch id, status and
+  the job the notification names, in ONE statement when the dispatch id names its row → only if that changed
+  nothing, look the row up to tell another job's build (a downstream build that inherited the DISPATCH_ID:
+  200 ignored) from a duplicate (200), a stale (409) or an unknown (404) dispatch id.
 
 The Notification plugin ignores our status code and never retries on one, so answers are for people
 and logs; correctness comes from the fences, and a lost callback is covered by the reconciler.
 
-Entry points: ``handle_http_event(event, context)`` for the Lambda handler (functions/webhook/app.py) and
-for `serve` (which builds the event with ``http_api_event``), and ``process_notification`` — the core, with
-its queue passed in — for tests and benchmarks.
+The core is transport-free: a ``Callback`` (method, path, query, headers, a body reader) in, a
+``WebhookAnswer`` out, through ``answer`` (routing: the notify path, 405, 404), which never raises. Two thin
+adapters carry it: `serve`'s WSGI app (serve.py) calls ``answer`` straight from its HTTP threads, many at
+once; the Lambda handler's Powertools resolver (``http_api.py``) calls ``notify`` / ``wrong_method`` /
+``no_route`` from its routes. ``process`` is the core with its queue passed in, for tests and benchmarks.
 """
 
 from __future__ import annotations
 
-import base64
-import threading
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from .. import runtime
 from ..errors import ConfigError, DatabaseBusy, DatabaseUnavailable, InvalidInput, SchemaMissing
@@ -35,20 +33,17 @@ from .notifications import (
     Notification,
     RejectedNotification,
     Transition,
-    authentication_failure,
+    checked_body,
     names_job,
     parse_notification,
     redact_query,
-    request_body,
     row_id_hint,
+    token_failure,
+    tokens_in,
     transition_for,
 )
 
-if TYPE_CHECKING:
-    from aws_lambda_powertools.utilities.typing import LambdaContext
-
 NOTIFY_PATH = "/jenkins/notify"
-OTHER_METHODS = ["GET", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
 # outcome → (metric counted, log level)
 OUTCOMES = {
@@ -65,6 +60,42 @@ OUTCOMES = {
     "no_route": ("WebhookNoRoute", "warning"),
     "internal_error": ("WebhookInternalError", "error"),
 }
+
+
+def _no_body() -> bytes:
+    return checked_body(b"")
+
+
+@dataclass(frozen=True)
+class Callback:
+    """One HTTP request to the webhook, as any transport hands it over (nothing of API Gateway or WSGI).
+
+    ``body`` reads the body when the request is authenticated, and checks it: the bytes (at most 256 KiB),
+    or RejectedNotification (400, 413)."""
+
+    method: str
+    path: str
+    query: str = ""  # the raw query string
+    headers: Mapping[str, str] = field(default_factory=dict)  # any case
+    body: Callable[[], bytes] = _no_body
+    query_parameters: Mapping[str, Any] | None = None  # API Gateway's parsed copy, read only without a query
+
+    @classmethod
+    def of(cls, method: str, path: str, query: str = "", headers: Mapping[str, str] | None = None,
+           body: bytes = b"") -> Callback:
+        """A plain request with its body in hand."""
+        return cls(method.upper(), path, query, dict(headers or {}), lambda: checked_body(body))
+
+    def refusal(self, secret: str) -> str | None:
+        """Why the request is not authenticated (one line), or None when it carries exactly the secret."""
+        return token_failure(tokens_in(self.query, self.headers, self.query_parameters), secret)
+
+
+def may_need_session(method: str, path: str, query: str, headers: Mapping[str, str], secret: str | None) -> bool:
+    """Whether a request could borrow a database session: a POST to the notify path with exactly the right
+    token. Everything else is answered without one (`serve` gives the two kinds different threads)."""
+    return (method.upper() == "POST" and _route(path) == NOTIFY_PATH and bool(secret)
+            and token_failure(tokens_in(query, headers), secret or "") is None)
 
 
 @dataclass(frozen=True)
@@ -87,25 +118,42 @@ class WebhookAnswer:
                 body[key] = getattr(self, key)
         return body
 
+    def headers(self) -> dict[str, str]:
+        """The answer's headers besides its JSON content type (405 names the method to use)."""
+        return {"Allow": "POST"} if self.status_code == 405 else {}
+
 
 # --------------------------------------------------------------------------- the core
 
 
-def process_notification(
-    event: Mapping[str, Any], *, secret: str, queue: Queue, unstable_is_success: bool = True
-) -> WebhookAnswer:
-    """Authenticate, parse, map and apply one notification. Raises only for an unusable database."""
-    refused = authentication_failure(event, secret)
+def check(callback: Callback, *, secret: str,
+          unstable_is_success: bool = True) -> WebhookAnswer | tuple[Notification, Transition]:
+    """Authenticate, read, parse and map one notification, without the database: the refusal to answer
+    (401, 400, 413), or the notification and the transition it asks for."""
+    refused = callback.refusal(secret)
     if refused is not None:
         return WebhookAnswer(401, "unauthorised", refused)
     try:
-        notification = parse_notification(request_body(event))
+        notification = parse_notification(callback.body())
         transition = transition_for(notification, unstable_is_success=unstable_is_success)
     except RejectedNotification as exc:
         return WebhookAnswer(exc.http_status, "too_large" if exc.http_status == 413 else "malformed", str(exc))
+    return notification, transition
+
+
+def apply(queue: Queue, notification: Notification, transition: Transition) -> WebhookAnswer:
+    """Apply a checked notification's transition to its row. Raises only for an unusable database."""
     if notification.dispatch_id is not None:
         return _apply_by_dispatch_id(queue, notification, transition)
     return _apply_by_queue_id(queue, notification, transition)
+
+
+def process(callback: Callback, *, secret: str, queue: Queue, unstable_is_success: bool = True) -> WebhookAnswer:
+    """``check`` then ``apply`` on a queue given (tests, benchmarks). Raises only for an unusable database."""
+    checked = check(callback, secret=secret, unstable_is_success=unstable_is_success)
+    if isinstance(checked, WebhookAnswer):
+        return checked
+    return apply(queue, *checked)
 
 
 IGNORED_MESSAGE = "ignored: not the dispatched job"
@@ -207,154 +255,98 @@ def _unchanged(row: Mapping[str, Any], t: Transition, answer: dict) -> WebhookAn
     )
 
 
-# --------------------------------------------------------------------------- HTTP routing
-
-app = APIGatewayHttpResolver()
-
-# Powertools keeps the current event on a class attribute, so resolving is one request at a time per
-# process. Lambda runs one invocation at a time anyway; `serve` threads queue up here.
-_resolve_lock = threading.Lock()
+# --------------------------------------------------------------------------- one request, whatever carried it
 
 
-def _json_response(status_code: int, body: dict, headers: dict | None = None) -> Response:
-    return Response(status_code=status_code, content_type=content_types.APPLICATION_JSON, body=body, headers=headers)
+def _route(path: str) -> str:
+    """The path as routed: a trailing slash does not matter."""
+    return (path.rstrip("/") or "/") if isinstance(path, str) else "/"
 
 
-@app.post(NOTIFY_PATH)
-def _notify() -> Response:
-    event = app.current_event.raw_event
+def answer(callback: Callback) -> WebhookAnswer:
+    """Answer one request to the webhook (POST to the notify path; 405 for another method there; 404
+    elsewhere), logged and counted. Never raises."""
+    try:
+        if _route(callback.path) != NOTIFY_PATH:
+            return no_route(callback)
+        if callback.method.upper() != "POST":
+            return wrong_method(callback)
+        return notify(callback)
+    except Exception as exc:  # a bug, not an input problem: one line for the caller, the stack in the log
+        return unexpected(exc)
+
+
+def notify(callback: Callback) -> WebhookAnswer:
+    """A POST to the notify path: checked first, then applied on a session borrowed only if it must be."""
     started = time.perf_counter()
     try:
         settings = runtime.settings()
-        with runtime.session() as db:
-            answer = process_notification(
-                event,
-                secret=settings.require_webhook_secret(),
-                queue=Queue(db, settings.lease_seconds),
-                unstable_is_success=settings.unstable_is_success,
-            )
+        checked = check(callback, secret=settings.require_webhook_secret(),
+                        unstable_is_success=settings.unstable_is_success)
+        if isinstance(checked, WebhookAnswer):
+            result = checked
+        else:
+            with runtime.session() as db:
+                result = apply(Queue(db, settings.lease_seconds), *checked)
     except ConfigError as exc:
         # The caller may not be authenticated yet: the detail goes to the logs, not into the answer.
         logger.error("webhook configuration error", extra={"reason": str(exc)})
-        answer = WebhookAnswer(503, "unavailable", "the webhook is misconfigured; its logs say how")
+        result = WebhookAnswer(503, "unavailable", "the webhook is misconfigured; its logs say how")
     except (DatabaseUnavailable, DatabaseBusy, SchemaMissing) as exc:
-        answer = WebhookAnswer(503, "unavailable", str(exc).splitlines()[0])
+        result = WebhookAnswer(503, "unavailable", str(exc).splitlines()[0])
     except DatabaseError as exc:
-        answer = WebhookAnswer(503, "unavailable", f"the database refused the update: {exc}")
+        result = WebhookAnswer(503, "unavailable", f"the database refused the update: {exc}")
     except InvalidInput as exc:  # a value the database's checks refused, so nothing was changed
-        answer = WebhookAnswer(400, "malformed", str(exc))
-    _record(answer, event, time.perf_counter() - started)
-    return _json_response(answer.status_code, answer.body())
+        result = WebhookAnswer(400, "malformed", str(exc))
+    _record(result, callback, time.perf_counter() - started)
+    return result
 
 
-@app.route(NOTIFY_PATH, method=OTHER_METHODS)
-def _wrong_method() -> Response:
-    answer = WebhookAnswer(405, "no_route", f"use POST {NOTIFY_PATH}")
-    _record(answer, app.current_event.raw_event, 0.0)
-    return _json_response(405, answer.body(), headers={"Allow": "POST"})
+def wrong_method(callback: Callback) -> WebhookAnswer:
+    """Another method than POST on the notify path: 405 naming POST."""
+    result = WebhookAnswer(405, "no_route", f"use POST {NOTIFY_PATH}")
+    _record(result, callback, 0.0)
+    return result
 
 
-@app.not_found
-def _no_route(_exc: Exception) -> Response:
-    answer = WebhookAnswer(404, "no_route", f"no such endpoint: Jenkins notifications go to POST {NOTIFY_PATH}")
-    _record(answer, app.current_event.raw_event, 0.0)
-    return _json_response(404, answer.body())
+def no_route(callback: Callback) -> WebhookAnswer:
+    """A path the webhook does not answer: 404 naming the one it does."""
+    result = WebhookAnswer(404, "no_route", f"no such endpoint: Jenkins notifications go to POST {NOTIFY_PATH}")
+    _record(result, callback, 0.0)
+    return result
 
 
-@app.exception_handler(Exception)
-def _unexpected(exc: Exception) -> Response:
-    # A bug, not an input problem: the caller gets one line, the log gets the stack trace.
+def unexpected(exc: Exception) -> WebhookAnswer:
+    """A bug: the caller gets one line, the log gets the stack trace."""
     logger.exception("webhook failed unexpectedly", extra={"error_type": type(exc).__name__})
     _count("internal_error")
-    return _json_response(500, {"outcome": "internal_error", "message": "internal error; see the webhook's logs"})
+    return WebhookAnswer(500, "internal_error", "internal error; see the webhook's logs")
 
 
-def _record(answer: WebhookAnswer, event: Mapping[str, Any], seconds: float) -> None:
+def _record(result: WebhookAnswer, callback: Callback, seconds: float) -> None:
     """One log line and the metrics for one request; never the token, never the raw query string."""
-    metric_name, level = OUTCOMES[answer.outcome]
-    http = (event.get("requestContext") or {}).get("http") or {}
+    metric_name, level = OUTCOMES[result.outcome]
     latency_ms = round(seconds * 1000, 3)
     fields = {
-        "outcome": answer.outcome,
-        "status_code": answer.status_code,
-        "job_id": answer.job_id,
-        "dispatch_id": answer.dispatch_id,
-        "phase": answer.phase,
-        "build_number": answer.build_number,
-        "job": answer.job[:200] if answer.job else None,
+        "outcome": result.outcome,
+        "status_code": result.status_code,
+        "job_id": result.job_id,
+        "dispatch_id": result.dispatch_id,
+        "phase": result.phase,
+        "build_number": result.build_number,
+        "job": result.job[:200] if result.job else None,
         "latency_ms": latency_ms,
-        "method": http.get("method"),
-        "path": event.get("rawPath"),
-        "query": redact_query(event.get("rawQueryString")),
+        "method": callback.method,
+        "path": callback.path,
+        "query": redact_query(callback.query),
     }
-    if answer.status_code != 200:
-        fields["reason"] = answer.message
+    if result.status_code != 200:
+        fields["reason"] = result.message
     getattr(logger, level)("jenkins notification", extra=fields)
-    _count(answer.outcome, latency_ms if answer.outcome in ("applied", "duplicate", "already_final") else None)
+    _count(result.outcome, latency_ms if result.outcome in ("applied", "duplicate", "already_final") else None)
 
 
 def _count(outcome: str, latency_ms: float | None = None) -> None:
     metrics.add_metric(name=OUTCOMES[outcome][0], unit=MetricUnit.Count, value=1)
     if latency_ms is not None:
         metrics.add_metric(name="NotificationLatency", unit=MetricUnit.Milliseconds, value=latency_ms)
-
-
-def _routable(event: Any) -> dict | None:
-    """A copy of the event Powertools can route, whatever a caller put in it (None: not an event)."""
-    if not isinstance(event, Mapping):
-        return None
-    event = dict(event)
-    context = event.get("requestContext")
-    context = dict(context) if isinstance(context, Mapping) else {}
-    http = context.get("http")
-    http = dict(http) if isinstance(http, Mapping) else {}
-    method = http.get("method")
-    http["method"] = method.upper() if isinstance(method, str) and method else "POST"
-    raw_path = event.get("rawPath")
-    raw_path = raw_path if isinstance(raw_path, str) and raw_path.startswith("/") else "/"
-    if len(raw_path) > 1:
-        raw_path = raw_path.rstrip("/") or "/"
-    # Powertools cuts '/<stage>' off rawPath for a named stage; only let it when rawPath really has it.
-    stage = context.get("stage")
-    if not isinstance(stage, str) or not (raw_path == f"/{stage}" or raw_path.startswith(f"/{stage}/")):
-        stage = "$default"
-    context.update(http=http, stage=stage)
-    headers = event.get("headers")
-    event.update(
-        requestContext=context,
-        rawPath=raw_path,
-        headers={k: v for k, v in headers.items() if isinstance(k, str) and isinstance(v, str)}
-        if isinstance(headers, Mapping) else {},
-    )
-    return event
-
-
-def handle_http_event(event: Any, context: LambdaContext | None = None) -> dict[str, Any]:
-    """Answer one HTTP API (payload 2.0) or Function URL event: a response dict with statusCode, body.
-
-    Metrics are added, not flushed: the caller flushes them (the Lambda handler's decorator, `serve` after
-    each request)."""
-    routable = _routable(event)
-    if routable is None:
-        return {"statusCode": 400, "headers": {"Content-Type": content_types.APPLICATION_JSON},
-                "body": '{"outcome":"malformed","message":"the event is not an HTTP API (payload 2.0) event"}',
-                "isBase64Encoded": False}
-    with _resolve_lock:
-        return app.resolve(routable, context)
-
-
-def http_api_event(
-    method: str, raw_path: str, raw_query: str = "", headers: Mapping[str, str] | None = None, body: bytes = b""
-) -> dict[str, Any]:
-    """An HTTP API payload-2.0 event for a plain HTTP request (what `serve` hands to ``handle_http_event``)."""
-    headers = {k.lower(): v for k, v in (headers or {}).items()}
-    return {
-        "version": "2.0",
-        "routeKey": "$default",
-        "rawPath": raw_path,
-        "rawQueryString": raw_query,
-        "headers": headers,
-        "requestContext": {"http": {"method": method.upper(), "path": raw_path}, "stage": "$default"},
-        "body": base64.b64encode(body).decode("ascii"),
-        "isBase64Encoded": True,
-    }

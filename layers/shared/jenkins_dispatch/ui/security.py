@@ -1,10 +1,18 @@
 """Who may use the web page and how its answers protect the browser: pure decisions and an in-memory store of
-sessions (each with its CSRF token). Tokens are compared in constant time and never rendered or logged."""
+sessions (each with its CSRF token). Tokens are compared in constant time and never rendered or logged.
+
+A session is stored only when someone logs in (with UI_TOKEN: the right token posted to /login; without one,
+on loopback, where every visitor is the operator: the first form accepted). Before that a browser is a
+*visitor*: nothing is kept for it; its CSRF token is derived (HMAC under a key of this process) from a random
+nonce in its own cookie. So requests without a session cookie, however many, create nothing and evict nobody.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
+import re
 import secrets
 import threading
 import time
@@ -14,7 +22,9 @@ from dataclasses import dataclass, field
 from ..errors import ConfigError
 
 SESSION_COOKIE = "jd_ui_session"
-MAX_SESSIONS = 10_000  # the oldest are forgotten beyond this: a flood of cookie-less requests cannot grow memory
+VISITOR_COOKIE = "jd_ui_visitor"  # a browser without a session: the nonce its CSRF token is derived from
+MAX_SESSIONS = 10_000  # logins beyond this forget the least recently used session
+_NONCE = re.compile(r"[A-Za-z0-9_-]{43}")  # secrets.token_urlsafe(32)
 SESSION_IDLE_SECONDS = 12 * 3600
 
 # No inline script or style, nothing from elsewhere, no framing, forms post only to this page.
@@ -54,9 +64,9 @@ def tokens_match(given: str | None, expected: str | None) -> bool:
     return hmac.compare_digest(given.encode(), expected.encode())
 
 
-def session_cookie(session_id: str, secure: bool = False) -> str:
+def session_cookie(session_id: str, secure: bool = False, name: str = SESSION_COOKIE) -> str:
     """The Set-Cookie value: HttpOnly, SameSite=Strict, for the whole page."""
-    return (f"{SESSION_COOKIE}={session_id}; Path=/; HttpOnly; SameSite=Strict"
+    return (f"{name}={session_id}; Path=/; HttpOnly; SameSite=Strict"
             + ("; Secure" if secure else ""))
 
 
@@ -69,6 +79,7 @@ class Session:
     authenticated: bool
     last_seen: float = field(default_factory=time.monotonic)
     flash: str | None = None
+    stored: bool = True  # False: a visitor's, made for one request and kept nowhere
 
 
 class Sessions:
@@ -78,6 +89,20 @@ class Sessions:
         self.token_required = token_required
         self._sessions: OrderedDict[str, Session] = OrderedDict()
         self._lock = threading.Lock()
+        self._key = secrets.token_bytes(32)  # visitors' CSRF tokens; a restart makes open forms ask for a reload
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._sessions)
+
+    def visitor(self, nonce: str | None) -> tuple[Session, str | None]:
+        """A browser without a session, kept nowhere: (its session for this request, a new nonce for its cookie
+        when it brought none that could be ours). Its CSRF token is the HMAC of its nonce."""
+        fresh = None
+        if not nonce or not _NONCE.fullmatch(nonce):
+            nonce = fresh = secrets.token_urlsafe(32)
+        csrf = hmac.new(self._key, nonce.encode(), hashlib.sha256).hexdigest()
+        return Session("", csrf, not self.token_required, stored=False), fresh
 
     def find(self, session_id: str | None) -> Session | None:
         """The live session with this id, or None."""
@@ -94,9 +119,9 @@ class Sessions:
             self._sessions.move_to_end(session_id)
             return session
 
-    def start(self, authenticated: bool | None = None) -> Session:
-        """A new session; authenticated from the start when no token is required."""
-        session = Session(secrets.token_urlsafe(32), secrets.token_urlsafe(32),
+    def start(self, authenticated: bool | None = None, csrf: str | None = None) -> Session:
+        """A new session (at a login); authenticated from the start when no token is required."""
+        session = Session(secrets.token_urlsafe(32), csrf or secrets.token_urlsafe(32),
                           (not self.token_required) if authenticated is None else authenticated)
         with self._lock:
             self._sessions[session.id] = session
@@ -106,5 +131,7 @@ class Sessions:
 
     def end(self, session: Session) -> None:
         """Forget a session (logout, or replaced at login)."""
+        if not session.stored:
+            return
         with self._lock:
             self._sessions.pop(session.id, None)

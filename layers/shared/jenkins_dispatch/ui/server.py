@@ -1,6 +1,6 @@
-"""The web page's HTTP side: one ThreadingHTTPServer, routes, sessions and login, CSRF on every POST, the
-security headers on every answer, templates rendered with autoescaping. Every failure answers a page that
-says what went wrong (400, 403, 404, 409, 503), never a traceback."""
+"""The web page's HTTP side: a WSGI app on the bounded HTTP server (http_service), routes, sessions and login,
+CSRF on every POST, the security headers on every answer, templates rendered with autoescaping. Every failure
+answers a page that says what went wrong (400, 403, 404, 409, 503), never a traceback."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from http.cookies import CookieError, SimpleCookie
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -30,7 +29,17 @@ from ..errors import (
     JenkinsError,
     NotFound,
 )
-from ..http_service import BackgroundHttpServer, stop_on_signals
+from ..http_service import (
+    BackgroundHttpServer,
+    HttpLimits,
+    RequestHead,
+    listen_failure,
+    read_body,
+    request_headers,
+    request_target,
+    status_line,
+    stop_on_signals,
+)
 from ..observability import logger
 from ..operating.waiting import duration, when
 from ..store.db import SessionPool
@@ -39,6 +48,8 @@ from .pages import LEVERS, Done, Page, Pages
 
 HERE = Path(__file__).resolve().parent
 POOL_SIZE = 4
+FRONT_THREADS = 2  # static files, the login form, logout: never wait behind the database
+NO_DATABASE_PATHS = ("/login", "/logout")
 MAX_FORM_BYTES = 64 * 1024
 STATIC_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
 _JOB_PATH = re.compile(r"^/jobs/([^/]+)(?:/(retry|cancel))?$")
@@ -97,6 +108,7 @@ class UiApp:
         self.refresh_seconds = refresh_seconds
         self.token = token
         self.sessions = security.Sessions(token_required=bool(token))
+        self.pool_size = pool_size
         self.pool = SessionPool(settings.database, pool_size, application_name="jenkins-dispatch-ui")
         self.pages = Pages(settings, self.pool)
         self.templates = template_environment()
@@ -141,10 +153,10 @@ class UiApp:
             if not self._host_allowed(headers.get("host", "")):
                 return self.problem(421, "Wrong host", "This page answers only at its own loopback address "
                                     "(set UI_TOKEN to serve it under other names).", None)
-            session, new_cookie = self._session(headers)
+            session, visitor_cookie = self._session(headers)
             answer = self._route(method, path, parse_qs(url.query, keep_blank_values=True), headers, body, session)
-            if new_cookie:
-                answer.headers["Set-Cookie"] = security.session_cookie(session.id)
+            if visitor_cookie:
+                answer.headers.setdefault("Set-Cookie", visitor_cookie)
             return answer
         except Exception:  # the page says it failed; the log has the why
             logger.error("ui request failed", extra={"path": target.split("?")[0],
@@ -157,15 +169,18 @@ class UiApp:
         name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
         return security.is_loopback(name.lower())
 
-    def _session(self, headers: dict[str, str]) -> tuple[security.Session, bool]:
+    def _session(self, headers: dict[str, str]) -> tuple[security.Session, str | None]:
+        """The browser's stored session, else its visitor's (never stored), with the cookie that visitor needs."""
         cookie = SimpleCookie()
         with suppress(CookieError):  # a malformed Cookie header is a browser without our session
             cookie.load(headers.get("cookie", ""))
         morsel = cookie.get(security.SESSION_COOKIE)
         session = self.sessions.find(morsel.value if morsel else None)
         if session is not None:
-            return session, False
-        return self.sessions.start(), True
+            return session, None
+        morsel = cookie.get(security.VISITOR_COOKIE)
+        visitor, nonce = self.sessions.visitor(morsel.value if morsel else None)
+        return visitor, security.session_cookie(nonce, name=security.VISITOR_COOKIE) if nonce else None
 
     def _route(self, method: str, path: str, query: dict, headers: dict[str, str], body: bytes,
                session: security.Session) -> Answer:
@@ -204,7 +219,8 @@ class UiApp:
             return self.problem(403, "Read-only", "This page was started with --read-only: nothing can be changed "
                                 "here. Use the command line, or start the page without --read-only.", session)
         form = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
-        if not security.tokens_match(forms.one(form, "csrf"), session.csrf):
+        given = form.get("csrf", [])
+        if len(given) != 1 or not security.tokens_match(given[0], session.csrf):  # none, or several: refused
             return self.problem(403, "Refused: the form token is missing or wrong",
                                 "Nothing was changed. Reload the page and try again (a form from another "
                                 "site, or from before a restart, cannot pull a lever).", session)
@@ -215,10 +231,18 @@ class UiApp:
         if path == "/logout":
             self.sessions.end(session)
             return self.redirect("/login", {"Set-Cookie": security.session_cookie("", secure=False) + "; Max-Age=0"})
+        opened = None
+        if not session.stored:
+            # No token here (loopback: every visitor is the operator): the first form accepted is the login,
+            # with the token the visitor's page carries, so the next page shows this lever's message.
+            session = opened = self.sessions.start(authenticated=True, csrf=session.csrf)
         try:
-            return self._lever(path, form, session)
+            answer = self._lever(path, form, session)
         except DispatchError as error:
-            return self._failure(error, session)
+            answer = self._failure(error, session)
+        if opened is not None:
+            answer.headers["Set-Cookie"] = security.session_cookie(opened.id)
+        return answer
 
     def _lever(self, path: str, form: dict, session: security.Session) -> Answer:
         match = _JOB_PATH.match(path)
@@ -240,7 +264,8 @@ class UiApp:
     def _login(self, form: dict, session: security.Session) -> Answer:
         if not self.token:
             return self.redirect("/")
-        if not security.tokens_match(forms.one(form, "token"), self.token):
+        given = form.get("token", [])
+        if len(given) != 1 or not security.tokens_match(given[0].strip(), self.token):
             return self.render(Page("login.html", {"error": "That token is not the one configured (UI_TOKEN)."}, 403,
                                     refresh=False),
                                session)
@@ -269,59 +294,28 @@ class UiApp:
         return self.problem(400, "Refused", str(error), session)
 
 
-def read_body(handler: BaseHTTPRequestHandler, limit: int = MAX_FORM_BYTES) -> bytes:
-    """The request's body, up to ``limit`` bytes; a longer one is not read (it is refused as too long)."""
-    try:
-        length = int(handler.headers.get("Content-Length") or 0)
-    except ValueError:
-        length = 0
-    if length > limit:
-        handler.close_connection = True
-        return b"x" * (limit + 1)
-    return handler.rfile.read(length) if length > 0 else b""
+def answer_wsgi(app: UiApp, environ: dict, start_response, method: str, target: str) -> list[bytes]:
+    """Answer a WSGI request through ``app``, with the security headers (also `serve --ui`'s way in)."""
+    answer = app.handle(method, target, request_headers(environ), read_body(environ, MAX_FORM_BYTES))
+    headers = {**security.SECURITY_HEADERS, **answer.headers, "Content-Length": str(len(answer.body))}
+    start_response(status_line(answer.status), list(headers.items()))
+    return [] if method == "HEAD" else [answer.body]
 
 
-def answer_page(app: UiApp, handler: BaseHTTPRequestHandler, method: str, body: bytes) -> None:
-    """Answer ``handler``'s request through ``app``, with the security headers (also `serve --ui`'s way in)."""
-    headers = {k.lower(): v for k, v in handler.headers.items()}
-    answer = app.handle(method, handler.path, headers, body)
-    handler.send_response(answer.status)
-    for name, value in {**security.SECURITY_HEADERS, **answer.headers}.items():
-        handler.send_header(name, value)
-    handler.send_header("Content-Length", str(len(answer.body)))
-    handler.end_headers()
-    if method != "HEAD":
-        handler.wfile.write(answer.body)
+class UiWsgi:
+    """`ui`'s WSGI application: the page, and which requests may wait on the database."""
 
+    def __init__(self, app: UiApp):
+        self.app = app
 
-def _handler_class(app: UiApp):
-    class Handler(BaseHTTPRequestHandler):
-        server_version = "jenkins-dispatch-ui"
-        sys_version = ""
-        protocol_version = "HTTP/1.1"
+    def lane(self, head: RequestHead) -> str:
+        """Static files and the login form never wait behind the page's database sessions."""
+        return "front" if head.path in self.app.static or head.path in NO_DATABASE_PATHS else "page"
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's signature
-            pass  # no access log: query strings are the operator's filters, not worth a line each
-
-        def _serve(self, method: str) -> None:
-            answer_page(app, self, method, read_body(self))
-
-        def do_GET(self) -> None:
-            self._serve("GET")
-
-        def do_HEAD(self) -> None:
-            self._serve("HEAD")
-
-        def do_POST(self) -> None:
-            self._serve("POST")
-
-        def do_PUT(self) -> None:
-            self._serve("PUT")
-
-        def do_DELETE(self) -> None:
-            self._serve("DELETE")
-
-    return Handler
+    def __call__(self, environ: dict, start_response) -> list[bytes]:
+        path, query = request_target(environ)
+        method = environ.get("REQUEST_METHOD", "GET").upper()
+        return answer_wsgi(self.app, environ, start_response, method, path + ("?" + query if query else ""))
 
 
 def mounted_app(settings: Settings, *, read_only: bool = False) -> UiApp:
@@ -339,11 +333,14 @@ class UiServer(BackgroundHttpServer):
                  read_only: bool = False, refresh_seconds: int = UI_REFRESH_SECONDS):
         security.check_listen(host, settings.ui_token)
         self.app = UiApp(settings, read_only=read_only, refresh_seconds=refresh_seconds, token=settings.ui_token)
+        wsgi = UiWsgi(self.app)
         try:
-            super().__init__((host, port), _handler_class(self.app), "ui-http")
+            super().__init__((host, port), wsgi, "ui-http", lanes={"front": FRONT_THREADS, "page": self.app.pool_size},
+                             choose=wsgi.lane, log=logger, server_name="jenkins-dispatch-ui",
+                             limits=HttpLimits(idle_seconds=settings.http_idle_timeout_seconds))
         except (OSError, OverflowError) as exc:
             self.app.close()
-            raise ConfigError(f"ui cannot listen on {host}:{port}: {getattr(exc, 'strerror', None) or exc}") from None
+            raise ConfigError(listen_failure("ui", host, port, exc)) from None
 
     def closed(self) -> None:
         """The page's database sessions."""

@@ -1,0 +1,267 @@
+"""`serve`'s HTTP server under pressure, as a user runs it (a subprocess), on both engines (issue 21):
+
+1. Webhook latency with 50 concurrent callers while one callback waits on a row another session holds
+   locked. Each caller posts STARTED then COMPLETED for rows of its own, each POST on a new connection (as the
+   Notification plugin does); a sample is the time from connecting to the whole answer. The same run without
+   the lock is the baseline. Target: p99 < 100 ms for the others while the locked one waits.
+2. Threads and RSS of `serve` (read from /proc) before, with 300 idle connections open, and after the idle
+   timeout (HTTP_IDLE_TIMEOUT_SECONDS=5 here) had time to close them.
+
+The callers are threads of this process: their own GIL time is part of every sample. Every caller keeps one
+request in flight, so latency here is the queue's depth (50) times the time one request takes; ``load_1m`` is
+the machine's load average (numbers from a machine busy with other work are not comparable).
+
+Run with `make bench`, `python -m benchmarks bench_http` or `python -m benchmarks.bench_http`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from benchmarks.engines import scratch_databases, server_name
+from jenkins_dispatch.config import parse_database_url
+from jenkins_dispatch.store.db import Database
+from jenkins_dispatch.store.queue import Queue
+from jenkins_emulator.server import JenkinsEmulator
+
+SECRET = "bench-http-secret"
+CALLERS = 50
+ROWS_PER_CALLER = 4  # each row: STARTED, then COMPLETED
+IDLE_CONNECTIONS = 300
+IDLE_TIMEOUT_SECONDS = 5
+TARGET_P99_MS = 100.0
+LOCK_WAIT = {
+    "postgresql": "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() "
+                  "AND wait_event_type = 'Lock'",
+    "mysql": "SELECT count(*) AS n FROM information_schema.innodb_trx t JOIN information_schema.processlist p "
+             "ON p.id = t.trx_mysql_thread_id WHERE t.trx_state = 'LOCK WAIT' AND p.db = DATABASE()",
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(port: int, path: str) -> int:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        connection.request("GET", path)
+        answer = connection.getresponse()
+        answer.read()
+        return answer.status
+    finally:
+        connection.close()
+
+
+def _post(port: int, body: bytes) -> tuple[int, float]:
+    started = time.perf_counter()
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        connection.request("POST", f"/jenkins/notify?token={SECRET}", body=body,
+                           headers={"Content-Type": "application/json"})
+        answer = connection.getresponse()
+        answer.read()
+        return answer.status, time.perf_counter() - started
+    finally:
+        connection.close()
+
+
+def _notification(row: dict, phase: str) -> bytes:
+    build = {"number": row["id"], "queue_id": row["jenkins_queue_id"], "phase": phase,
+             "url": f"job/deploy/{row['id']}/", "parameters": {"DISPATCH_ID": row["dispatch_id"]}}
+    if phase == "COMPLETED":
+        build["status"] = "SUCCESS"
+    return json.dumps({"name": "deploy", "url": "job/deploy/", "build": build}).encode()
+
+
+@contextlib.contextmanager
+def _serve(database_url: str, jenkins_url: str, **env: str) -> Iterator[tuple[subprocess.Popen, int]]:
+    port = _free_port()
+    environment = dict(os.environ, DATABASE_URL=database_url, JENKINS_URL=jenkins_url, JENKINS_USER="admin",
+                       JENKINS_API_TOKEN="admin-token", WEBHOOK_SECRET=SECRET, LEASE_SECONDS="600",
+                       JENKINS_TIMEOUT_SECONDS="5", **env)
+    with tempfile.TemporaryFile("w+") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "jenkins_dispatch.cli", "serve", "--port", str(port)],
+                                env=environment, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                with contextlib.suppress(OSError):
+                    if _get(port, "/healthz") == 200:
+                        break
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    log.seek(0)
+                    raise RuntimeError(f"serve did not start: {log.read()[-2000:]}")
+                time.sleep(0.1)
+            yield proc, port
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+def _processing_rows(db: Database, count: int) -> list[dict]:
+    db.run("DELETE FROM jenkins_job_events")
+    db.run("DELETE FROM jenkins_jobs_queue")
+    queue = Queue(db, lease_seconds=600)
+    for _ in range(count):
+        queue.enqueue("deploy")
+    jobs = queue.claim_batch(count)
+    for job in jobs:
+        queue.mark_triggered(job, 100_000 + job.id)
+    return [queue.get(job.id) for job in jobs]
+
+
+def _callers(port: int, rows: list[dict]) -> tuple[list[float], Counter]:
+    """CALLERS threads at once, each posting STARTED then COMPLETED for its share of ``rows``."""
+    together = threading.Barrier(CALLERS)
+
+    def caller(n: int) -> list[tuple[int, float]]:
+        mine = rows[n::CALLERS]
+        together.wait(timeout=60)
+        return [_post(port, _notification(row, phase)) for row in mine for phase in ("STARTED", "COMPLETED")]
+
+    with ThreadPoolExecutor(CALLERS) as pool:
+        results = [answer for answers in pool.map(caller, range(CALLERS)) for answer in answers]
+    return [seconds * 1000 for _, seconds in results], Counter(status for status, _ in results)
+
+
+def _latency_row(engine: str, version: str, scenario: str, latencies: list[float], statuses: Counter,
+                 wall: float, locked: str) -> dict:
+    latencies.sort()
+    p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
+    return {"engine": version, "scenario": scenario, "callers": CALLERS, "requests": len(latencies),
+            "answers": " ".join(f"{status}x{n}" for status, n in sorted(statuses.items())),
+            "p50_ms": round(statistics.median(latencies), 1), "p99_ms": round(p99, 1),
+            "max_ms": round(latencies[-1], 1), "per_second": round(len(latencies) / wall),
+            "locked_callback": locked, "load_1m": round(os.getloadavg()[0], 1), "meets_target": p99 < TARGET_P99_MS}
+
+
+def webhook_latency(engine: str, url: str, jenkins_url: str) -> list[dict]:
+    rows_needed = CALLERS * ROWS_PER_CALLER
+    results = []
+    with Database(parse_database_url(url), application_name="jd-bench") as db, \
+            Database(parse_database_url(url), application_name="jd-bench-locker") as locker:
+        version = server_name(db)
+        # Every row is processing before serve starts, so its dispatcher has nothing to claim.
+        rows = _processing_rows(db, 2 * rows_needed + 1)
+        baseline, held, rows = rows[:rows_needed], rows[rows_needed], rows[rows_needed + 1:]
+        with _serve(url, jenkins_url) as (_proc, port):
+            for row in baseline[:CALLERS] + rows[:CALLERS]:  # warm every session of the pool and the statements
+                _post(port, _notification(row, "QUEUED"))
+            started = time.perf_counter()
+            latencies, statuses = _callers(port, baseline)
+            results.append(_latency_row(engine, version, "nothing locked", latencies, statuses,
+                                        time.perf_counter() - started, "-"))
+            with ThreadPoolExecutor(1) as first:
+                with locker.transaction():
+                    locker.run("SELECT id FROM jenkins_jobs_queue WHERE id = :id FOR UPDATE", id=held["id"])
+                    waiting = first.submit(_post, port, _notification(held, "COMPLETED"))
+                    while db.run(LOCK_WAIT[engine])[0]["n"] < 1 and not waiting.done():
+                        time.sleep(0.25)  # InnoDB's lock tables refresh only when unread for 0.1 s
+                    started = time.perf_counter()
+                    latencies, statuses = _callers(port, rows)
+                    wall = time.perf_counter() - started
+                    still_waiting = not waiting.done()
+                status, seconds = waiting.result(timeout=60)
+        order = "still waiting when the others were done" if still_waiting else "done before the others"
+        locked = f"{order}; {status} after {seconds:.1f} s"
+        results.append(_latency_row(engine, version, "one callback waits on a locked row", latencies, statuses,
+                                    wall, locked))
+    return results
+
+
+def _status(pid: int) -> tuple[int, float]:
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    return int(fields["Threads"]), round(int(fields["VmRSS"].split()[0]) / 1024, 1)
+
+
+def _open(sockets: list[socket.socket]) -> int:
+    import select
+
+    still = 0
+    for sock in sockets:
+        readable, _, _ = select.select([sock], [], [], 0)
+        if not readable:
+            still += 1
+            continue
+        try:
+            if sock.recv(1024) != b"":
+                still += 1
+        except OSError:
+            pass
+    return still
+
+
+def idle_connections(url: str, jenkins_url: str) -> list[dict]:
+    rows = []
+    with _serve(url, jenkins_url, HTTP_IDLE_TIMEOUT_SECONDS=str(IDLE_TIMEOUT_SECONDS)) as (proc, port):
+        time.sleep(1)  # let start-up settle before the first reading
+        threads, rss = _status(proc.pid)
+        rows.append({"moment": "before", "connections_open": 0, "threads": threads, "rss_mb": rss,
+                     "healthz_ms": _healthz_ms(port)})
+        sockets = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(IDLE_CONNECTIONS)]
+        try:
+            time.sleep(1)
+            healthz = _healthz_ms(port)
+            threads, rss = _status(proc.pid)
+            rows.append({"moment": f"{IDLE_CONNECTIONS} idle connections open", "connections_open": _open(sockets),
+                         "threads": threads, "rss_mb": rss, "healthz_ms": healthz})
+            deadline = time.monotonic() + IDLE_TIMEOUT_SECONDS + 15
+            while _open(sockets) and time.monotonic() < deadline:
+                time.sleep(0.5)
+            threads, rss = _status(proc.pid)
+            rows.append({"moment": f"{IDLE_TIMEOUT_SECONDS + 15} s later at most", "connections_open": _open(sockets),
+                         "threads": threads, "rss_mb": rss, "healthz_ms": _healthz_ms(port)})
+        finally:
+            for sock in sockets:
+                sock.close()
+    return rows
+
+
+def _healthz_ms(port: int) -> float:
+    started = time.perf_counter()
+    _get(port, "/healthz")
+    return round((time.perf_counter() - started) * 1000, 1)
+
+
+def run() -> dict[str, list[dict]]:
+    emulator = JenkinsEmulator()
+    jenkins_url = emulator.start()
+    try:
+        with scratch_databases("jd_bench_http") as (urls, missing):
+            latency = []
+            for engine, url in urls.items():
+                latency += webhook_latency(engine, url, jenkins_url)
+            latency += [{"engine": engine, "scenario": f"skipped: {why}"} for engine, why in missing.items()]
+            threads = idle_connections(urls["postgresql"], jenkins_url)
+    finally:
+        emulator.stop()
+    return {f"webhook under serve: {CALLERS} concurrent callers, p99 target < {TARGET_P99_MS:g} ms": latency,
+            f"serve with {IDLE_CONNECTIONS} idle connections (HTTP_IDLE_TIMEOUT_SECONDS={IDLE_TIMEOUT_SECONDS})":
+                threads}
+
+
+def main() -> None:
+    from benchmarks.report import print_tables
+
+    print_tables(run())
+
+
+if __name__ == "__main__":
+    main()
