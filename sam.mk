@@ -14,7 +14,8 @@ export SAM_CLI_TELEMETRY = 0
 
 # The architecture to build for: samconfig.toml's `Architecture=...` (parameter_overrides) when it names one, so
 # build and deploy agree, else the template's default, arm64. `make build ARCH=x86_64` wins over both.
-ARCH ?= $(or $(shell sed -n 's/.*Architecture=\([a-z0-9_]*\).*/\1/p' samconfig.toml 2>/dev/null | head -n 1),arm64)
+# (sam deploy --guided writes parameter_overrides = "... Architecture=\"x86_64\" ...").
+ARCH ?= $(or $(shell sed -n '/^parameter_overrides/s/.*Architecture=\\\{0,1\}"\{0,1\}\([a-z0-9_]*\).*/\1/p' samconfig.toml 2>/dev/null | head -n 1),arm64)
 BUILT_ARCH_FILE = .aws-sam/build/architecture
 # sam build's cache key ignores LAMBDA_ARCH: one cache per architecture, or ARCH=x86_64 after arm64 would reuse
 # the arm64 layer.

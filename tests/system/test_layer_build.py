@@ -21,10 +21,12 @@ import os
 import platform
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+# Each layer is built from PyPI wheels (a cold pip cache on a fresh machine takes a minute or more).
+pytestmark = pytest.mark.timeout(900)
 
 ROOT = Path(__file__).resolve().parents[2]
 LAYER_SOURCE = ROOT / "layers" / "shared"
