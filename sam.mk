@@ -15,7 +15,8 @@ export SAM_CLI_TELEMETRY = 0
 # The architecture to build for: samconfig.toml's `Architecture=...` (parameter_overrides) when it names one, so
 # build and deploy agree, else the template's default, arm64. `make build ARCH=x86_64` wins over both.
 # (sam deploy --guided writes parameter_overrides = "... Architecture=\"x86_64\" ...").
-ARCH ?= $(or $(shell sed -n '/^parameter_overrides/s/.*Architecture=\\\{0,1\}"\{0,1\}\([a-z0-9_]*\).*/\1/p' samconfig.toml 2>/dev/null | head -n 1),arm64)
+DEPLOY_ARCH := $(or $(shell sed -n '/^parameter_overrides/s/.*Architecture=\\\{0,1\}"\{0,1\}\([a-z0-9_]*\).*/\1/p' samconfig.toml 2>/dev/null | head -n 1),arm64)
+ARCH ?= $(DEPLOY_ARCH)
 BUILT_ARCH_FILE = .aws-sam/build/architecture
 # sam build's cache key ignores LAMBDA_ARCH: one cache per architecture, or ARCH=x86_64 after arm64 would reuse
 # the arm64 layer.
@@ -27,9 +28,10 @@ PY312_BIN ?= $(firstword $(wildcard /root/.pyenv/versions/3.12.1/bin $(HOME)/.py
 SAM_ENV = $(if $(PY312_BIN),PATH="$(PY312_BIN):$$PATH") LAMBDA_ARCH=$(ARCH)
 
 RDS_CA_URL ?= https://truststore.pki.rds.amazonaws.com/global/global-bundle.pem
-RDS_CA_BUNDLE = layers/shared/rds-ca-bundle.pem
+RDS_CA_BUNDLE ?= layers/shared/rds-ca-bundle.pem
+CHECK_PYTHON ?= $(shell command -v python3 || command -v python)
 
-.PHONY: build deploy lint-sam layer-size rds-ca-refresh
+.PHONY: build deploy check-deploy-arch lint-sam layer-size rds-ca-refresh
 
 build:
 	@case "$(ARCH)" in arm64|x86_64) ;; *) echo "sam.mk: ARCH must be arm64 or x86_64, not '$(ARCH)'" >&2; exit 2;; esac
@@ -39,15 +41,18 @@ build:
 	echo "$(ARCH)" > $(BUILT_ARCH_FILE) && \
 	echo "sam build ($(ARCH)): $$(echo "$$(date +%s.%N) - $$start" | bc 2>/dev/null || echo '?') s"
 
-# A layer built for one architecture under functions of the other fails at the first import: refuse that.
-deploy: build
-	@test "$$(cat $(BUILT_ARCH_FILE))" = "$(ARCH)" || { echo "sam.mk: the build is for $$(cat $(BUILT_ARCH_FILE)), not $(ARCH)" >&2; exit 2; }
+# A layer built for one architecture under functions of the other fails at the first import: sam deploy takes
+# Architecture from samconfig.toml (else arm64), so the build must be for that one.
+deploy: check-deploy-arch build
 	@if grep -q '^parameter_overrides' samconfig.toml 2>/dev/null; then \
 		$(SAM) deploy; \
 	else \
 		echo "sam.mk: first deploy - sam deploy --guided (answers are saved to samconfig.toml; answer Architecture=$(ARCH))"; \
 		$(SAM) deploy --guided; \
 	fi
+
+check-deploy-arch:
+	@test "$(ARCH)" = "$(DEPLOY_ARCH)" || { echo "sam.mk: ARCH=$(ARCH) but sam deploy would deploy Architecture=$(DEPLOY_ARCH): put Architecture=$(ARCH) in samconfig.toml's parameter_overrides" >&2; exit 2; }
 
 lint-sam:
 	$(CFN_LINT) template.yaml
@@ -67,14 +72,13 @@ layer-size:
 # The one target that downloads the bundle: AWS's trust store, then a check that it holds certificates
 # Python's ssl accepts, then the file and its SHA-256 (review the diff and commit both). The build only checks.
 rds-ca-refresh:
-	@tmp=$$(mktemp) && trap 'rm -f "$$tmp"' EXIT && \
+	@tmp=$$(mktemp) && trap 'rm -f "$$tmp" "$$tmp.sha256"' EXIT && \
 	curl -fsSL --max-time 60 -o "$$tmp" "$(RDS_CA_URL)" || { echo "sam.mk: cannot download $(RDS_CA_URL)" >&2; exit 1; }; \
-	$(PYTHON) -c 'import re, ssl, sys; pem = open(sys.argv[1]).read(); \
+	$(CHECK_PYTHON) -c 'import hashlib, re, ssl, sys; raw = open(sys.argv[1], "rb").read(); pem = raw.decode("ascii"); \
 	certs = re.findall(r"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----", pem, re.S); \
 	assert certs, "no certificate in the download"; \
-	ssl.create_default_context(cadata=pem); print(f"{len(certs)} certificates")' "$$tmp" && \
-	cp "$$tmp" $(RDS_CA_BUNDLE) && \
-	(cd $(dir $(RDS_CA_BUNDLE)) && $(abspath $(PYTHON)) -c 'import hashlib, sys; \
-	print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest() + "  " + sys.argv[1])' $(notdir $(RDS_CA_BUNDLE)) \
-	> $(notdir $(RDS_CA_BUNDLE)).sha256) && \
+	ssl.create_default_context(cadata=pem); \
+	open(sys.argv[2], "w").write(hashlib.sha256(raw).hexdigest() + "  " + sys.argv[3] + "\n"); \
+	print(f"{len(certs)} certificates")' "$$tmp" "$$tmp.sha256" $(notdir $(RDS_CA_BUNDLE)) && \
+	cp "$$tmp" $(RDS_CA_BUNDLE) && mv "$$tmp.sha256" $(RDS_CA_BUNDLE).sha256 && \
 	echo "sam.mk: $(RDS_CA_BUNDLE) refreshed from $(RDS_CA_URL); commit it with $(RDS_CA_BUNDLE).sha256"

@@ -245,3 +245,32 @@ def test_the_build_fails_loudly_without_the_right_bundle(tmp_path, damage):
     assert len(errors) == 1, result.stderr
     assert {"altered": "SHA-256", "missing": "is missing", "checksum missing": "cannot be checked"}[damage] in errors[0]
     assert not out.exists(), "the build went on to download wheels"
+
+
+def test_the_refresh_target_replaces_bundle_and_checksum_together_or_not_at_all(tmp_path):
+    """`make rds-ca-refresh` (here from a file:// URL: AWS's trust store is not reachable from the test machines)
+    writes a bundle the build then accepts; a download without certificates changes nothing."""
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed")
+    copy = _layer_copy(tmp_path)
+    target = copy / "rds-ca-bundle.pem"
+    source = tmp_path / "global-bundle.pem"
+    certificates = target.read_text().split("-----END CERTIFICATE-----\n")
+    source.write_text("-----END CERTIFICATE-----\n".join(certificates[:3]) + "-----END CERTIFICATE-----\n")
+
+    def refresh(url: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["make", "--no-print-directory", "-f", str(ROOT / "sam.mk"), "rds-ca-refresh",
+                               f"RDS_CA_URL={url}", f"RDS_CA_BUNDLE={target}"], capture_output=True, text=True,
+                              timeout=120, cwd=ROOT)
+
+    result = refresh(source.as_uri())
+    assert result.returncode == 0, result.stderr
+    assert "3 certificates" in result.stdout
+    assert target.read_bytes() == source.read_bytes()
+    assert _make("check-rds-ca-bundle", cwd=copy).returncode == 0
+    before = (target.read_bytes(), (copy / "rds-ca-bundle.pem.sha256").read_bytes())
+    junk = tmp_path / "junk.pem"
+    junk.write_text("<html>not a bundle</html>\n")
+    result = refresh(junk.as_uri())
+    assert result.returncode != 0 and "no certificate" in result.stderr
+    assert (target.read_bytes(), (copy / "rds-ca-bundle.pem.sha256").read_bytes()) == before
