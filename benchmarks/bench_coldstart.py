@@ -5,6 +5,10 @@ Each measurement is a fresh interpreter importing ``functions/<name>/app.py`` wi
 and boto3/botocore appended (Lambda's runtime provides them). One discarded warm-up run lets the
 interpreter cache what the layer does not ship; the median of the next runs is reported.
 
+The layer is built for one architecture (``make build`` arm64, ``make build ARCH=x86_64``), read from its
+compiled extensions' ELF headers: it is measured only on a machine of that architecture (an emulated
+interpreter would measure the emulator); on another the rows say so instead of a number.
+
     python -m benchmarks.bench_coldstart          # table
     python -m benchmarks.bench_coldstart --json   # machine-readable
 """
@@ -14,6 +18,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import platform
 import shutil
 import statistics
 import subprocess
@@ -27,6 +32,8 @@ SOURCE_LAYER = ROOT / "layers" / "shared"
 HANDLERS = ("dispatcher", "webhook", "migrate")
 RUNS = 5
 TARGET_MS = 300.0
+ELF_MACHINES = {62: "x86_64", 183: "arm64"}
+HOST_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine().lower())
 
 CHILD = """
 import sys, time
@@ -47,6 +54,15 @@ def _python312() -> str | None:
             [candidate, "-c", "import sys; sys.exit(sys.version_info[:2] != (3, 12))"], capture_output=True
         ).returncode == 0:
             return candidate
+    return None
+
+
+def layer_architecture(layer: Path) -> str | None:
+    """arm64 or x86_64, from the ELF header of the layer's first compiled extension (None: none found)."""
+    for so in sorted(layer.rglob("*.so")):
+        header = so.read_bytes()[:20]
+        if header[:4] == b"\x7fELF":
+            return ELF_MACHINES.get(int.from_bytes(header[18:20], "little"), "unknown")
     return None
 
 
@@ -87,16 +103,21 @@ def run(runs: int = RUNS) -> list[dict]:
     # The source layer carries our package only: its dependencies are in this interpreter's environment, not in
     # a bare Python 3.12's (run `make build` for the Lambda's own picture).
     python = (_python312() or sys.executable) if layer == BUILT_LAYER else sys.executable
+    arch = layer_architecture(layer) if layer == BUILT_LAYER else HOST_ARCH
     runtime_dir = _runtime_dir()
     env = _env()
     rows = []
     try:
         for name in HANDLERS:
             fn_dir = ROOT / "functions" / name
-            row = {"handler": f"functions/{name}/app.py", "python": Path(python).name,
+            row = {"handler": f"functions/{name}/app.py", "python": Path(python).name, "arch": arch,
                    "layer": "built (precompiled)" if layer == BUILT_LAYER else "source", "runs": runs}
             if not (fn_dir / "app.py").exists():
                 rows.append({**row, "median_ms": None, "error": "app.py missing"})
+                continue
+            if arch not in (None, HOST_ARCH):
+                rows.append({**row, "median_ms": None,
+                             "error": f"layer built for {arch}: not measurable on this {HOST_ARCH} machine"})
                 continue
             code = CHILD.format(fn_dir=str(fn_dir), layer=str(layer), runtime_dir=runtime_dir)
             try:
@@ -126,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"{r['handler']:<28} {r['median_ms']:>10.1f} {r['min_ms']:>8.1f} {r['max_ms']:>8.1f}  "
               f"{'<' + str(int(r['target_ms'])):>7}  {'ok' if r['ok'] else 'SLOW'} "
-              f"({r['python']}, {r['layer']} layer, median of {r['runs']})")
+              f"({r['python']} on {r['arch']}, {r['layer']} layer, median of {r['runs']})")
     return 0
 
 

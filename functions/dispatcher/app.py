@@ -28,7 +28,11 @@ def max_jobs_from_event(event: Any) -> int | None:
     return value
 
 
-@metrics.log_metrics
+# Tracing and metrics are lazy, for the cold start: the X-Ray SDK costs ~0.3 s to import, so the package makes
+# its Tracer on first use (observability.tracer()) instead of decorating the handler with one, and metrics are
+# buffered and printed as EMF at the end (Prometheus is never imported here). The first invocation of a
+# container also counts one ColdStart, to watch what that saves.
+@metrics.log_metrics(capture_cold_start_metric=True)
 @logger.inject_lambda_context(correlation_id_path=CORRELATION_ID_PATH, clear_state=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Dispatch until the invocation's time is nearly up (or one pass of at most ``max_jobs``)."""

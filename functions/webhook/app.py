@@ -14,7 +14,11 @@ from jenkins_dispatch.callbacks.http_api import handle_http_event
 from jenkins_dispatch.observability import logger, metrics
 
 
-@metrics.log_metrics
+# Tracing and metrics are lazy, for the cold start: the X-Ray SDK costs ~0.3 s to import, so the package makes
+# its Tracer on first use (observability.tracer()) instead of decorating the handler with one, and metrics are
+# buffered and printed as EMF at the end (Prometheus is never imported here). The first invocation of a
+# container also counts one ColdStart, to watch what that saves.
+@metrics.log_metrics(capture_cold_start_metric=True)
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Answer one Jenkins notification (or a request to any other path, with the route to use)."""

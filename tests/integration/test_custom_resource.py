@@ -291,3 +291,60 @@ def test_a_stack_update_brings_a_mysql_schema_up_to_date(listener, handler, monk
         with Database(parse_database_url(url)) as db:
             assert db.run("SELECT job_name, open_job_key IS NOT NULL AS keyed FROM jenkins_jobs_queue") == [
                 {"job_name": "kept", "keyed": 1}]
+
+
+class Blackhole:
+    """A response URL whose host takes the connection and never answers: what a VPC without a route to S3
+    looks like from inside (or an S3 that hangs). Nothing ever accepts, so the request waits for its timeout."""
+
+    def __init__(self):
+        self.socket = socket.socket()
+        self.socket.bind(("127.0.0.1", 0))
+        self.socket.listen(64)
+        self.url = f"http://127.0.0.1:{self.socket.getsockname()[1]}/cfn-response?X-Amz-Signature=example"
+
+    def close(self):
+        self.socket.close()
+
+
+@pytest.fixture
+def blackhole():
+    hole = Blackhole()
+    yield hole
+    hole.close()
+
+
+@pytest.mark.parametrize("stuck", [False, True], ids=["quick-migration", "migration-stuck-until-the-deadline"])
+def test_an_unreachable_response_url_never_outlives_the_function(handler, blackhole, monkeypatch, caplog, stuck):
+    """Whatever the migration and the response URL do, the function returns before its own timeout (here
+    6 s), having tried to answer with what time was left, and says what route is missing. Before, three
+    10-second attempts outlived a Lambda whose work had used its time, and the function was killed silently."""
+    release = threading.Event()
+
+    def migration(_db):
+        if stuck:
+            release.wait(30)
+        return []
+
+    monkeypatch.setattr(custom_resource, "migrate", migration)
+    monkeypatch.setattr(runtime, "database", lambda: None)
+    event = json.loads((EVENTS / "migrate-update.json").read_text())
+    event["ResponseURL"] = blackhole.url
+    log_stream = io.StringIO()
+    previous = logger.registered_handler.setStream(log_stream)
+    context = FakeContext(remaining_ms=6_000)
+    started = time.monotonic()
+    try:
+        result = handler(event, context)
+    finally:
+        release.set()
+        logger.registered_handler.setStream(previous)
+    elapsed = time.monotonic() - started
+    assert elapsed < 6.0 and context.get_remaining_time_in_millis() > 0, f"took {elapsed:.1f} s of 6"
+    assert result["Status"] == ("FAILED" if stuck else "SUCCESS")
+    logged = [json.loads(line) for line in log_stream.getvalue().splitlines()]
+    [unanswered] = [entry for entry in logged if entry["message"].startswith("could not answer CloudFormation")]
+    assert unanswered["level"] == "ERROR"
+    assert "CreateS3GatewayEndpoint" in unanswered["fix"] and "NAT" in unanswered["fix"]
+    assert "X-Amz-Signature" not in log_stream.getvalue()  # the pre-signed URL is a credential
+

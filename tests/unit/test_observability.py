@@ -123,3 +123,64 @@ def test_every_fixed_metric_name_in_the_code_is_in_the_catalogue():
     emitted |= {name for name, _level in OUTCOMES.values()} | {"JobsCompleted", "JobsFailed"}
     assert {"Triggered", "JenkinsUnavailable", "PassesCompleted", "NotificationsAccepted"} <= emitted
     assert sorted(emitted - set(CATALOGUE)) == []
+
+
+class _Context:
+    function_name = "jenkins-dispatch-webhook"
+    function_version = "7"
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:jenkins-dispatch-webhook:live"
+    memory_limit_in_mb = 256
+    aws_request_id = "c0ffee00-0000-4000-8000-000000000002"
+
+
+def _emf_lines(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+def test_the_first_invocation_of_a_process_counts_one_cold_start(capsys):
+    """Powertools' capture_cold_start_metric: one ColdStart (dimensions function_name and service) from the
+    first invocation only - counted when it starts, so a cold start whose invocation fails is counted too."""
+    facade = MetricsFacade()
+    facade.configure(emf=True)
+    calls = []
+
+    @facade.log_metrics(capture_cold_start_metric=True)
+    def handler(event, context):
+        calls.append(event)
+        if event == "fail":
+            raise RuntimeError("boom")
+        return "done"
+
+    with pytest.raises(RuntimeError):
+        handler("fail", _Context())
+    [cold] = _emf_lines(capsys.readouterr().out)
+    [definition] = cold["_aws"]["CloudWatchMetrics"]
+    assert definition["Namespace"] == "JenkinsDispatch"
+    assert [m["Name"] for m in definition["Metrics"]] == ["ColdStart"]
+    assert set(definition["Dimensions"][0]) == {"function_name", "service"}
+    assert (cold["ColdStart"], cold["function_name"], cold["service"]) == (
+        [1.0] if isinstance(cold["ColdStart"], list) else 1.0, "jenkins-dispatch-webhook", "jenkins-dispatch")
+    assert handler("warm", _Context()) == "done"
+    assert _emf_lines(capsys.readouterr().out) == []
+    assert calls == ["fail", "warm"]
+
+
+def test_no_cold_start_metric_without_emf_or_without_asking(capsys):
+    quiet = MetricsFacade()
+    quiet.configure(emf=False)
+    plain = MetricsFacade()
+    plain.configure(emf=True)
+    quiet.log_metrics(capture_cold_start_metric=True)(lambda e, c: None)({}, _Context())
+    plain.log_metrics(lambda e, c: None)({}, _Context())
+    assert capsys.readouterr().out == ""
+
+
+def test_every_handler_counts_cold_starts_and_says_why_tracing_and_metrics_are_lazy():
+    from pathlib import Path
+
+    functions = Path(__file__).resolve().parents[2] / "functions"
+    for name in ("dispatcher", "webhook", "migrate"):
+        source = (functions / name / "app.py").read_text()
+        if name != "migrate":  # the custom resource runs once per deploy: always cold, no metric to add
+            assert "@metrics.log_metrics(capture_cold_start_metric=True)" in source, name
+        assert "cold start" in source.lower() and "lazy" in source.lower(), name

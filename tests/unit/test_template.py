@@ -98,14 +98,14 @@ def test_serverless_transform_and_runtime(template):
     assert template["Transform"] == "AWS::Serverless-2016-10-31"
     fn = template["Globals"]["Function"]
     assert fn["Runtime"] == "python3.12"
-    assert fn["Architectures"] == ["x86_64"]
+    assert fn["Architectures"] == [{"Ref": "Architecture"}]
     assert fn["Layers"] == [{"Ref": "SharedLayer"}]
     assert fn["VpcConfig"] == {"SubnetIds": {"Ref": "SubnetIds"}, "SecurityGroupIds": {"Ref": "SecurityGroupIds"}}
     env = fn["Environment"]["Variables"]
     assert env["POWERTOOLS_SERVICE_NAME"] == "jenkins-dispatch"
     assert env["POWERTOOLS_METRICS_NAMESPACE"] == "JenkinsDispatch"
-    assert env["DB_HOST"] == {"Ref": "DbHost"} and env["DB_IAM_AUTH"] == {"Ref": "DbIamAuth"}
-    assert env["DB_SECRET_ARN"] == {"Fn::If": ["HasDbSecret", {"Ref": "DbSecretArn"}, {"Ref": "AWS::NoValue"}]}
+    assert env["DB_HOST"]["Fn::If"][2] == {"Ref": "DbHost"} and env["DB_IAM_AUTH"]["Fn::If"][2] == {"Ref": "DbIamAuth"}
+    assert env["DB_SECRET_ARN"] == {"Fn::If": ["FunctionsReadDbSecret", {"Ref": "DbSecretArn"}, {"Ref": "AWS::NoValue"}]}
 
 
 def test_no_secret_values_in_environment(resources, template):
@@ -122,12 +122,11 @@ def test_shared_layer_is_built_by_makefile(resources):
     assert layer["Type"] == "AWS::Serverless::LayerVersion"
     assert layer["Properties"]["ContentUri"] == "layers/shared"
     assert layer["Properties"]["CompatibleRuntimes"] == ["python3.12"]
-    assert layer["Properties"]["CompatibleArchitectures"] == ["x86_64"]
+    assert layer["Properties"]["CompatibleArchitectures"] == [{"Ref": "Architecture"}]
     assert layer["Metadata"]["BuildMethod"] == "makefile"
     makefile = (ROOT / "layers/shared/Makefile").read_text()
     assert "build-SharedLayer:" in makefile and "manylinux2014_x86_64" in makefile
     assert "--invalidation-mode unchecked-hash" in makefile
-    assert "truststore.pki.rds.amazonaws.com/global/global-bundle.pem" in makefile
     requirements = (ROOT / "layers/shared/requirements.txt").read_text()
     for package in ("pg8000", "pymysql", "aws-lambda-powertools[tracer]", "requests"):
         assert package in requirements
@@ -240,8 +239,8 @@ def test_least_privilege_policies(resources, function, secrets):
             for r in resources_:
                 cond, ref = _unwrap(r)
                 assert set(ref) == {"Ref"} and ref["Ref"] in SECRET_PARAMETERS, r
-                if ref["Ref"] == "DbSecretArn":
-                    assert cond == "HasDbSecret" or condition == "HasDbSecret"
+                if ref["Ref"] == "DbSecretArn":  # not through the stack's proxy: IAM tokens there
+                    assert "FunctionsReadDbSecret" in (cond, condition)
                 named.add(ref["Ref"])
         elif actions == ["rds-db:connect"]:
             rds_connect.append((condition, resources_))
@@ -250,8 +249,14 @@ def test_least_privilege_policies(resources, function, secrets):
     assert named == secrets
     assert len(rds_connect) == 1
     condition, res = rds_connect[0]
-    assert condition == "UseIamAuth"
-    assert res == [{"Fn::Sub": "arn:${AWS::Partition}:rds-db:${AWS::Region}:${AWS::AccountId}:dbuser:${DbResourceId}/${DbUser}"}]
+    assert condition == "ConnectWithIamToken"
+    [(proxy_condition, through_proxy, direct)] = [r["Fn::If"] for r in res]
+    assert proxy_condition == "UseRdsProxy"
+    assert through_proxy["Fn::Sub"][0] == (
+        "arn:${AWS::Partition}:rds-db:${AWS::Region}:${AWS::AccountId}:dbuser:${ProxyId}/${DbUser}")
+    assert through_proxy["Fn::Sub"][1] == {
+        "ProxyId": {"Fn::Select": [6, {"Fn::Split": [":", {"Fn::GetAtt": ["DbProxy", "DBProxyArn"]}]}]}}
+    assert direct == {"Fn::Sub": "arn:${AWS::Partition}:rds-db:${AWS::Region}:${AWS::AccountId}:dbuser:${DbResourceId}/${DbUser}"}
     for value in _walk(resources[function]["Properties"]["Policies"]):
         assert value != "*"
 
@@ -308,11 +313,14 @@ def test_parameters(template):
     assert expected <= set(params)
     assert params["SubnetIds"]["Type"] == "List<AWS::EC2::Subnet::Id>"
     assert params["SecurityGroupIds"]["Type"] == "List<AWS::EC2::SecurityGroup::Id>"
-    assert int(params["ReservedConcurrency"]["Default"]) == 0
+    assert int(params["ReservedConcurrency"]["Default"]) == 2  # continuous dispatch overlaps two invocations
     assert int(params["MaxInFlight"]["Default"]) == 0
     assert int(params["LeaseSeconds"]["Default"]) > int(params["JenkinsTimeoutSeconds"]["Default"])
     for name in params:
         assert params[name].get("Description"), f"{name} has no Description"
+    grouped = {p for group in template["Metadata"]["AWS::CloudFormation::Interface"]["ParameterGroups"]
+               for p in group["Parameters"]}
+    assert sorted(set(params) - grouped) == [], "parameters the console would show outside any group"
 
 
 def test_conditions_and_rules(template):
@@ -547,5 +555,337 @@ def test_every_metric_the_template_watches_is_emitted_by_the_code(resources):
             watched.add(props["MetricName"])
     assert {"JobsFailed", "OldestPendingAgeSeconds", "LeasesExpired", "NotificationsRejectedAuth"} <= watched
     source = "".join(p.read_text() for p in (ROOT / "layers/shared/jenkins_dispatch").rglob("*.py"))
+    # Powertools names ColdStart itself, for the handlers that ask for it.
+    if all("capture_cold_start_metric=True" in (ROOT / "functions" / f / "app.py").read_text()
+           for f in ("dispatcher", "webhook")):
+        watched.discard("ColdStart")
     missing = sorted(name for name in watched if f'"{name}"' not in source)
     assert missing == [], f"watched by template.yaml but never emitted: {missing}"
+
+
+# --------------------------------------------------------------------------- production habits (issue 26)
+# Each test below asserts one habit a platform team requires; together with the expanded template (the SAM
+# transform run offline) they check what CloudFormation would really create, not only what the YAML says.
+
+ALIAS = "live"
+BOUNDARY = {"Fn::If": ["HasPermissionsBoundary", {"Ref": "PermissionsBoundaryArn"}, {"Ref": "AWS::NoValue"}]}
+
+
+@pytest.fixture(scope="module")
+def expanded() -> dict:
+    """The template after the SAM transform, offline (what CloudFormation would be asked to create)."""
+    samtranslator = pytest.importorskip("samtranslator.translator.transform")
+    from cfnlint.decode import decode
+
+    decoded, matches = decode(str(TEMPLATE))
+    assert not matches
+    doc = json.loads(json.dumps(decoded, default=str))
+    for res in doc["Resources"].values():
+        props = res.get("Properties", {})
+        for key in ("CodeUri", "ContentUri"):
+            if key in props:
+                props[key] = "s3://bucket/artifact.zip"
+
+    class Policies:
+        def load(self):
+            return {}
+
+    old = os.environ.get("AWS_DEFAULT_REGION")
+    os.environ["AWS_DEFAULT_REGION"] = old or "us-east-1"
+    try:
+        return samtranslator.transform(doc, {}, Policies())
+    finally:
+        if old is None:
+            os.environ.pop("AWS_DEFAULT_REGION", None)
+
+
+def _refs(value) -> set[str]:
+    """Every logical id a value points at (Ref, GetAtt, or ${...} inside a Sub)."""
+    import re
+
+    found: set[str] = set()
+    for v in _walk(value):
+        if isinstance(v, dict):
+            if isinstance(v.get("Ref"), str):
+                found.add(v["Ref"])
+            if "Fn::GetAtt" in v:
+                target = v["Fn::GetAtt"]
+                found.add(target[0] if isinstance(target, list) else target.split(".")[0])
+            if "Fn::Sub" in v:
+                text = v["Fn::Sub"] if isinstance(v["Fn::Sub"], str) else v["Fn::Sub"][0]
+                found.update(m.split(".")[0] for m in re.findall(r"\$\{([^}!]+)\}", text))
+    return found
+
+
+def test_arm64_by_default_and_x86_64_by_parameter(template, resources):
+    param = template["Parameters"]["Architecture"]
+    assert param["Default"] == "arm64" and set(param["AllowedValues"]) == {"arm64", "x86_64"}
+    assert template["Globals"]["Function"]["Architectures"] == [{"Ref": "Architecture"}]
+    layer = resources["SharedLayer"]
+    assert layer["Properties"]["CompatibleArchitectures"] == [{"Ref": "Architecture"}]
+    assert layer["Metadata"]["BuildArchitecture"] == {"Ref": "Architecture"}
+    makefile = (ROOT / "layers/shared/Makefile").read_text()
+    assert "manylinux2014_aarch64" in makefile and "manylinux2014_x86_64" in makefile
+    # `make build ARCH=...` hands the architecture to the layer's Makefile and keeps one build cache per
+    # architecture (sam build's cache key does not see LAMBDA_ARCH).
+    sam_mk = (ROOT / "sam.mk").read_text()
+    assert "LAMBDA_ARCH=$(ARCH)" in sam_mk and "--cache-dir .aws-sam/cache-$(ARCH)" in sam_mk
+    assert "--parameter-overrides Architecture=$(ARCH)" in sam_mk
+
+
+def test_both_scheduled_and_http_functions_publish_versions_behind_an_alias(resources):
+    for name in ("DispatcherFunction", "WebhookFunction"):
+        assert resources[name]["Properties"]["AutoPublishAlias"] == ALIAS, name
+
+
+def test_webhook_deploys_gradually_and_rolls_back_on_its_alarms(template, resources):
+    props = resources["WebhookFunction"]["Properties"]
+    preference = props["DeploymentPreference"]
+    assert preference["Type"] == {"Ref": "WebhookDeploymentType"}
+    kinds = template["Parameters"]["WebhookDeploymentType"]
+    assert kinds["Default"].startswith("Canary")
+    assert any(k.startswith("Linear") for k in kinds["AllowedValues"])
+    assert any(k.startswith("Canary") for k in kinds["AllowedValues"])
+    alarms = {a["Ref"] for a in preference["Alarms"]}
+    assert alarms == {"WebhookErrorsAlarm", "WebhookLatencyAlarm"}
+    watched = {}
+    for name in alarms:
+        alarm = resources[name]["Properties"]
+        assert alarm["Namespace"] == "AWS/Lambda"
+        dims = {d["Name"]: d["Value"] for d in alarm["Dimensions"]}
+        # The new version behind the alias, as SAM's safe-deployment guide does: an old version's errors must
+        # not roll back a good release, and the new one's must.
+        assert dims["FunctionName"] == {"Ref": "WebhookFunction"}
+        assert dims["Resource"] == {"Fn::Sub": "${WebhookFunction}:" + ALIAS}
+        assert dims["ExecutedVersion"] == {"Fn::GetAtt": ["WebhookFunction", "Version.Version"]}
+        watched[alarm["MetricName"]] = alarm
+    assert set(watched) == {"Errors", "Duration"}
+    assert watched["Duration"]["Threshold"] == {"Ref": "WebhookLatencyAlarmMilliseconds"}
+    assert watched["Duration"]["ExtendedStatistic"] == "p99"
+
+
+def test_schedule_http_api_and_function_url_invoke_the_alias(expanded):
+    res = expanded["Resources"]
+    aliases = {k for k, v in res.items() if v["Type"] == "AWS::Lambda::Alias"}
+    assert {"DispatcherFunctionAlias" + ALIAS, "WebhookFunctionAlias" + ALIAS} <= aliases
+    [schedule] = [v for v in res.values() if v["Type"] == "AWS::Scheduler::Schedule"]
+    assert _refs(schedule["Properties"]["Target"]["Arn"]) == {"DispatcherFunctionAlias" + ALIAS}
+    [integration] = [v for v in res.values() if v["Type"] == "AWS::ApiGatewayV2::Integration"] or [None]
+    if integration is None:  # SAM writes the route into the API's OpenAPI body
+        text = json.dumps(res["WebhookApi"]["Properties"]["Body"])
+        assert "WebhookFunctionAlias" + ALIAS in text and '"WebhookFunction.Arn"' not in text
+    url = res["WebhookFunctionUrl"]
+    assert url["Properties"]["Qualifier"] == ALIAS
+    for perm in (v for v in res.values() if v["Type"] == "AWS::Lambda::Permission"):
+        target = perm["Properties"]["FunctionName"]
+        assert _refs(target) & {"DispatcherFunctionAlias" + ALIAS, "WebhookFunctionAlias" + ALIAS}, perm
+
+
+def test_schedule_retries_then_dead_letters_to_an_alarmed_queue(resources, expanded):
+    schedule = resources["DispatcherFunction"]["Properties"]["Events"]["Schedule"]["Properties"]
+    retry = schedule["RetryPolicy"]
+    assert retry["MaximumRetryAttempts"] >= 1
+    assert 60 <= retry["MaximumEventAgeInSeconds"] <= 900
+    assert schedule["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": ["DispatcherDeadLetterQueue", "Arn"]}}
+    depth = [a["Properties"] for a in resources.values() if a["Type"] == "AWS::CloudWatch::Alarm"
+             and a["Properties"].get("MetricName") == "ApproximateNumberOfMessagesVisible"]
+    assert [d["Dimensions"][0]["Value"] for d in depth] == [{"Fn::GetAtt": ["DispatcherDeadLetterQueue", "QueueName"]}]
+    # What CloudFormation gets: the schedule's target names the queue, and its role may send to it.
+    res = expanded["Resources"]
+    [sched] = [v for v in res.values() if v["Type"] == "AWS::Scheduler::Schedule"]
+    target = sched["Properties"]["Target"]
+    assert _refs(target["DeadLetterConfig"]) == {"DispatcherDeadLetterQueue"}
+    assert target["RetryPolicy"]["MaximumRetryAttempts"] == retry["MaximumRetryAttempts"]
+    role = res[_refs(target["RoleArn"]).pop()]
+    text = json.dumps(role["Properties"]["Policies"])
+    assert "sqs:SendMessage" in text and "DispatcherDeadLetterQueue" in text
+
+
+def test_throttle_alarms_on_both_functions(resources):
+    throttled = {}
+    for alarm in resources.values():
+        props = alarm["Properties"] if alarm["Type"] == "AWS::CloudWatch::Alarm" else {}
+        if props.get("Namespace") == "AWS/Lambda" and props.get("MetricName") == "Throttles":
+            [dim] = props["Dimensions"]
+            throttled[dim["Value"]["Ref"]] = props
+    assert set(throttled) == {"DispatcherFunction", "WebhookFunction"}
+    for props in throttled.values():
+        assert props["Statistic"] == "Sum" and props["Threshold"] >= 1
+        assert props["TreatMissingData"] == "notBreaching"
+
+
+def test_alarm_when_a_dispatcher_invocation_nears_its_timeout(resources):
+    props = resources["DispatcherNearTimeoutAlarm"]["Properties"]
+    [duration] = [m for m in props["Metrics"] if "MetricStat" in m]
+    metric = duration["MetricStat"]["Metric"]
+    assert (metric["Namespace"], metric["MetricName"]) == ("AWS/Lambda", "Duration")
+    assert metric["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": "DispatcherFunction"}}]
+    assert duration["MetricStat"]["Stat"] == "Maximum"
+    [spare] = [m for m in props["Metrics"] if "Expression" in m]
+    # Seconds left before the timeout, computed from the timeout parameter itself.
+    assert "${DispatcherTimeoutSeconds}" in spare["Expression"]["Fn::Sub"]
+    assert props["ComparisonOperator"] == "LessThanThreshold"
+    # Continuous invocations stop claiming TIME_MARGIN_SECONDS (10) + the Jenkins timeout before the end and
+    # their last triggers end by the margin: an invocation still running 5 s before it is killed is in trouble.
+    assert props["Threshold"] == 5
+
+
+def test_permissions_boundary_on_every_role_the_stack_creates(template, expanded):
+    param = template["Parameters"]["PermissionsBoundaryArn"]
+    assert param["Default"] == ""
+    assert template["Conditions"]["HasPermissionsBoundary"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "PermissionsBoundaryArn"}, ""]}]}
+    roles = {k: v for k, v in expanded["Resources"].items() if v["Type"] == "AWS::IAM::Role"}
+    # The three functions, the schedule's role, CodeDeploy's, and the RDS Proxy's (under its condition).
+    assert len(roles) >= 6, sorted(roles)
+    for name, role in roles.items():
+        assert role["Properties"].get("PermissionsBoundary") == BOUNDARY, name
+
+
+def test_tags_on_every_taggable_resource(template, expanded):
+    from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
+
+    params = template["Parameters"]
+    for name in ("EnvironmentTag", "OwnerTag", "CostCenterTag"):
+        # CloudWatch alarms and dashboards refuse an empty tag value: every tag has a non-empty default.
+        assert params[name]["Type"] == "String" and params[name]["Default"], name
+    wanted = {"Application": "jenkins-dispatch", "Environment": {"Ref": "EnvironmentTag"},
+              "Owner": {"Ref": "OwnerTag"}, "CostCenter": {"Ref": "CostCenterTag"}}
+    untagged = []
+    for name, res in expanded["Resources"].items():
+        schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema("us-east-1", res["Type"]).schema
+        if not schema.get("tagging", {}).get("taggable") or "Tags" not in schema.get("properties", {}):
+            continue
+        tags = res.get("Properties", {}).get("Tags")
+        if tags is None and "Body" in res.get("Properties", {}):  # an HTTP API's tags live in its OpenAPI body
+            tags = {t["name"]: t["x-amazon-apigateway-tag-value"] for t in res["Properties"]["Body"].get("tags", [])}
+        if isinstance(tags, list):
+            tags = {t["Key"]: t["Value"] for t in tags}
+        if not tags or any(tags.get(k) != v for k, v in wanted.items()):
+            untagged.append(f"{name} ({res['Type']}): {tags}")
+    assert untagged == []
+
+
+def test_reserved_concurrency_bounds_the_database_connections(template, resources):
+    params = template["Parameters"]
+    webhook = params["WebhookReservedConcurrency"]
+    assert 2 <= int(webhook["Default"]) <= 20 and int(webhook["MinValue"]) == 0
+    assert resources["WebhookFunction"]["Properties"]["ReservedConcurrentExecutions"] == {
+        "Fn::If": ["HasWebhookReserved", {"Ref": "WebhookReservedConcurrency"}, {"Ref": "AWS::NoValue"}]}
+    assert template["Conditions"]["HasWebhookReserved"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "WebhookReservedConcurrency"}, 0]}]}
+    # Continuous dispatch overlaps two invocations: the default reserves 2, and 1 is refused by a rule.
+    assert int(params["ReservedConcurrency"]["Default"]) == 2
+    rule = template["Rules"]["ContinuousDispatchOverlaps"]
+    assert rule["RuleCondition"] == {"Fn::Equals": [{"Ref": "ContinuousDispatch"}, "true"]}
+    assert rule["Assertions"][0]["Assert"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "ReservedConcurrency"}, "1"]}]}
+    deploy = (ROOT / "docs/deploy.md").read_text()
+    assert "WebhookReservedConcurrency" in deploy and "max_connections" in deploy
+
+
+def test_optional_rds_proxy_with_iam_auth(template, resources):
+    assert template["Conditions"]["UseRdsProxy"] == {"Fn::Equals": [{"Ref": "CreateRdsProxy"}, "true"]}
+    assert template["Parameters"]["CreateRdsProxy"]["Default"] == "false"
+    proxy = resources["DbProxy"]
+    assert proxy["Type"] == "AWS::RDS::DBProxy" and proxy["Condition"] == "UseRdsProxy"
+    props = proxy["Properties"]
+    assert props["RequireTLS"] is True
+    [auth] = props["Auth"]
+    assert auth["IAMAuth"] == "REQUIRED" and auth["SecretArn"] == {"Ref": "DbSecretArn"}
+    assert props["RoleArn"] == {"Fn::GetAtt": ["DbProxyRole", "Arn"]}
+    assert resources["DbProxyTargetGroup"]["Condition"] == "UseRdsProxy"
+    role = resources["DbProxyRole"]
+    assert role["Condition"] == "UseRdsProxy"
+    assert role["Properties"]["PermissionsBoundary"] == BOUNDARY
+    env = template["Globals"]["Function"]["Environment"]["Variables"]
+    assert env["DB_HOST"] == {"Fn::If": ["UseRdsProxy", {"Fn::GetAtt": ["DbProxy", "Endpoint"]}, {"Ref": "DbHost"}]}
+    assert env["DB_IAM_AUTH"] == {"Fn::If": ["UseRdsProxy", "true", {"Ref": "DbIamAuth"}]}
+    # Through the proxy the functions never read the password; rds-db:connect names the proxy's id.
+    for function in ("DispatcherFunction", "WebhookFunction", "MigrateFunction"):
+        text = json.dumps(resources[function]["Properties"]["Policies"])
+        assert "DbProxy" in text and "dbuser" in text, function
+    assert template["Outputs"]["DbProxyEndpoint"]["Condition"] == "UseRdsProxy"
+    deploy = (ROOT / "docs/deploy.md").read_text()
+    assert "CreateRdsProxy" in deploy and "pin" in deploy and "LISTEN" in deploy
+
+
+def test_custom_resource_route_out_through_an_optional_s3_gateway_endpoint(template, resources):
+    endpoint = resources["S3GatewayEndpoint"]
+    assert endpoint["Type"] == "AWS::EC2::VPCEndpoint" and endpoint["Condition"] == "CreateS3Endpoint"
+    props = endpoint["Properties"]
+    assert props["VpcEndpointType"] == "Gateway"
+    assert props["ServiceName"] == {"Fn::Sub": "com.amazonaws.${AWS::Region}.s3"}
+    assert props["VpcId"] == {"Ref": "VpcId"} and props["RouteTableIds"] == {"Ref": "RouteTableIds"}
+    assert template["Parameters"]["CreateS3GatewayEndpoint"]["Default"] == "false"
+    rule = template["Rules"]["S3GatewayEndpointPlacement"]
+    assert rule["RuleCondition"] == {"Fn::Equals": [{"Ref": "CreateS3GatewayEndpoint"}, "true"]}
+    # The custom resource waits for the route: CloudFormation creates the endpoint first.
+    assert "S3GatewayEndpoint" in _refs(resources["Migrations"]["Properties"])
+    deploy = (ROOT / "docs/deploy.md").read_text()
+    assert "CreateS3GatewayEndpoint" in deploy and "cloudformation-custom-resource-response" in deploy
+
+
+def test_the_layer_build_downloads_nothing_and_checks_the_ca_bundle():
+    makefile = (ROOT / "layers/shared/Makefile").read_text()
+    assert "curl" not in makefile and "truststore.pki.rds.amazonaws.com" not in makefile
+    bundle = ROOT / "layers/shared/rds-ca-bundle.pem"
+    digest = (ROOT / "layers/shared/rds-ca-bundle.pem.sha256").read_text().split()[0]
+    import hashlib
+
+    assert hashlib.sha256(bundle.read_bytes()).hexdigest() == digest
+    assert "rds-ca-bundle.pem.sha256" in makefile
+    assert "rds-ca-refresh:" in (ROOT / "sam.mk").read_text()
+
+
+def test_the_expanded_schedule_is_accepted_by_the_scheduler_api_with_its_dead_letter_queue(expanded, monkeypatch):
+    """The Schedule SAM generates, created through EventBridge Scheduler's API (moto, in memory) against a real
+    queue: the API takes the retry policy and dead-letter queue as written, and the queue's depth is what the
+    alarm watches."""
+    mock_aws = pytest.importorskip("moto").mock_aws
+    import boto3
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    res = expanded["Resources"]
+    [(name, schedule)] = [(k, v) for k, v in res.items() if v["Type"] == "AWS::Scheduler::Schedule"]
+    alarm = res["DeadLetterQueueAlarm"]["Properties"]
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        queue_url = sqs.create_queue(QueueName="jd-dispatcher-dlq")["QueueUrl"]
+        queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        known = {
+            "DispatcherDeadLetterQueue": {"Arn": queue_arn, "QueueName": "jd-dispatcher-dlq"},
+            "DispatcherFunctionAliaslive": "arn:aws:lambda:us-east-1:123456789012:function:jd-dispatcher:live",
+            "DispatcherFunctionScheduleRole": {"Arn": "arn:aws:iam::123456789012:role/jd-schedule"},
+            "AWS::StackName": "jd", "ScheduleExpression": "rate(1 minute)", "ScheduleState": "ENABLED",
+        }
+
+        def resolve(value):
+            if isinstance(value, dict) and "Ref" in value:
+                return known[value["Ref"]]
+            if isinstance(value, dict) and "Fn::GetAtt" in value:
+                target, attribute = value["Fn::GetAtt"]
+                return known[target][attribute]
+            if isinstance(value, dict) and "Fn::Sub" in value:
+                import re
+
+                return re.sub(r"\$\{([^}]+)\}", lambda m: known[m.group(1)], value["Fn::Sub"])
+            if isinstance(value, dict):
+                return {k: resolve(v) for k, v in value.items()}
+            if isinstance(value, list):
+                return [resolve(v) for v in value]
+            return value
+
+        props = resolve(schedule["Properties"])
+        scheduler = boto3.client("scheduler", region_name="us-east-1")
+        scheduler.create_schedule(**props)
+        stored = scheduler.get_schedule(Name=props["Name"])
+        assert stored["Target"]["DeadLetterConfig"] == {"Arn": queue_arn}, name
+        assert stored["Target"]["RetryPolicy"] == props["Target"]["RetryPolicy"]
+        assert stored["Target"]["Arn"].endswith(":live")
+        # The alarm names the same queue.
+        assert resolve(alarm["Dimensions"]) == [{"Name": "QueueName", "Value": "jd-dispatcher-dlq"}]
+        cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
+        cloudwatch.put_metric_alarm(AlarmName="dlq", **{k: resolve(v) for k, v in alarm.items()
+                                                        if k not in ("AlarmActions", "OKActions", "Tags")})
+        [stored_alarm] = cloudwatch.describe_alarms(AlarmNames=["dlq"])["MetricAlarms"]
+        assert stored_alarm["Dimensions"] == [{"Name": "QueueName", "Value": "jd-dispatcher-dlq"}]

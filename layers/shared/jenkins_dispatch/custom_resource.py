@@ -4,6 +4,10 @@ CloudFormation waits for an answer PUT to the request's pre-signed ``ResponseURL
 hangs. So every path answers exactly once: SUCCESS with what was applied, FAILED with a one-line reason
 (never a password), or FAILED shortly before the function would time out. Delete is a no-op: the table
 and its jobs belong to the users, not to the stack.
+
+The answer goes to S3 from inside the VPC. Sending it never outlives the function: each attempt gets at
+most what is left of the function's time, so even when S3 cannot be reached (no NAT, no S3 gateway
+endpoint) the function ends by itself and its log says which route is missing.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import re
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import TYPE_CHECKING, Any
 
@@ -25,8 +30,13 @@ if TYPE_CHECKING:
 PHYSICAL_RESOURCE_ID = "jenkins-dispatch-schema"
 RESPONSE_TIMEOUT_SECONDS = 10.0
 RESPONSE_ATTEMPTS = 3
+MIN_ATTEMPT_SECONDS = 0.2  # less time left than this: no attempt could connect, let alone answer
+RETURN_RESERVE_SECONDS = 0.5  # kept to log and return before Lambda's timeout
 MAX_REASON_CHARS = 900  # the whole response document must stay under 4 KiB
 NO_DEADLINE_MS = 15 * 60 * 1000
+NO_ROUTE_FIX = ("the function's subnets need a route to S3: a NAT gateway, or an S3 gateway endpoint on their "
+                "route tables (CreateS3GatewayEndpoint=true); until then the stack waits for the resource's "
+                "ServiceTimeout")
 
 _URL_CREDENTIALS = re.compile(r"(://[^:/@\s]+:)[^@\s]+@")
 
@@ -51,18 +61,28 @@ def _known_secrets() -> tuple[str, ...]:
     )
 
 
-def _deadline_seconds(context: LambdaContext | None) -> float:
-    """How long the work may take: the function's remaining time minus room to send the answer."""
+def _budget(context: LambdaContext | None) -> tuple[float, float]:
+    """(seconds the work may take, seconds until the answer must have been sent): the function's remaining
+    time, less room for the answer, less a moment to return."""
     try:
         remaining_ms = context.get_remaining_time_in_millis()
     except AttributeError:
         remaining_ms = NO_DEADLINE_MS
-    reserve_ms = min(RESPONSE_TIMEOUT_SECONDS * 1000 + 2000, remaining_ms * 0.3)
-    return max(0.0, (remaining_ms - reserve_ms) / 1000)
+    answer_by = max(0.0, remaining_ms / 1000 - RETURN_RESERVE_SECONDS)
+    reserve = min(RESPONSE_TIMEOUT_SECONDS + 2.0, answer_by * 0.3)
+    return max(0.0, answer_by - reserve), answer_by
 
 
-def send_response(event: dict, status: str, reason: str, physical_id: str, data: dict | None = None) -> bool:
-    """PUT the response document to the pre-signed URL. Returns whether S3 accepted it."""
+def _where(url: str) -> str:
+    """The URL without its query: the signature is a credential, not for the log."""
+    parts = urllib.parse.urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}{parts.path}"
+
+
+def send_response(event: dict, status: str, reason: str, physical_id: str, data: dict | None = None,
+                  deadline: float | None = None) -> bool:
+    """PUT the response document to the pre-signed URL, trying until ``deadline`` (time.monotonic()) at the
+    latest. Returns whether S3 accepted it."""
     from .observability import logger
 
     document = {
@@ -80,23 +100,29 @@ def send_response(event: dict, status: str, reason: str, physical_id: str, data:
     if not url:
         logger.error("custom resource event has no ResponseURL: cannot answer CloudFormation", extra={"status": status})
         return False
+    deadline = time.monotonic() + NO_DEADLINE_MS / 1000 if deadline is None else deadline
+    error = "no time left to send it"
     for attempt in range(1, RESPONSE_ATTEMPTS + 1):
+        left = deadline - time.monotonic()
+        if left < MIN_ATTEMPT_SECONDS:
+            break
         # The URL is pre-signed for an empty Content-Type.
         request = urllib.request.Request(
             url, data=body, method="PUT", headers={"Content-Type": "", "Content-Length": str(len(body))}
         )
         try:
-            with urllib.request.urlopen(request, timeout=RESPONSE_TIMEOUT_SECONDS) as answer:
+            with urllib.request.urlopen(request, timeout=min(RESPONSE_TIMEOUT_SECONDS, left)) as answer:
                 answer.read()
             logger.info("answered CloudFormation", extra={"status": status, "reason": reason})
             return True
         except (urllib.error.URLError, OSError) as exc:
-            logger.warning(
-                "could not send the custom resource response",
-                extra={"attempt": attempt, "error": f"{type(exc).__name__}: {exc}"},
-            )
-            if attempt < RESPONSE_ATTEMPTS:
-                time.sleep(0.5 * attempt)
+            error = f"{type(exc).__name__}: {exc}"
+            logger.warning("could not send the custom resource response", extra={"attempt": attempt, "error": error})
+            pause = 0.5 * attempt
+            if attempt < RESPONSE_ATTEMPTS and deadline - time.monotonic() > pause + MIN_ATTEMPT_SECONDS:
+                time.sleep(pause)
+    logger.error("could not answer CloudFormation", extra={
+        "status": status, "reason": reason, "response_url": _where(url), "error": error, "fix": NO_ROUTE_FIX})
     return False
 
 
@@ -113,8 +139,11 @@ def handle(event: dict, context: LambdaContext | None = None) -> dict:
     request_type = event.get("RequestType")
     physical_id = event.get("PhysicalResourceId") or PHYSICAL_RESOURCE_ID
 
+    work_seconds, answer_seconds = _budget(context)
+    started = time.monotonic()
+
     def answer(status: str, reason: str, data: dict | None = None) -> dict:
-        send_response(event, status, reason, physical_id, data)
+        send_response(event, status, reason, physical_id, data, deadline=started + answer_seconds)
         return {"Status": status, "Reason": reason, "PhysicalResourceId": physical_id}
 
     if request_type == "Delete":
@@ -130,11 +159,9 @@ def handle(event: dict, context: LambdaContext | None = None) -> dict:
         except Exception as exc:  # every failure becomes a FAILED answer, never a hung stack
             outcome["error"] = f"{type(exc).__name__}: {exc}"
 
-    deadline = _deadline_seconds(context)
-    started = time.monotonic()
     worker = threading.Thread(target=work, name="migrate", daemon=True)
     worker.start()
-    worker.join(deadline)
+    worker.join(max(0.0, work_seconds - (time.monotonic() - started)))
     elapsed = time.monotonic() - started
 
     if worker.is_alive():

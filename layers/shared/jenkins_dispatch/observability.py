@@ -176,6 +176,7 @@ class MetricsFacade:
         self._emf = AmazonCloudWatchEMFProvider(namespace=NAMESPACE, service=SERVICE)
         self._lock = threading.RLock()
         self._emf_enabled: bool | None = None  # None: as the environment says (config.emf_wanted)
+        self._cold_start = True  # until the first invocation of this process
         self.prometheus: PrometheusSink | None = None
 
     @property
@@ -221,17 +222,31 @@ class MetricsFacade:
         with self._lock:
             self._emf.clear_metrics()
 
-    def log_metrics(self, handler: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-        """A Lambda handler's decorator: whatever is left is flushed when the invocation ends."""
+    def log_metrics(self, handler: Callable[[Any, Any], Any] | None = None, *,
+                    capture_cold_start_metric: bool = False) -> Any:
+        """A Lambda handler's decorator: whatever is left is flushed when the invocation ends. With
+        ``capture_cold_start_metric`` the process's first invocation also prints Powertools' ``ColdStart``
+        metric (dimensions function_name and service) - when it starts, unlike Powertools' own decorator, which
+        counts only cold starts whose invocation succeeded."""
+        if handler is None:
+            return functools.partial(self.log_metrics, capture_cold_start_metric=capture_cold_start_metric)
 
         @functools.wraps(handler)
         def wrapper(event: Any, context: Any) -> Any:
+            if capture_cold_start_metric:
+                self._count_cold_start(context)
             try:
                 return handler(event, context)
             finally:
                 self.flush_if_any()
 
         return wrapper
+
+    def _count_cold_start(self, context: Any) -> None:
+        with self._lock:
+            cold, self._cold_start = self._cold_start, False
+            if cold and self.emf_enabled:
+                self._emf.add_cold_start_metric(context)  # its own EMF line, printed at once
 
 
 metrics = MetricsFacade()
