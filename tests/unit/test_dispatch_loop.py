@@ -52,11 +52,15 @@ def test_pass_summaries_add_up():
 
 
 def test_health_is_200_while_the_database_answers_and_says_why_jenkins_is_not():
+    from jenkins_dispatch.dispatching.breaker import Breaker
+    from jenkins_dispatch.dispatching.decisions import Evidence
+
     health = Health()
     assert health.report()[0] == 200 and health.report()[1]["database"]["status"] == "unknown"
+    health.jenkins = breaker = Breaker("http://j/")
     health.database_ok()
-    health.jenkins_failed("Jenkins unavailable: HTTP 503")
-    health.jenkins_failed("Jenkins unavailable: HTTP 503")
+    breaker.record_failure(None, Evidence.DOWN, "Jenkins unavailable: HTTP 503", breaker.now())
+    breaker.record_failure(None, Evidence.DOWN, "Jenkins unavailable: HTTP 503", breaker.now())
     status, doc = health.report()
     assert status == 200 and doc["status"] == "degraded"
     assert doc["jenkins"]["reason"] == "Jenkins unavailable: HTTP 503"
@@ -65,7 +69,7 @@ def test_health_is_200_while_the_database_answers_and_says_why_jenkins_is_not():
     status, doc = health.report()
     assert status == 503 and doc["status"] == "unavailable" and "db.example" in doc["database"]["reason"]
     health.database_ok()
-    health.jenkins_ok()
+    breaker.record_success()
     status, doc = health.report()
     assert (status, doc["status"], doc["jenkins"]["consecutive_failures"]) == (200, "ok", 0)
 

@@ -5,10 +5,10 @@ comes first: new work, a freed cap slot (only when the last pass stopped at a ca
 row becoming due, the next lease expiring, or the periodic pass ``interval`` seconds apart (the
 reconciler's fallback should a notification ever be lost).
 
-Failures end a pass, never the loop: Jenkins as a whole failing, or the database going away, is
-recorded in ``Health`` (what `/healthz` answers), logged once per pass, and retried with capped
-exponential backoff and jitter — while the webhook keeps receiving callbacks. Only a configuration
-error (nothing will ever work) or a shutdown request ends it.
+Failures end a pass, never the loop: Jenkins as a whole failing (the breaker's call: ``breaker.py``), or the
+database going away, is logged once per pass and retried with capped exponential backoff and jitter — while
+the webhook keeps receiving callbacks. ``Health`` (what `/healthz` answers) reads the breaker as it is. Only a
+configuration error (nothing will ever work) or a shutdown request ends the loop.
 """
 
 from __future__ import annotations
@@ -23,17 +23,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..config import Settings
-from ..errors import ConfigError, DatabaseBusy, DatabaseUnavailable, DispatchError, JenkinsError
+from ..errors import ConfigError, DatabaseBusy, DatabaseUnavailable, DispatchError
 from ..observability import logger, metrics
 from ..store.db import Database
 from ..store.queue import Queue
+from .breaker import Breaker, breaker_for
 from .decisions import backoff_seconds
 from .heartbeat import Heartbeat
 from .wakeup import SLOT, WorkSignal
 
-# How soon a failed dependency is tried again: doubling from the base up to the cap, with jitter.
+# How soon a lost database is tried again: doubling from the base up to the cap, with jitter. (Jenkins: its
+# breaker's JENKINS_RETRY_BASE_SECONDS / JENKINS_RETRY_MAX_SECONDS.)
 DATABASE_RETRY = (0.5, 5.0)
-JENKINS_RETRY = (1.0, 15.0)
 BUSY_RETRY_SECONDS = 1.0
 PASS_BUDGET_SECONDS = 55.0
 # Never sleep less than this between passes (a row due "now" that a cap holds back must not spin us).
@@ -70,12 +71,13 @@ def _now_iso() -> str:
 
 
 class Health:
-    """What the dispatcher loop has seen, kept in memory: answering `/healthz` costs no database session."""
+    """What the dispatcher loop sees, kept in memory: answering `/healthz` costs no database session. Jenkins's
+    state is its breaker's, read live."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.database = Condition()
-        self.jenkins = Condition()
+        self.jenkins: Breaker | None = None  # the loop's breaker, once the loop runs
         self.passes = 0
         self.last_pass_at: str | None = None
         self.last_pass_unix: float | None = None  # the same moment, for Prometheus
@@ -101,15 +103,6 @@ class Health:
         self._set(self.database, False, reason)
         return self.database.failures
 
-    def jenkins_ok(self) -> None:
-        """Jenkins answered."""
-        self._set(self.jenkins, True)
-
-    def jenkins_failed(self, reason: str) -> int:
-        """Jenkins failed; return how many times in a row."""
-        self._set(self.jenkins, False, reason)
-        return self.jenkins.failures
-
     def record_pass(self, summary: dict[str, Any]) -> None:
         """Remember a finished pass and when it ended."""
         with self._lock:
@@ -119,32 +112,37 @@ class Health:
             self.last_pass_unix = now.timestamp()
             self.last_pass = summary
 
+    def _jenkins_now(self) -> dict[str, Any]:
+        if self.jenkins is None:
+            return {"status": "unknown", "reason": None, "since": None, "consecutive_failures": 0}
+        return self.jenkins.snapshot()
+
     def readings(self) -> dict[str, float | None]:
         """Numbers for metrics: 1/0 per dependency (None: not known yet), and the last pass's Unix time."""
         with self._lock:
+            database, jenkins = self.database.as_dict()["status"], self._jenkins_now()["status"]
             return {
-                "database_up": None if self.database.ok is None else float(self.database.ok),
-                "jenkins_up": None if self.jenkins.ok is None else float(self.jenkins.ok),
+                "database_up": None if database == "unknown" else float(database == "ok"),
+                "jenkins_up": None if jenkins == "unknown" else float(jenkins == "ok"),
                 "last_pass_timestamp_seconds": self.last_pass_unix,
             }
 
     def report(self) -> tuple[int, dict[str, Any]]:
-        """200 while the database answers (the webhook can work); Jenkins's state is reported, not
-        judged: callbacks must keep arriving while Jenkins rejects our triggers."""
+        """200 while the database answers (the webhook can work), "degraded" while Jenkins is down: Jenkins's state
+        is reported, not judged, since callbacks must keep arriving while Jenkins rejects our triggers."""
         with self._lock:
+            database, jenkins = self.database.as_dict(), self._jenkins_now()
+            troubled = jenkins["status"] == "unavailable"
             doc = {
-                "status": "ok" if self.database.ok is not False and self.jenkins.ok is not False else "degraded",
-                "database": self.database.as_dict(),
-                "jenkins": self.jenkins.as_dict(),
+                "status": "unavailable" if database["status"] == "unavailable" else ("degraded" if troubled else "ok"),
+                "database": database,
+                "jenkins": jenkins,
                 "passes": self.passes,
                 "last_pass_at": self.last_pass_at,
                 "last_pass": self.last_pass,
                 "db_statements": self.statements_sent(),
             }
-        if self.database.ok is False:
-            doc["status"] = "unavailable"
-            return 503, doc
-        return 200, doc
+        return (503 if doc["status"] == "unavailable" else 200), doc
 
 
 # --------------------------------------------------------------------------- pure decisions
@@ -224,16 +222,20 @@ class DispatchLoop:
         pass_budget_seconds: float | None = None,
         rng: random.Random | None = None,
         heartbeat: Heartbeat | None = None,
+        breaker: Breaker | None = None,
     ):
         self.settings = settings
         self.db = db
         self.signal = signal
         self.interval = interval
         self.shutdown = shutdown or threading.Event()
+        self.rng = rng or random.Random()
+        # One per Jenkins, kept across passes: whether it is down, and when to try it again.
+        self.breaker = breaker or breaker_for(settings, rng=self.rng)
         self.health = health or Health()
         self.health.statements_sent = lambda: db.statements
+        self.health.jenkins = self.breaker
         self.pass_budget_seconds = pass_budget_seconds or default_pass_budget(settings)
-        self.rng = rng or random.Random()
         self.heartbeat = heartbeat  # None: this loop records no heartbeat (tests)
         self.gauges: dict[str, Any] | None = None
         self.watching = 0
@@ -279,7 +281,7 @@ class DispatchLoop:
         # Lambda: the invocation's real time left; `serve`: none (its pass ends softly at claim_until).
         remaining_ms = None if left() == math.inf else (lambda: int(left() * 1000))
         dispatcher = Dispatcher(self.settings, self.db, client, remaining_ms=remaining_ms, stop=self.shutdown,
-                                rng=self.rng, claim_until=claim_until)
+                                rng=self.rng, claim_until=claim_until, breaker=self.breaker)
         try:
             result = dispatcher.run()
         except ConfigError:
@@ -315,28 +317,15 @@ class DispatchLoop:
         summary.passes += 1
         add_up(summary.totals, {k: v for k, v in result.items() if k != "stopped_because"})
         stopped = result.get("stopped_because", "")
-        if result.get("jenkins_unavailable"):
+        if self.breaker.is_open:
+            # The breaker opened (or stayed open): the pass released what it had not sent. The next pass, once
+            # the breaker's backoff is over, asks Jenkins itself first.
             self._beat_after(result, talked_to_jenkins=True)
-            failures = self.health.jenkins_failed(stopped)
-            pause = backoff_seconds(failures, *JENKINS_RETRY, self.rng)
+            pause = self.breaker.retry_in()
             logger.error("Jenkins unavailable: the pass released what it had not sent; retrying",
-                         extra={"reason": stopped, "retry_in_seconds": round(pause, 2)})
+                         extra={"reason": self.breaker.why or stopped, "retry_in_seconds": round(pause, 2)})
             client.close()  # a fresh HTTP session (and crumb, and identity check) for the next try
             return pause, stopped, jenkins_client(self.settings)
-        if dispatcher.talked_to_jenkins:
-            self.health.jenkins_ok()
-        elif self.health.jenkins.ok is False:
-            # Nothing to send: ask Jenkins directly, or /healthz would say "unavailable" until the next job.
-            try:
-                client.check()
-            except JenkinsError as exc:
-                reason = f"Jenkins unavailable: {exc}"
-                failures = self.health.jenkins_failed(reason)
-                self._beat("jenkins_unavailable", reason, jenkins_ok=False, jenkins_reason=reason)
-                return backoff_seconds(failures, *JENKINS_RETRY, self.rng), stopped, client
-            self.health.jenkins_ok()
-            self._beat_after(result, talked_to_jenkins=True)
-            return None, stopped, client
         self._beat_after(result, talked_to_jenkins=dispatcher.talked_to_jenkins)
         return None, stopped, client
 
