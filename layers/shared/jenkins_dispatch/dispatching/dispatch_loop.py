@@ -7,8 +7,10 @@ reconciler's fallback should a notification ever be lost).
 
 Failures end a pass, never the loop: Jenkins as a whole failing (the breaker's call: ``breaker.py``), or the
 database going away, is logged once per pass and retried with capped exponential backoff and jitter — while
-the webhook keeps receiving callbacks. ``Health`` (what `/healthz` answers) reads the breaker as it is. Only a
-configuration error (nothing will ever work) or a shutdown request ends the loop.
+the webhook keeps receiving callbacks. ``Health`` (what `/healthz` answers) reads the breaker, the database
+session's statement in progress and the pass in progress as they are, so a database that stopped answering or a
+pass far over its budget shows within seconds, not when the pass ends. Only a configuration error (nothing will
+ever work) or a shutdown request ends the loop.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ from .wakeup import SLOT, WorkSignal
 # breaker's JENKINS_RETRY_BASE_SECONDS / JENKINS_RETRY_MAX_SECONDS.)
 DATABASE_RETRY = (0.5, 5.0)
 BUSY_RETRY_SECONDS = 1.0
+# A pass still running this many times its budget (plus one Jenkins timeout: the last triggers' wait) is overdue:
+# /healthz says "degraded" while it lasts. Not "unavailable": a long reconciliation after an outage is legitimate.
+OVERDUE_BUDGETS = 2.0
 PASS_BUDGET_SECONDS = 55.0
 # Never sleep less than this between passes (a row due "now" that a cap holds back must not spin us).
 MIN_WAIT_SECONDS = 0.05
@@ -71,8 +76,11 @@ def _now_iso() -> str:
 
 
 class Health:
-    """What the dispatcher loop sees, kept in memory: answering `/healthz` costs no database session. Jenkins's
-    state is its breaker's, read live."""
+    """What the dispatcher loop sees, kept in memory: answering `/healthz` costs no database session.
+
+    Three parts are read live rather than recorded when a pass ends, since a pass may never end: the breaker of
+    Jenkins, how long the session's statement in progress has waited (``watch_database``), and how long the pass
+    in progress has run (``pass_started``)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -85,6 +93,15 @@ class Health:
         # Statements the dispatcher's session has sent, in passes and in the waits between them (a polling
         # wait probes the queue): what an idle dispatcher costs the database, read live (a plain int).
         self.statements_sent: Callable[[], int] = lambda: 0
+        self._waiting: Callable[[], float] = lambda: 0.0  # the statement in progress's wait, in seconds
+        self._stall_seconds = math.inf
+        self._pass_started: float | None = None  # monotonic
+        self._pass_overdue_after = math.inf
+
+    def watch_database(self, waiting_seconds: Callable[[], float], stall_seconds: float) -> None:
+        """Read ``waiting_seconds()`` at each report: above ``stall_seconds`` the database stopped answering."""
+        self._waiting = waiting_seconds
+        self._stall_seconds = stall_seconds
 
     def _set(self, condition: Condition, ok: bool, reason: str | None = None) -> None:
         with self._lock:
@@ -103,6 +120,18 @@ class Health:
         self._set(self.database, False, reason)
         return self.database.failures
 
+    def pass_started(self, budget_seconds: float, overdue_after_seconds: float) -> None:
+        """A pass began (its claiming budget, and when it counts as overdue)."""
+        with self._lock:
+            self._pass_started = time.monotonic()
+            self._pass_budget = budget_seconds
+            self._pass_overdue_after = overdue_after_seconds
+
+    def pass_ended(self) -> None:
+        """The pass in progress ended, however."""
+        with self._lock:
+            self._pass_started = None
+
     def record_pass(self, summary: dict[str, Any]) -> None:
         """Remember a finished pass and when it ended."""
         with self._lock:
@@ -112,6 +141,23 @@ class Health:
             self.last_pass_unix = now.timestamp()
             self.last_pass = summary
 
+    def _database_now(self) -> dict[str, Any]:
+        """The database's condition as last recorded, unless the statement in progress has waited too long."""
+        doc = self.database.as_dict()
+        waited = self._waiting()
+        if waited > self._stall_seconds:
+            doc.update(status="unavailable", reason=f"a statement has waited {waited:.0f} s for the database's "
+                                                    f"answer (more than DB_STALL_SECONDS, {self._stall_seconds:g})")
+        return doc
+
+    def _dispatcher_now(self) -> dict[str, Any]:
+        if self._pass_started is None:
+            return {"status": "idle"}
+        running = time.monotonic() - self._pass_started
+        overdue = running > self._pass_overdue_after
+        return {"status": "overdue" if overdue else "passing", "pass_running_seconds": round(running, 1),
+                "pass_budget_seconds": self._pass_budget}
+
     def _jenkins_now(self) -> dict[str, Any]:
         if self.jenkins is None:
             return {"status": "unknown", "reason": None, "since": None, "consecutive_failures": 0}
@@ -120,7 +166,7 @@ class Health:
     def readings(self) -> dict[str, float | None]:
         """Numbers for metrics: 1/0 per dependency (None: not known yet), and the last pass's Unix time."""
         with self._lock:
-            database, jenkins = self.database.as_dict()["status"], self._jenkins_now()["status"]
+            database, jenkins = self._database_now()["status"], self._jenkins_now()["status"]
             return {
                 "database_up": None if database == "unknown" else float(database == "ok"),
                 "jenkins_up": None if jenkins == "unknown" else float(jenkins == "ok"),
@@ -128,15 +174,17 @@ class Health:
             }
 
     def report(self) -> tuple[int, dict[str, Any]]:
-        """200 while the database answers (the webhook can work), "degraded" while Jenkins is down: Jenkins's state
-        is reported, not judged, since callbacks must keep arriving while Jenkins rejects our triggers."""
+        """503 while the database does not answer (a failed pass said so, or a statement waits too long); else 200,
+        "degraded" while Jenkins is down or a pass is overdue: Jenkins's state is reported, not judged, since
+        callbacks must keep arriving while Jenkins rejects our triggers."""
         with self._lock:
-            database, jenkins = self.database.as_dict(), self._jenkins_now()
-            troubled = jenkins["status"] == "unavailable"
+            database, jenkins, dispatcher = self._database_now(), self._jenkins_now(), self._dispatcher_now()
+            troubled = jenkins["status"] == "unavailable" or dispatcher["status"] == "overdue"
             doc = {
                 "status": "unavailable" if database["status"] == "unavailable" else ("degraded" if troubled else "ok"),
                 "database": database,
                 "jenkins": jenkins,
+                "dispatcher": dispatcher,
                 "passes": self.passes,
                 "last_pass_at": self.last_pass_at,
                 "last_pass": self.last_pass,
@@ -234,6 +282,7 @@ class DispatchLoop:
         self.breaker = breaker or breaker_for(settings, rng=self.rng)
         self.health = health or Health()
         self.health.statements_sent = lambda: db.statements
+        self.health.watch_database(db.waiting_seconds, settings.db_stall_seconds)
         self.health.jenkins = self.breaker
         self.pass_budget_seconds = pass_budget_seconds or default_pass_budget(settings)
         self.heartbeat = heartbeat  # None: this loop records no heartbeat (tests)
@@ -282,6 +331,8 @@ class DispatchLoop:
         remaining_ms = None if left() == math.inf else (lambda: int(left() * 1000))
         dispatcher = Dispatcher(self.settings, self.db, client, remaining_ms=remaining_ms, stop=self.shutdown,
                                 rng=self.rng, claim_until=claim_until, breaker=self.breaker)
+        timeout = self.settings.jenkins.timeout_seconds if self.settings.jenkins else 0.0
+        self.health.pass_started(budget, OVERDUE_BUDGETS * budget + timeout)
         try:
             result = dispatcher.run()
         except ConfigError:
@@ -306,6 +357,7 @@ class DispatchLoop:
             self._beat("crashed", f"{type(exc).__name__}: {exc}")
             return backoff_seconds(3, *DATABASE_RETRY, self.rng), "crashed", client
         finally:
+            self.health.pass_ended()
             try:
                 metrics.flush_if_any()
             except Exception as exc:  # metrics must never end the loop
