@@ -133,3 +133,11 @@ def test_defaults_are_within_their_ranges():
     settings = load_settings(BASE_ENV)
     assert (settings.jenkins_breaker_failures, settings.jenkins_retry_base_seconds,
             settings.jenkins_retry_max_seconds, settings.db_stall_seconds) == (3, 1.0, 15.0, 10.0)
+
+
+def test_the_help_shows_each_range():
+    from jenkins_dispatch.cli import environment_help
+
+    lines = {line.split()[0]: line for line in environment_help().splitlines()[1:]}
+    for name, (low, high) in RANGES.items():
+        assert f"[{low:g} to {high:g}]" in lines[name], lines[name]

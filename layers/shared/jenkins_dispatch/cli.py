@@ -80,7 +80,8 @@ def environment_help() -> str:
     width = max(len(v.name) for v in ENVIRONMENT)
     default_width = max(len(v.shown_default()) for v in ENVIRONMENT)
     lines = ["environment variables (default in the second column; - means unset):"]
-    lines += [f"  {v.name.ljust(width)}  {v.shown_default().ljust(default_width)}  {v.meaning}" for v in ENVIRONMENT]
+    lines += [f"  {v.name.ljust(width)}  {v.shown_default().ljust(default_width)}  {v.meaning}"
+              + (f" [{v.minimum:g} to {v.maximum:g}]" if v.maximum is not None else "") for v in ENVIRONMENT]
     return "\n".join(lines)
 
 
