@@ -13,7 +13,7 @@ import time
 
 from benchmarks.report import print_table
 
-SUITES = ["bench_queue", "bench_dispatch", "bench_webhook", "bench_coldstart", "bench_latency", "bench_ui"]
+SUITES = ["bench_queue", "bench_dispatch", "bench_flaky", "bench_webhook", "bench_coldstart", "bench_latency", "bench_ui"]
 
 
 def main(selected: list[str]) -> int:
