@@ -158,6 +158,27 @@ def test_the_loop_records_jenkins_unavailable_and_its_end(jenkins, queue, no_dis
             runner.join(20)
 
 
+def test_the_loop_records_jenkins_back_even_with_nothing_to_send(jenkins, queue, no_dispatchers):
+    """The pass that finds Jenkins back by asking whoAmI (nothing was due) says so in the dispatcher's row too."""
+    job_id = queue.enqueue("deploy").id
+    jenkins.add_fault(path="", status=503)
+    settings = dispatch_settings(jenkins.base_url)
+    stop = threading.Event()
+    with Database(settings.database) as session:
+        loop = DispatchLoop(settings, session, work_signal(session, stop, poll_seconds=0.2), interval=0.2, shutdown=stop,
+                            heartbeat=Heartbeat("serve", interval=0.2))
+        runner = threading.Thread(target=loop.run)
+        runner.start()
+        try:
+            assert wait_for(lambda: queue.jenkins_outage() is not None, timeout=10)
+            assert wait_for(lambda: queue.cancel_pending(job_id), timeout=10)  # nothing left to send
+            jenkins.clear_faults()
+            assert wait_for(lambda: queue.jenkins_outage() is None, timeout=30), queue.dispatchers()
+        finally:
+            stop.set()
+            runner.join(20)
+
+
 class LambdaContext:
     function_name = "jd-dispatcher"
     log_stream_name = "2026/11/30/[$LATEST]0123abcd"

@@ -333,6 +333,7 @@ class DispatchLoop:
                                 rng=self.rng, claim_until=claim_until, breaker=self.breaker)
         timeout = self.settings.jenkins.timeout_seconds if self.settings.jenkins else 0.0
         self.health.pass_started(budget, OVERDUE_BUDGETS * budget + timeout)
+        jenkins_was_down = self.breaker.is_open
         try:
             result = dispatcher.run()
         except ConfigError:
@@ -378,6 +379,8 @@ class DispatchLoop:
                          extra={"reason": self.breaker.why or stopped, "retry_in_seconds": round(pause, 2)})
             client.close()  # a fresh HTTP session (and crumb, and identity check) for the next try
             return pause, stopped, jenkins_client(self.settings)
+        if jenkins_was_down:
+            logger.info("Jenkins answers again", extra={"jenkins": self.breaker.url})
         self._beat_after(result, talked_to_jenkins=dispatcher.talked_to_jenkins)
         return None, stopped, client
 

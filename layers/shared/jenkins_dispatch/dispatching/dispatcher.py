@@ -111,6 +111,7 @@ class Dispatcher:
         self.breaker = breaker or breaker_for(settings)
         self._probe_lock = threading.Lock()
         self._started_at: float | None = None  # on the breaker's clock
+        self._probed = False
         # `serve` has no hard deadline: its pass stops claiming at this monotonic time (full batches until
         # then), so the reconciler gets its turn; the next pass starts straight away.
         self.claim_until = claim_until
@@ -138,7 +139,7 @@ class Dispatcher:
     @property
     def talked_to_jenkins(self) -> bool:
         """Whether this pass asked Jenkins anything (so its success says Jenkins works)."""
-        return self.summary.claimed > 0 or self.summary.reconciled.checked > 0
+        return self.summary.claimed > 0 or self.summary.reconciled.checked > 0 or self._probed
 
     def _stopping(self) -> bool:
         return self.shutdown.is_set() or self._halted.is_set()
@@ -205,16 +206,16 @@ class Dispatcher:
         """The breaker is open and this pass asked Jenkins nothing (nothing was due): ask Jenkins itself
         (``whoAmI``), or /healthz would say "unavailable" until the next job. Its answer closes the breaker; its
         failure keeps it open, for longer."""
-        if not self.breaker.is_open or self.talked_to_jenkins:
+        if not self.breaker.is_open or self.talked_to_jenkins or self._stopping() or self._out_of_time(self.timeout):
             return
+        self._probed = True  # the heartbeat records what it learnt, as for any pass that asked Jenkins
         sent_at = self.breaker.now()
         try:
             self.client.check()
         except JenkinsError as exc:
             self.breaker.record_failure(None, Evidence.DOWN, self._jenkins_wide_reason(exc), sent_at)
             raise _PassStopped(self.breaker.why or self._jenkins_wide_reason(exc)) from None
-        if self.breaker.record_probe_ok(sent_at):
-            logger.info("Jenkins answers again", extra={"jenkins": self.breaker.url})
+        self.breaker.record_probe_ok(sent_at)
 
     def _jenkins_down(self, exc: JenkinsError) -> str:
         """A read Jenkins failed as a whole (job check, reconciler): the breaker opens — for longer if it was open
