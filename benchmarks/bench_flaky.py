@@ -20,19 +20,18 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from jenkins_dispatch.config import ENVIRONMENT, parse_database_url
 from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.migrations import migrate
+from tests.dispatch_helpers import wait_for
 from tests.pg_server import postgres_server, scratch_database
+from tests.serve_helpers import free_port, http_get, http_post
 
 JOBS = 300
 JOB_NAMES = [f"flaky/job-{n}" for n in range(4)]
@@ -45,30 +44,17 @@ SECRET = "bench-flaky-secret"
 CASES = [("no errors", 0.0), ("5 % answered 500", ERROR_SHARE)]  # (case, share of triggers answered 500)
 
 
-def _http(url: str, doc=None, timeout: float = 10.0):
-    data = None if doc is None else json.dumps(doc).encode()
-    request = urllib.request.Request(url, data=data, method="GET" if doc is None else "POST",
-                                     headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as answer:
-            return json.load(answer)
-    except urllib.error.HTTPError as error:
-        return json.load(error)
+def _get(url: str) -> dict:
+    answer = http_get(url, timeout=10)
+    if answer is None:
+        raise RuntimeError(f"nothing answers at {url}")
+    return answer[1]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _until(predicate, timeout: float, interval: float = 0.1) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return bool(predicate())
+def _post(url: str, doc) -> None:
+    status, answer = http_post(url, doc, timeout=10)
+    if status != 200:
+        raise RuntimeError(f"{url} answered {status}: {answer}")
 
 
 class _Process:
@@ -96,7 +82,7 @@ def _emulator(workdir: Path) -> tuple[_Process, str]:
     (workdir / "emulator.json").write_text(json.dumps(config))
     emulator = _Process([sys.executable, "-m", "jenkins_emulator", "--port", "0", "--config",
                          str(workdir / "emulator.json")], workdir / "emulator.log")
-    if not _until(lambda: emulator.log_path.read_text().startswith("http"), timeout=20):
+    if not wait_for(lambda: emulator.log_path.read_text().startswith("http"), timeout=20):
         raise RuntimeError(f"the emulator did not start:\n{emulator.log_path.read_text()[-2000:]}")
     return emulator, emulator.log_path.read_text().splitlines()[0].strip()
 
@@ -106,18 +92,16 @@ def _serve(workdir: Path, name: str, database_url: str, jenkins_url: str) -> tup
     env.update(DATABASE_URL=database_url, JENKINS_URL=jenkins_url, JENKINS_USER="admin",
                JENKINS_API_TOKEN="admin-token", WEBHOOK_SECRET=SECRET, MAX_PARALLEL_TRIGGERS=str(THREADS),
                BATCH_SIZE="32", LEASE_SECONDS="60", JENKINS_TIMEOUT_SECONDS="5")
-    port = _free_port()
+    port = free_port()
     served = _Process([sys.executable, "-m", "jenkins_dispatch.cli", "serve", "--port", str(port)],
                       workdir / f"serve-{name}.log", env)
     base = f"http://127.0.0.1:{port}"
 
     def ready() -> bool:
-        try:
-            return _http(base + "/healthz", timeout=2).get("passes", 0) >= 1
-        except OSError:
-            return served.proc.poll() is not None
+        answer = http_get(base + "/healthz", timeout=2)
+        return served.proc.poll() is not None or (answer is not None and answer[1].get("passes", 0) >= 1)
 
-    if not _until(ready, timeout=30) or served.proc.poll() is not None:
+    if not wait_for(ready, timeout=30) or served.proc.poll() is not None:
         served.stop()
         raise RuntimeError(f"serve did not start:\n{served.log_path.read_text()[-3000:]}")
     return served, base
@@ -134,13 +118,13 @@ def _drain(db: Database, timeout: float) -> float:
         return db.run("SELECT count(*) AS n FROM jenkins_jobs_queue WHERE status IN ('completed', 'failed', "
                       "'cancelled')")[0]["n"] == JOBS
 
-    if not _until(final, timeout=timeout):
+    if not wait_for(final, timeout=timeout):
         raise RuntimeError(f"{JOBS} jobs were not final after {timeout:.0f} s")
     return time.monotonic() - started
 
 
 def _check_exactly_once(db: Database, jenkins_url: str) -> None:
-    counters = _http(jenkins_url + "_emulator/counters")
+    counters = _get(jenkins_url + "_emulator/counters")
     rows = db.run("SELECT status, dispatch_id FROM jenkins_jobs_queue")
     wrong = [r for r in rows if r["status"] != "completed"
              or counters["triggers_by_dispatch_id"].get(r["dispatch_id"]) != 1]
@@ -158,22 +142,22 @@ def run() -> list[dict]:
         try:
             clean = None
             for name, share in CASES:
-                _http(jenkins_url + "_emulator/faults/clear", {})
-                _http(jenkins_url + "_emulator/counters/reset", {})
+                _post(jenkins_url + "_emulator/faults/clear", {})
+                _post(jenkins_url + "_emulator/counters/reset", {})
                 if share:  # the emulator applies the first fault that matches: the 500s, then the latency
-                    _http(jenkins_url + "_emulator/faults", {"path": "buildWithParameters$", "status": 500,
+                    _post(jenkins_url + "_emulator/faults", {"path": "buildWithParameters$", "status": 500,
                                                              "latency_seconds": LATENCY_SECONDS,
                                                              "probability": share, "seed": SEED})
-                _http(jenkins_url + "_emulator/faults", {"path": "buildWithParameters$",
+                _post(jenkins_url + "_emulator/faults", {"path": "buildWithParameters$",
                                                          "latency_seconds": LATENCY_SECONDS})
                 served, base = _serve(workdir, str(len(rows)), url, jenkins_url)
                 try:
-                    _http(jenkins_url + "_emulator/config", {"notification": {"url": f"{base}/jenkins/notify?token={SECRET}"}})
+                    _post(jenkins_url + "_emulator/config", {"notification": {"url": f"{base}/jenkins/notify?token={SECRET}"}})
                     seconds = _drain(db, timeout=600)
                     _check_exactly_once(db, jenkins_url)
                 finally:
                     served.stop()
-                faults = _http(jenkins_url + "_emulator/state")["faults"]
+                faults = _get(jenkins_url + "_emulator/state")["faults"]
                 errors = sum(f["hits"] for f in faults if f.get("status") == 500)
                 clean = clean or seconds
                 ratio = seconds / clean
