@@ -203,10 +203,10 @@ class Dispatcher:
 
     # ------------------------------------------------------------------ Jenkins as a whole
     def _ask_jenkins_if_still_down(self) -> None:
-        """The breaker is open and this pass asked Jenkins nothing (nothing was due): ask Jenkins itself
-        (``whoAmI``), or /healthz would say "unavailable" until the next job. Its answer closes the breaker; its
-        failure keeps it open, for longer."""
-        if not self.breaker.is_open or self.talked_to_jenkins or self._stopping() or self._out_of_time(self.timeout):
+        """The pass ran to its end with the breaker still open: nothing it asked decided (nothing was due, or only
+        job checks were read). Ask Jenkins itself (``whoAmI``), or /healthz would say "unavailable" until the next
+        trigger. Its answer closes the breaker; its failure keeps it open, for longer."""
+        if not self.breaker.is_open or self._stopping() or self._out_of_time(self.timeout):
             return
         self._probed = True  # the heartbeat records what it learnt, as for any pass that asked Jenkins
         sent_at = self.breaker.now()
