@@ -252,14 +252,23 @@ def _text(env: Mapping[str, str], name: str) -> str:
     return (env.get(name) or "").strip()
 
 
-def _range_error(name: str, raw: str, whole: bool) -> ConfigError:
+def _range(name: str) -> tuple[float, float]:
+    """A numeric variable's range; a variable read as a number must have one (else a KeyError, as ``_text``)."""
     variable = VARIABLES[name]
+    if variable.minimum is None or variable.maximum is None:
+        raise KeyError(f"{name} has no minimum and maximum in config.ENVIRONMENT")
+    return variable.minimum, variable.maximum
+
+
+def _range_error(name: str, raw: str, whole: bool) -> ConfigError:
+    low, high = _range(name)
     kind = "a whole number" if whole else "a number"
-    return ConfigError(f"{name} must be {kind} from {variable.minimum:g} to {variable.maximum:g}, got {raw!r}")
+    return ConfigError(f"{name} must be {kind} from {low:g} to {high:g}, got {raw!r}")
 
 
-def _int(env: Mapping[str, str], name: str, default=_FROM_TABLE) -> int | None:
+def _int(env: Mapping[str, str], name: str, *, default=_FROM_TABLE) -> int | None:
     """A whole number within the variable's range (``ENVIRONMENT``); unset or empty: ``default``."""
+    low, high = _range(name)
     raw = _text(env, name)
     if raw == "":
         return default_of(name) if default is _FROM_TABLE else default
@@ -267,14 +276,14 @@ def _int(env: Mapping[str, str], name: str, default=_FROM_TABLE) -> int | None:
         value = int(raw)
     except ValueError:
         raise _range_error(name, raw, whole=True) from None
-    variable = VARIABLES[name]
-    if not variable.minimum <= value <= variable.maximum:
+    if not low <= value <= high:
         raise _range_error(name, raw, whole=True)
     return value
 
 
-def _float(env: Mapping[str, str], name: str, default=_FROM_TABLE) -> float:
+def _float(env: Mapping[str, str], name: str, *, default=_FROM_TABLE) -> float:
     """A finite number within the variable's range (``ENVIRONMENT``); unset or empty: ``default``."""
+    low, high = _range(name)
     raw = _text(env, name)
     if raw == "":
         return default_of(name) if default is _FROM_TABLE else default
@@ -282,8 +291,7 @@ def _float(env: Mapping[str, str], name: str, default=_FROM_TABLE) -> float:
         value = float(raw)
     except ValueError:
         raise _range_error(name, raw, whole=False) from None
-    variable = VARIABLES[name]
-    if not variable.minimum <= value <= variable.maximum:  # also refuses NaN and both infinities
+    if not low <= value <= high:  # also refuses NaN and both infinities
         raise _range_error(name, raw, whole=False)
     return value
 
