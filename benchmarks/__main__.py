@@ -13,7 +13,8 @@ import time
 
 from benchmarks.report import print_table
 
-SUITES = ["bench_queue", "bench_dispatch", "bench_webhook", "bench_http", "bench_coldstart", "bench_latency", "bench_ui"]
+SUITES = ["bench_queue", "bench_dispatch", "bench_flaky", "bench_webhook", "bench_http", "bench_coldstart",
+          "bench_latency", "bench_ui"]
 
 
 def main(selected: list[str]) -> int:

@@ -4,6 +4,8 @@
         url = f"postgresql://postgres@127.0.0.1:{proxy.port}/mydb"
         proxy.cut()          # every open connection is reset (RST, both ends); new ones are reset at once
         proxy.restore()      # accept and forward again
+        proxy.freeze()       # stop forwarding without a reset: bytes wait, new connections are not accepted
+        proxy.thaw()         # forward what waited, and accept again
         proxy.stats()        # accepted, forwarded, refused, reset, active, peak_active
         proxy.upstream_ports()  # local ports of its connections to the server: pg_stat_activity.client_port
 
@@ -74,6 +76,7 @@ class TcpProxy:
         self._lock = threading.Condition()
         self._links: set[_Link] = set()
         self._cut = False
+        self._frozen = threading.Event()
         self._stopping = threading.Event()
         self._ports: set[int] = set()  # upstream local ports, open now
         self._ports_seen: set[int] = set()  # ... and ever
@@ -117,6 +120,14 @@ class TcpProxy:
         with self._lock:
             self._cut = False
 
+    def freeze(self) -> None:
+        """A path that stopped answering without breaking (a hung middlebox, a paused VM): nothing is forwarded
+        either way and nothing is reset; new connections wait in the listen backlog. ``thaw()`` resumes."""
+        self._frozen.set()
+
+    def thaw(self) -> None:
+        self._frozen.clear()
+
     def stats(self) -> ProxyStats:
         with self._lock:
             return ProxyStats(active=len(self._links), **self._counts)
@@ -156,6 +167,9 @@ class TcpProxy:
                     self._stopping.set()  # lived too long: a test forgot to close it
                     self.cut()
                     break
+                if self._frozen.is_set():
+                    self._stopping.wait(POLL_SECONDS)
+                    continue
                 try:
                     ready, _, _ = select.select([self._listener], [], [], POLL_SECONDS)
                 except (OSError, ValueError):
@@ -229,6 +243,9 @@ class TcpProxy:
                     killed = True
                     self._count("reset")
                     return
+                if self._frozen.is_set():
+                    link.kill.wait(POLL_SECONDS)
+                    continue
                 ready, _, _ = select.select(list(peer), [], [], POLL_SECONDS)
                 for sock in ready:
                     data = sock.recv(65536)

@@ -26,3 +26,27 @@ def test_verified_tls_never_falls_back_to_plaintext(database_url, tmp_path):
     with pytest.raises(DatabaseUnavailable) as info, Database(settings) as db:
         db.run("SELECT 1")
     assert f"{plain.host}:{plain.port}" in str(info.value)
+
+
+@pytest.mark.both_engines
+def test_a_statement_in_progress_shows_how_long_it_has_waited(database_url):
+    """/healthz reads this from another thread while the dispatcher's statement waits (issue 21 #3): it grows while
+    the answer is due and drops to 0 once it came, on both drivers."""
+    import threading
+
+    from jenkins_dispatch.config import parse_database_url
+
+    from ..dispatch_helpers import wait_for
+    from ..engines import sql_for
+
+    with Database(parse_database_url(database_url)) as db:
+        db.run("SELECT 1")
+        assert db.waiting_seconds() == 0.0
+        sleeper = threading.Thread(target=db.run, args=(sql_for(db, postgresql="SELECT pg_sleep(1.5)",
+                                                                  mysql="SELECT SLEEP(1.5)"),))
+        sleeper.start()
+        try:
+            assert wait_for(lambda: db.waiting_seconds() > 0.5, timeout=5, interval=0.05)
+        finally:
+            sleeper.join(10)
+        assert db.waiting_seconds() == 0.0

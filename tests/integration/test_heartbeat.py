@@ -8,6 +8,7 @@ import logging
 import subprocess
 import sys
 import threading
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -136,10 +137,9 @@ def test_the_loop_records_every_pass_even_idle(jenkins, queue, no_dispatchers):
     assert (row["last_outcome"], row["live"]) == ("stopped", False)
 
 
-def test_the_loop_records_jenkins_unavailable_and_its_end(jenkins, queue, no_dispatchers):
-    queue.enqueue("deploy")
-    jenkins.add_fault(path="", status=503)
-    settings = dispatch_settings(jenkins.base_url)
+@contextmanager
+def _serve_loop(settings):
+    """A `serve`-like dispatch loop with its heartbeat, on a thread, for the ``with`` block."""
     stop = threading.Event()
     with Database(settings.database) as session:
         loop = DispatchLoop(settings, session, work_signal(session, stop, poll_seconds=0.2), interval=0.2, shutdown=stop,
@@ -147,15 +147,33 @@ def test_the_loop_records_jenkins_unavailable_and_its_end(jenkins, queue, no_dis
         runner = threading.Thread(target=loop.run)
         runner.start()
         try:
-            assert wait_for(lambda: queue.jenkins_outage() is not None, timeout=10)
-            [row] = queue.dispatchers()
-            assert row["last_outcome"] == "jenkins_unavailable" and "503" in row["jenkins_reason"]
-            jenkins.clear_faults()
-            assert wait_for(lambda: queue.jenkins_outage() is None, timeout=30)
-            assert queue.dispatchers()[0]["last_outcome"] == "ok"
+            yield loop
         finally:
             stop.set()
             runner.join(20)
+
+
+def test_the_loop_records_jenkins_unavailable_and_its_end(jenkins, queue, no_dispatchers):
+    queue.enqueue("deploy")
+    jenkins.add_fault(path="", status=503)
+    with _serve_loop(dispatch_settings(jenkins.base_url)):
+        assert wait_for(lambda: queue.jenkins_outage() is not None, timeout=10)
+        [row] = queue.dispatchers()
+        assert row["last_outcome"] == "jenkins_unavailable" and "503" in row["jenkins_reason"]
+        jenkins.clear_faults()
+        assert wait_for(lambda: queue.jenkins_outage() is None, timeout=30)
+        assert queue.dispatchers()[0]["last_outcome"] == "ok"
+
+
+def test_the_loop_records_jenkins_back_even_with_nothing_to_send(jenkins, queue, no_dispatchers):
+    """The pass that finds Jenkins back by asking whoAmI (nothing was due) says so in the dispatcher's row too."""
+    job_id = queue.enqueue("deploy").id
+    jenkins.add_fault(path="", status=503)
+    with _serve_loop(dispatch_settings(jenkins.base_url)):
+        assert wait_for(lambda: queue.jenkins_outage() is not None, timeout=10)
+        assert wait_for(lambda: queue.cancel_pending(job_id), timeout=10)  # nothing left to send
+        jenkins.clear_faults()
+        assert wait_for(lambda: queue.jenkins_outage() is None, timeout=30), queue.dispatchers()
 
 
 class LambdaContext:

@@ -34,6 +34,7 @@ from jenkins_dispatch.jenkins.answers import (
     QueueItemGone,
     QueueWaiting,
     Refused,
+    ServerError,
     Unavailable,
 )
 from jenkins_dispatch.jenkins.client import (
@@ -223,10 +224,12 @@ def test_connection_refused_is_unavailable_and_quick() -> None:
             client.queue_item(1)
 
 
-def test_server_error_is_unavailable_and_nothing_queued(jenkins, client) -> None:
+def test_server_error_is_that_requests_failure_and_nothing_queued(jenkins, client) -> None:
+    """A 500 says this request failed, not that Jenkins is down (the dispatcher's breaker weighs that)."""
     jenkins.add_fault(path="buildWithParameters$", status=500)
     dispatch_id = new_id()
-    assert isinstance(client.trigger("deploy", {}, dispatch_id), Unavailable)
+    outcome = client.trigger("deploy", {}, dispatch_id)
+    assert isinstance(outcome, ServerError) and outcome.status == 500
     assert jenkins.triggers_for(dispatch_id) == 0
 
 

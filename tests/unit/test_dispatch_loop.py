@@ -52,11 +52,15 @@ def test_pass_summaries_add_up():
 
 
 def test_health_is_200_while_the_database_answers_and_says_why_jenkins_is_not():
+    from jenkins_dispatch.dispatching.breaker import Breaker
+    from jenkins_dispatch.dispatching.decisions import Evidence
+
     health = Health()
     assert health.report()[0] == 200 and health.report()[1]["database"]["status"] == "unknown"
+    health.jenkins = breaker = Breaker("http://j/")
     health.database_ok()
-    health.jenkins_failed("Jenkins unavailable: HTTP 503")
-    health.jenkins_failed("Jenkins unavailable: HTTP 503")
+    breaker.record_failure(None, Evidence.DOWN, "Jenkins unavailable: HTTP 503", breaker.now())
+    breaker.record_failure(None, Evidence.DOWN, "Jenkins unavailable: HTTP 503", breaker.now())
     status, doc = health.report()
     assert status == 200 and doc["status"] == "degraded"
     assert doc["jenkins"]["reason"] == "Jenkins unavailable: HTTP 503"
@@ -65,9 +69,31 @@ def test_health_is_200_while_the_database_answers_and_says_why_jenkins_is_not():
     status, doc = health.report()
     assert status == 503 and doc["status"] == "unavailable" and "db.example" in doc["database"]["reason"]
     health.database_ok()
-    health.jenkins_ok()
+    breaker.record_success()
     status, doc = health.report()
     assert (status, doc["status"], doc["jenkins"]["consecutive_failures"]) == (200, "ok", 0)
+
+
+def test_health_shows_a_statement_waiting_too_long_and_a_pass_far_over_its_budget_while_they_last():
+    """Issue 21 #3: /healthz said "ok" for 28 s while the database path was frozen mid-pass."""
+    waited = [0.0]
+    health = Health()
+    health.watch_database(lambda: waited[0], stall_seconds=5)
+    health.database_ok()
+    health.pass_started(budget_seconds=0.05, overdue_after_seconds=0.0)
+    status, doc = health.report()
+    assert (status, doc["status"], doc["dispatcher"]["status"]) == (200, "degraded", "overdue")
+    waited[0] = 4.9  # a lock wait, say: not an outage
+    assert health.report()[1]["database"]["status"] == "ok"
+    waited[0] = 6.0
+    status, doc = health.report()
+    assert (status, doc["status"], doc["database"]["status"]) == (503, "unavailable", "unavailable")
+    assert "waited 6 s" in doc["database"]["reason"] and "DB_STALL_SECONDS" in doc["database"]["reason"]
+    assert health.readings()["database_up"] == 0.0
+    waited[0] = 0.0
+    health.pass_ended()
+    status, doc = health.report()
+    assert (status, doc["status"], doc["dispatcher"]["status"]) == (200, "ok", "idle")
 
 
 @pytest.mark.parametrize(("lease", "timeout"), [("11", "10.6"), ("2", "1.5"), ("10", "10"), ("5", "9")])

@@ -31,6 +31,7 @@ from jenkins_dispatch.jenkins.answers import (
     QueueCancelled,
     QueueWaiting,
     Refused,
+    ServerError,
     StillQueued,
     Unavailable,
     classify_forbidden,
@@ -169,7 +170,8 @@ def classify(status: int, body: str = "", **headers: str):
         (403, "No valid crumb was included in the request", {}, CrumbRequired),
         (503, "Please wait while Jenkins is getting ready to work", {}, Unavailable("Jenkins is starting (HTTP 503)")),
         (503, "Please wait while Jenkins is restarting", {}, Unavailable("Jenkins is restarting (HTTP 503)")),
-        (500, "A problem occurred", {}, Unavailable),
+        (500, "A problem occurred", {}, ServerError),  # this request failed: one is not "Jenkins is down"
+        (503, "Service Unavailable", {}, ServerError),  # not Jenkins's restart page: the breaker weighs it
         (502, "", {}, OutcomeUnknown),
         (504, "", {}, OutcomeUnknown),
         (524, "A timeout occurred", {}, OutcomeUnknown),  # a CDN: the origin got the request and was slow

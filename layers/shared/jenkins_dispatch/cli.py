@@ -21,8 +21,11 @@ from .config import (
     SERVE_PORT,
     UI_PORT,
     UI_REFRESH_SECONDS,
+    DatabaseSettings,
     Settings,
+    load_database_settings,
     load_settings,
+    load_tuning,
 )
 from .errors import OPERATION_FAILED, DispatchError, InvalidInput
 from .operating import bulk, moments
@@ -77,7 +80,8 @@ def environment_help() -> str:
     width = max(len(v.name) for v in ENVIRONMENT)
     default_width = max(len(v.shown_default()) for v in ENVIRONMENT)
     lines = ["environment variables (default in the second column; - means unset):"]
-    lines += [f"  {v.name.ljust(width)}  {v.shown_default().ljust(default_width)}  {v.meaning}" for v in ENVIRONMENT]
+    lines += [f"  {v.name.ljust(width)}  {v.shown_default().ljust(default_width)}  {v.meaning}"
+              + (f" [{v.minimum:g} to {v.maximum:g}]" if v.maximum is not None else "") for v in ENVIRONMENT]
     return "\n".join(lines)
 
 
@@ -207,31 +211,46 @@ def age(seconds: float | None) -> str:
 
 
 class Context:
-    """Settings and a database session, opened only when a command needs them."""
+    """Settings and a database session, read and opened only when a command needs them: a command reads the
+    settings it uses and no others (`migrate` only the database's, so an unfinished Jenkins setup never stops it)."""
 
     def __init__(self, settings_loader: Callable[[], Settings]):
         self._load = settings_loader
         self._settings: Settings | None = None
+        self._database: DatabaseSettings | None = None
+        self._lease_seconds: int | None = None
         self._db: Database | None = None
 
     @property
     def settings(self) -> Settings:
-        """The settings, loaded on first use (commands that need none never fail on them)."""
+        """Every setting, loaded on first use (commands that need none never fail on them)."""
         if self._settings is None:
             self._settings = self._load()
         return self._settings
 
     @property
+    def database(self) -> DatabaseSettings:
+        """The database settings alone (DATABASE_URL or DB_SECRET_ARN, the DB_* limits)."""
+        if self._settings is not None:
+            return self._settings.database
+        if self._database is None:
+            self._database = load_database_settings()
+        return self._database
+
+    @property
     def db(self) -> Database:
         """The command's database session, opened on first use."""
         if self._db is None:
-            self._db = Database(self.settings.database, application_name="jenkins-dispatch-cli")
+            self._db = Database(self.database, application_name="jenkins-dispatch-cli")
         return self._db
 
     @property
     def queue(self) -> Queue:
-        """The queue on the command's session."""
-        return Queue(self.db, lease_seconds=self.settings.lease_seconds)
+        """The queue on the command's session: the database and the dispatch settings (validated), not Jenkins's."""
+        if self._lease_seconds is None:
+            self._lease_seconds = (self._settings.lease_seconds if self._settings is not None
+                                   else load_tuning()["lease_seconds"])
+        return Queue(self.db, lease_seconds=self._lease_seconds)
 
     def close(self) -> None:
         """Close the session if one was opened."""

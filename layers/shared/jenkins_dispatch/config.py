@@ -43,6 +43,10 @@ class Variable:
     meaning: str
     default: int | float | bool | str | None = None  # None: not set unless given
     default_text: str | None = None  # shown instead of ``default`` when that is derived or absent
+    # A numeric variable's range, both ends accepted: anything else (inf and NaN included) is refused at start,
+    # before it can reach a statement ("interval out of range") or a thread pool.
+    minimum: float | None = None
+    maximum: float | None = None
 
     def shown_default(self) -> str:
         """The default as the help shows it ('true', '0.5', or its own text)."""
@@ -66,45 +70,63 @@ ENVIRONMENT: tuple[Variable, ...] = (
              default_text="the secret's engine, else postgresql"),
     Variable("DB_HOST", "with DB_SECRET_ARN or DB_IAM_AUTH: database host (else the secret's)"),
     Variable("DB_PORT", "with DB_SECRET_ARN or DB_IAM_AUTH: database port (else the secret's)", 5432,
-             default_text="5432; mysql: 3306"),
+             default_text="5432; mysql: 3306", minimum=1, maximum=65535),
     Variable("DB_USER", "with DB_SECRET_ARN or DB_IAM_AUTH: database user (else the secret's)"),
     Variable("DB_NAME", "with DB_SECRET_ARN or DB_IAM_AUTH: database name (else the secret's)", "postgres",
              default_text="postgres; mysql: required"),
     Variable("DB_IAM_AUTH", "authenticate to RDS with an IAM token instead of a password", False),
     Variable("DB_CA_BUNDLE", "CA bundle (PEM) trusted besides the system roots for the database's TLS",
              default_text="RDS CA bundle"),
-    Variable("DB_CONNECT_TIMEOUT_SECONDS", "give up connecting to the database after this long", 5.0),
-    Variable("DB_STATEMENT_TIMEOUT_MS", "longest a statement may run", 15_000),
-    Variable("DB_IDLE_IN_TRANSACTION_TIMEOUT_MS", "longest a session may sit idle inside a transaction", 30_000),
+    Variable("DB_CONNECT_TIMEOUT_SECONDS", "give up connecting to the database after this long", 5.0,
+             minimum=0.1, maximum=300),
+    Variable("DB_STATEMENT_TIMEOUT_MS", "longest a statement may run", 15_000, minimum=100, maximum=86_400_000),
+    Variable("DB_IDLE_IN_TRANSACTION_TIMEOUT_MS", "longest a session may sit idle inside a transaction", 30_000,
+             minimum=100, maximum=86_400_000),
+    Variable("DB_STALL_SECONDS", "`serve`'s /healthz reports the database unavailable once a statement has waited "
+             "this long for its answer (above the 5 s lock timeout, so a lock wait is not an outage)", 10.0,
+             minimum=1, maximum=3600),
     Variable("AWS_REGION", "region for the RDS IAM token", default_text="AWS_DEFAULT_REGION"),
     Variable("AWS_DEFAULT_REGION", "region for the RDS IAM token when AWS_REGION is unset"),
     Variable("JENKINS_URL", "Jenkins base URL, with or without a context path (https://ci.example.com/jenkins/)"),
     Variable("JENKINS_USER", "Jenkins user"),
     Variable("JENKINS_API_TOKEN", "that user's API token"),
     Variable("JENKINS_SECRET_ARN", "on AWS: secret JSON with url, user, api_token"),
-    Variable("JENKINS_TIMEOUT_SECONDS", "HTTP timeout towards Jenkins (must be shorter than LEASE_SECONDS)", 10.0),
+    Variable("JENKINS_TIMEOUT_SECONDS", "HTTP timeout towards Jenkins (must be shorter than LEASE_SECONDS)", 10.0,
+             minimum=0.1, maximum=3600),
     Variable("JENKINS_VERIFY_TLS", "verify Jenkins's TLS certificate", True),
-    Variable("JENKINS_SEARCH_WINDOW", "recent builds searched for a dispatch id", 100),
+    Variable("JENKINS_SEARCH_WINDOW", "recent builds searched for a dispatch id", 100, minimum=1, maximum=5000),
+    Variable("JENKINS_BREAKER_FAILURES", "failed triggers in a row, about this many different jobs, that mark Jenkins "
+             "as down (a 503 while it restarts, a refused connection, rejected credentials or a failed probe of "
+             "Jenkins itself do at once)", 3, minimum=1, maximum=1000),
+    Variable("JENKINS_RETRY_BASE_SECONDS", "first wait before trying a Jenkins that is down (doubles each time)", 1.0,
+             minimum=0.1, maximum=3600),
+    Variable("JENKINS_RETRY_MAX_SECONDS", "longest wait before trying a Jenkins that is down again", 15.0,
+             minimum=0.1, maximum=3600),
     Variable("WEBHOOK_SECRET", "shared secret the webhook requires from Jenkins"),
     Variable("WEBHOOK_SECRET_ARN", "on AWS: secret holding it (plain text or JSON with 'token')"),
     Variable("UI_TOKEN", "token the web page (`ui`) asks for at its login form; required off loopback"),
     Variable("UI_TOKEN_SECRET_ARN", "on AWS: secret holding it (plain text or JSON with 'token')"),
-    Variable("BATCH_SIZE", "jobs claimed per statement", 32),
-    Variable("MAX_PARALLEL_TRIGGERS", "trigger requests sent at once", 8),
-    Variable("MAX_IN_FLIGHT", "cap on jobs processing, overall", default_text="no cap"),
-    Variable("LEASE_SECONDS", "how long a claimed job waits before the reconciler looks at it", 300),
+    Variable("BATCH_SIZE", "jobs claimed per statement", 32, minimum=1, maximum=10_000),
+    Variable("MAX_PARALLEL_TRIGGERS", "trigger requests sent at once", 8, minimum=1, maximum=512),
+    Variable("MAX_IN_FLIGHT", "cap on jobs processing, overall", default_text="no cap", minimum=1,
+             maximum=10_000_000),
+    Variable("LEASE_SECONDS", "how long a claimed job waits before the reconciler looks at it", 300, minimum=2,
+             maximum=604_800),
     Variable("UNSTABLE_IS_FAILURE", "settle UNSTABLE builds as failed instead of completed", False),
-    Variable("RETRY_BASE_SECONDS", "first backoff after a transient trigger error (doubles each time)", 30.0),
-    Variable("RETRY_MAX_SECONDS", "longest backoff", 900.0),
-    Variable("TIME_MARGIN_SECONDS", "a Lambda pass stops claiming this long before its time is up", 10.0),
-    Variable("WEBHOOK_DB_POOL_SIZE", "database sessions the webhook may hold under `serve`", 4),
+    Variable("RETRY_BASE_SECONDS", "first backoff after a transient trigger error (doubles each time)", 30.0,
+             minimum=0, maximum=604_800),
+    Variable("RETRY_MAX_SECONDS", "longest backoff", 900.0, minimum=0, maximum=604_800),
+    Variable("TIME_MARGIN_SECONDS", "a Lambda pass stops claiming this long before its time is up", 10.0,
+             minimum=0, maximum=900),
+    Variable("WEBHOOK_DB_POOL_SIZE", "database sessions the webhook may hold under `serve`", 4, minimum=1,
+             maximum=1000),
     Variable("HTTP_IDLE_TIMEOUT_SECONDS", "`serve` and `ui` close a connection that sends nothing for this long, "
-             "or takes longer to send one request (closed within this + 6 s)", 20),
+             "or takes longer to send one request (closed within this + 6 s)", 20, minimum=1, maximum=3600),
     Variable("DISPATCHER_MODE", "Lambda dispatcher: continuous (until its time is nearly up) or single (one pass)",
              "continuous"),
-    Variable("MAX_RESENDS", "times a dispatch Jenkins shows no trace of is sent again", 3),
+    Variable("MAX_RESENDS", "times a dispatch Jenkins shows no trace of is sent again", 3, minimum=0, maximum=100),
     Variable("RESEND_QUIET_SECONDS", "quiet period asked of Jenkins for such a re-send",
-             default_text=f"{RESEND_QUIET_LEASES} x LEASE_SECONDS"),
+             default_text=f"{RESEND_QUIET_LEASES} x LEASE_SECONDS", minimum=0, maximum=2_592_000),
     Variable("METRICS_EMF", "print metrics as CloudWatch EMF lines on stdout", default_text="true in Lambda only"),
     Variable("AWS_LAMBDA_FUNCTION_NAME", "set by Lambda: metrics default to EMF there"),
 )
@@ -184,6 +206,14 @@ class Settings:
     # ...held this long in Jenkins's queue (a quiet period), so that an original Jenkins acts on late
     # merges with it instead of building twice. Default: RESEND_QUIET_LEASES leases.
     resend_quiet_seconds: float = 900.0
+    # When Jenkins counts as down (dispatching/breaker.py): JENKINS_BREAKER_FAILURES suspect failures in a row
+    # about that many different jobs; while down it is tried again after a backoff doubling from
+    # JENKINS_RETRY_BASE_SECONDS up to JENKINS_RETRY_MAX_SECONDS (one success starts it again from the base).
+    jenkins_breaker_failures: int = default_of("JENKINS_BREAKER_FAILURES")
+    jenkins_retry_base_seconds: float = default_of("JENKINS_RETRY_BASE_SECONDS")
+    jenkins_retry_max_seconds: float = default_of("JENKINS_RETRY_MAX_SECONDS")
+    # `serve`'s /healthz: a statement outstanding this long means the database stopped answering.
+    db_stall_seconds: float = default_of("DB_STALL_SECONDS")
     # Print CloudWatch EMF metric lines (METRICS_EMF; default: only inside Lambda, where CloudWatch reads
     # them). Outside Lambda `serve` exposes Prometheus metrics at GET /metrics instead.
     metrics_emf: bool = False
@@ -226,30 +256,54 @@ def _text(env: Mapping[str, str], name: str) -> str:
     return (env.get(name) or "").strip()
 
 
-def _int(env: Mapping[str, str], name: str, minimum: int, default=_FROM_TABLE) -> int | None:
+def _range(name: str) -> tuple[float, float]:
+    """A numeric variable's range; a variable read as a number must have one (else a KeyError, as ``_text``)."""
+    variable = VARIABLES[name]
+    if variable.minimum is None or variable.maximum is None:
+        raise KeyError(f"{name} has no minimum and maximum in config.ENVIRONMENT")
+    return variable.minimum, variable.maximum
+
+
+def _range_error(name: str, raw: str, whole: bool) -> ConfigError:
+    low, high = _range(name)
+    kind = "a whole number" if whole else "a number"
+    return ConfigError(f"{name} must be {kind} from {low:g} to {high:g}, got {raw!r}")
+
+
+def _int(env: Mapping[str, str], name: str, *, default=_FROM_TABLE) -> int | None:
+    """A whole number within the variable's range (``ENVIRONMENT``); unset or empty: ``default``."""
+    low, high = _range(name)
     raw = _text(env, name)
     if raw == "":
         return default_of(name) if default is _FROM_TABLE else default
     try:
         value = int(raw)
     except ValueError:
-        raise ConfigError(f"{name} must be a whole number, got {raw!r}") from None
-    if value < minimum:
-        raise ConfigError(f"{name} must be at least {minimum}, got {value}")
+        raise _range_error(name, raw, whole=True) from None
+    if not low <= value <= high:
+        raise _range_error(name, raw, whole=True)
     return value
 
 
-def _float(env: Mapping[str, str], name: str, minimum: float, default=_FROM_TABLE) -> float:
+def _float(env: Mapping[str, str], name: str, *, default=_FROM_TABLE) -> float:
+    """A finite number within the variable's range (``ENVIRONMENT``); unset or empty: ``default``."""
+    low, high = _range(name)
     raw = _text(env, name)
     if raw == "":
         return default_of(name) if default is _FROM_TABLE else default
     try:
         value = float(raw)
     except ValueError:
-        raise ConfigError(f"{name} must be a number, got {raw!r}") from None
-    if not value >= minimum:  # also rejects NaN
-        raise ConfigError(f"{name} must be at least {minimum:g}, got {raw}")
+        raise _range_error(name, raw, whole=False) from None
+    if not low <= value <= high:  # also refuses NaN and both infinities
+        raise _range_error(name, raw, whole=False)
     return value
+
+
+def _base_and_maximum(base_name: str, base: float, maximum_name: str, maximum: float) -> None:
+    """A backoff's first wait may not exceed its longest (the doubling would never start)."""
+    if base > maximum:
+        raise ConfigError(f"{base_name} ({base:g}) must not exceed {maximum_name} ({maximum:g})")
 
 
 def _bool(env: Mapping[str, str], name: str) -> bool:
@@ -399,9 +453,9 @@ def _parse_mysql_url(parts, port: int | None, name: str) -> DatabaseSettings:
 
 def _database(env: Mapping[str, str], fetch: SecretFetcher | None) -> DatabaseSettings:
     timeouts = dict(
-        statement_timeout_ms=_int(env, "DB_STATEMENT_TIMEOUT_MS", 100),
-        idle_in_transaction_timeout_ms=_int(env, "DB_IDLE_IN_TRANSACTION_TIMEOUT_MS", 100),
-        connect_timeout_seconds=_float(env, "DB_CONNECT_TIMEOUT_SECONDS", 0.1),
+        statement_timeout_ms=_int(env, "DB_STATEMENT_TIMEOUT_MS"),
+        idle_in_transaction_timeout_ms=_int(env, "DB_IDLE_IN_TRANSACTION_TIMEOUT_MS"),
+        connect_timeout_seconds=_float(env, "DB_CONNECT_TIMEOUT_SECONDS"),
     )
     url = _text(env, "DATABASE_URL")
     arn = _text(env, "DB_SECRET_ARN")
@@ -438,10 +492,15 @@ def _database(env: Mapping[str, str], fetch: SecretFetcher | None) -> DatabaseSe
             default_of("DB_NAME") if engine == "postgresql" else None)
         if not dbname:  # MySQL has no default database to fall back on
             raise ConfigError("no database name: set DB_NAME or put 'dbname' in the secret named by DB_SECRET_ARN")
-        try:
-            port = int(_text(env, "DB_PORT") or secret.get("port") or DEFAULT_PORTS[engine])
-        except (TypeError, ValueError):
-            raise ConfigError("DB_PORT (or the secret's 'port') must be a whole number") from None
+        port = _int(env, "DB_PORT", default=None)
+        if port is None:
+            try:
+                port = int(secret.get("port") or DEFAULT_PORTS[engine])
+            except (TypeError, ValueError):
+                port = 0
+            if not 1 <= port <= 65535:
+                raise ConfigError("the secret named by DB_SECRET_ARN has a 'port' that is not a whole number from "
+                                  "1 to 65535 (or set DB_PORT)")
         return DatabaseSettings(
             engine=engine,
             host=str(host),
@@ -473,10 +532,15 @@ def _jenkins(env: Mapping[str, str], fetch: SecretFetcher | None, timeout: float
         return None
     if not url:
         raise ConfigError("JENKINS_URL is not set (nor 'url' in the secret named by JENKINS_SECRET_ARN)")
-    parts = urlsplit(url)
     if "@" in url:  # checked first, and the URL never echoed: it may hold a password or token
         raise ConfigError("JENKINS_URL must not carry credentials: use JENKINS_USER and JENKINS_API_TOKEN")
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - urlsplit checks the port only when it is read
+        well_formed = bool(parts.hostname)
+    except ValueError:  # an unclosed "[", a port that is not a number or out of range
+        well_formed = False
+    if not well_formed or parts.scheme not in ("http", "https"):
         raise ConfigError("JENKINS_URL must be an http(s) URL such as https://ci.example.com/jenkins/")
     if not user:
         raise ConfigError("JENKINS_USER is not set (nor 'user' in the secret named by JENKINS_SECRET_ARN)")
@@ -488,7 +552,7 @@ def _jenkins(env: Mapping[str, str], fetch: SecretFetcher | None, timeout: float
         api_token=token,
         timeout_seconds=timeout,
         verify_tls=_bool(env, "JENKINS_VERIFY_TLS"),
-        search_window=_int(env, "JENKINS_SEARCH_WINDOW", 1),
+        search_window=_int(env, "JENKINS_SEARCH_WINDOW"),
     )
 
 
@@ -539,7 +603,7 @@ def load_jenkins_settings(env: Mapping[str, str] | None = None,
                           fetch_secret: SecretFetcher | None = None) -> JenkinsSettings | None:
     """The Jenkins part of the settings alone; None when no JENKINS_* variable (nor JENKINS_SECRET_ARN) is set."""
     env, fetch_secret = _sources(env, fetch_secret)
-    return _jenkins(env, fetch_secret, _float(env, "JENKINS_TIMEOUT_SECONDS", 0.1))
+    return _jenkins(env, fetch_secret, _float(env, "JENKINS_TIMEOUT_SECONDS"))
 
 
 def _token(name: str, arn_name: str, env: Mapping[str, str] | None,
@@ -567,28 +631,36 @@ def load_tuning(env: Mapping[str, str] | None = None) -> dict[str, object]:
     """Every setting but the database, Jenkins and the webhook secret (batch sizes, lease, retries...),
     validated, as keyword arguments of ``Settings``."""
     env = os.environ if env is None else env
-    timeout = _float(env, "JENKINS_TIMEOUT_SECONDS", 0.1)
-    lease = _int(env, "LEASE_SECONDS", 1)
+    timeout = _float(env, "JENKINS_TIMEOUT_SECONDS")
+    lease = _int(env, "LEASE_SECONDS")
     if lease < timeout + LEASE_SAFETY_SECONDS + CLAIM_ROOM_SECONDS:
         raise ConfigError(
             f"LEASE_SECONDS ({lease}) must be at least JENKINS_TIMEOUT_SECONDS ({timeout:g}) plus "
             f"{LEASE_SAFETY_SECONDS + CLAIM_ROOM_SECONDS:g} s: a claimed row's trigger must end within its "
             "lease, so a shorter lease would never send one"
         )
+    retry_base, retry_max = _float(env, "RETRY_BASE_SECONDS"), _float(env, "RETRY_MAX_SECONDS")
+    _base_and_maximum("RETRY_BASE_SECONDS", retry_base, "RETRY_MAX_SECONDS", retry_max)
+    jenkins_base, jenkins_max = _float(env, "JENKINS_RETRY_BASE_SECONDS"), _float(env, "JENKINS_RETRY_MAX_SECONDS")
+    _base_and_maximum("JENKINS_RETRY_BASE_SECONDS", jenkins_base, "JENKINS_RETRY_MAX_SECONDS", jenkins_max)
     return dict(
-        batch_size=_int(env, "BATCH_SIZE", 1),
-        max_parallel_triggers=_int(env, "MAX_PARALLEL_TRIGGERS", 1),
-        max_in_flight=_int(env, "MAX_IN_FLIGHT", 1),
+        batch_size=_int(env, "BATCH_SIZE"),
+        max_parallel_triggers=_int(env, "MAX_PARALLEL_TRIGGERS"),
+        max_in_flight=_int(env, "MAX_IN_FLIGHT"),
         lease_seconds=lease,
         unstable_is_success=not _bool(env, "UNSTABLE_IS_FAILURE"),
-        retry_base_seconds=_float(env, "RETRY_BASE_SECONDS", 0.0),
-        retry_max_seconds=_float(env, "RETRY_MAX_SECONDS", 0.0),
-        time_margin_seconds=_float(env, "TIME_MARGIN_SECONDS", 0.0),
-        webhook_db_pool_size=_int(env, "WEBHOOK_DB_POOL_SIZE", 1),
-        http_idle_timeout_seconds=_int(env, "HTTP_IDLE_TIMEOUT_SECONDS", 1),
+        retry_base_seconds=retry_base,
+        retry_max_seconds=retry_max,
+        time_margin_seconds=_float(env, "TIME_MARGIN_SECONDS"),
+        webhook_db_pool_size=_int(env, "WEBHOOK_DB_POOL_SIZE"),
+        http_idle_timeout_seconds=_int(env, "HTTP_IDLE_TIMEOUT_SECONDS"),
         dispatcher_mode=_choice(env, "DISPATCHER_MODE", DISPATCHER_MODES),
-        max_resends=_int(env, "MAX_RESENDS", 0),
-        resend_quiet_seconds=_float(env, "RESEND_QUIET_SECONDS", 0.0, default=RESEND_QUIET_LEASES * lease),
+        max_resends=_int(env, "MAX_RESENDS"),
+        resend_quiet_seconds=_float(env, "RESEND_QUIET_SECONDS", default=RESEND_QUIET_LEASES * lease),
+        jenkins_breaker_failures=_int(env, "JENKINS_BREAKER_FAILURES"),
+        jenkins_retry_base_seconds=jenkins_base,
+        jenkins_retry_max_seconds=jenkins_max,
+        db_stall_seconds=_float(env, "DB_STALL_SECONDS"),
         metrics_emf=emf_wanted(env),
     )
 

@@ -29,6 +29,7 @@ from ..jenkins.answers import (
     QueueCancelled,
     QueueItemGone,
     Refused,
+    ServerError,
     StillQueued,
     Unavailable,
 )
@@ -38,7 +39,7 @@ class Act(Enum):
     """What the dispatcher does with a row after Jenkins answered its trigger."""
     RECORD = "record"  # Jenkins has it: remember the queue item
     FAIL = "fail"  # this job can never run as asked: settle failed with the reason
-    RETRY_LATER = "retry_later"  # this job cannot run now: back off, spend the attempt
+    RETRY_LATER = "retry_later"  # this job cannot run now, or Jenkins failed on this one request: back off, spend the attempt
     STOP_PASS = "stop_pass"  # Jenkins as a whole is unusable: release unsent rows, stop
     KEEP_LEASE = "keep_lease"  # maybe sent: never resend blindly; the reconciler looks after the lease
 
@@ -50,6 +51,10 @@ class Decision:
     reason: str = ""
     queue_id: int | None = None
     error_class: str = ""
+    # RETRY_LATER because Jenkins failed on this one request (not because of the job): the row backs off on
+    # Jenkins's scale (JENKINS_RETRY_BASE_SECONDS...), as a hiccup clears in seconds, not on a job's
+    # (RETRY_BASE_SECONDS...), which waits for a person to enable the job or lift a queue plugin's veto.
+    jenkins_hiccup: bool = False
 
 
 # One cause, one metric (TriggerErrors<class>), whether the job check or the trigger's answer tells it.
@@ -130,9 +135,45 @@ def decide_trigger(job_name: str, outcome) -> Decision:
             return Decision(Act.STOP_PASS, f"Jenkins refused {job_name} (403, {permission})", error_class="AuthRejected")
         case Unavailable(reason=reason):
             return Decision(Act.STOP_PASS, f"Jenkins unavailable: {reason}", error_class="Unavailable")
+        case ServerError(reason=reason):
+            # Not acted upon: this row backs off like any transient error. Whether Jenkins as a whole is failing
+            # is the breaker's question (jenkins_evidence): if it opens on this answer, the row is released.
+            return Decision(Act.RETRY_LATER, reason, error_class="ServerError", jenkins_hiccup=True)
         case OutcomeUnknown(reason=reason):
             return Decision(Act.KEEP_LEASE, f"outcome unknown: {reason}", error_class="OutcomeUnknown")
     return Decision(Act.KEEP_LEASE, f"unexpected answer {outcome!r}", error_class="Unexpected")
+
+
+class Evidence(Enum):
+    """What one trigger's answer says about Jenkins as a whole (the breaker's input)."""
+    WORKS = "works"  # Jenkins answered as Jenkins does, whatever it said about the job
+    SUSPECT = "suspect"  # this request failed in a way one request can: a 500, a proxy's 5xx, no answer
+    DOWN = "down"  # Jenkins as a whole: restarting or starting, unreachable, busy proxy, credentials rejected
+
+
+def jenkins_evidence(outcome) -> Evidence:
+    """The evidence a trigger's outcome gives about Jenkins as a whole (see ``breaker.Breaker``)."""
+    match outcome:
+        case Unavailable() | AuthRejected() | Forbidden():
+            return Evidence.DOWN
+        case ServerError() | OutcomeUnknown():
+            return Evidence.SUSPECT
+    return Evidence.WORKS
+
+
+def worth_a_probe(outcome) -> bool:
+    """Whether Jenkins itself should be asked right after this answer: only after its own 5xx. After no answer at
+    all (a timeout, a reset) Jenkins is slow or the path is, and a probe would only wait as long again on a
+    trigger thread: the run of failures decides those."""
+    return isinstance(outcome, ServerError)
+
+
+def retry_delay(decision: Decision, attempt: int, job_scale: tuple[float, float], jenkins_scale: tuple[float, float],
+                rng: random.Random | None = None) -> float:
+    """How long a RETRY_LATER row waits: a job's condition on ``job_scale`` (RETRY_BASE_SECONDS, RETRY_MAX_SECONDS),
+    Jenkins failing on that one request on ``jenkins_scale`` (JENKINS_RETRY_BASE_SECONDS, _MAX_SECONDS)."""
+    base, maximum = jenkins_scale if decision.jenkins_hiccup else job_scale
+    return backoff_seconds(attempt, base, maximum, rng)
 
 
 def final_status(result: str, unstable_is_success: bool = True) -> str:

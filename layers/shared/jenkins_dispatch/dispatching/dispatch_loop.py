@@ -5,10 +5,12 @@ comes first: new work, a freed cap slot (only when the last pass stopped at a ca
 row becoming due, the next lease expiring, or the periodic pass ``interval`` seconds apart (the
 reconciler's fallback should a notification ever be lost).
 
-Failures end a pass, never the loop: Jenkins as a whole failing, or the database going away, is
-recorded in ``Health`` (what `/healthz` answers), logged once per pass, and retried with capped
-exponential backoff and jitter — while the webhook keeps receiving callbacks. Only a configuration
-error (nothing will ever work) or a shutdown request ends it.
+Failures end a pass, never the loop: Jenkins as a whole failing (the breaker's call: ``breaker.py``), or the
+database going away, is logged once per pass and retried with capped exponential backoff and jitter — while
+the webhook keeps receiving callbacks. ``Health`` (what `/healthz` answers) reads the breaker, the database
+session's statement in progress and the pass in progress as they are, so a database that stopped answering or a
+pass far over its budget shows within seconds, not when the pass ends. Only a configuration error (nothing will
+ever work) or a shutdown request ends the loop.
 """
 
 from __future__ import annotations
@@ -23,18 +25,22 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..config import Settings
-from ..errors import ConfigError, DatabaseBusy, DatabaseUnavailable, DispatchError, JenkinsError
+from ..errors import ConfigError, DatabaseBusy, DatabaseUnavailable, DispatchError
 from ..observability import logger, metrics
 from ..store.db import Database
 from ..store.queue import Queue
+from .breaker import Breaker, breaker_for
 from .decisions import backoff_seconds
 from .heartbeat import Heartbeat
 from .wakeup import SLOT, WorkSignal
 
-# How soon a failed dependency is tried again: doubling from the base up to the cap, with jitter.
+# How soon a lost database is tried again: doubling from the base up to the cap, with jitter. (Jenkins: its
+# breaker's JENKINS_RETRY_BASE_SECONDS / JENKINS_RETRY_MAX_SECONDS.)
 DATABASE_RETRY = (0.5, 5.0)
-JENKINS_RETRY = (1.0, 15.0)
 BUSY_RETRY_SECONDS = 1.0
+# A pass still running this many times its budget (plus one Jenkins timeout: the last triggers' wait) is overdue:
+# /healthz says "degraded" while it lasts. Not "unavailable": a long reconciliation after an outage is legitimate.
+OVERDUE_BUDGETS = 2.0
 PASS_BUDGET_SECONDS = 55.0
 # Never sleep less than this between passes (a row due "now" that a cap holds back must not spin us).
 MIN_WAIT_SECONDS = 0.05
@@ -70,12 +76,16 @@ def _now_iso() -> str:
 
 
 class Health:
-    """What the dispatcher loop has seen, kept in memory: answering `/healthz` costs no database session."""
+    """What the dispatcher loop sees, kept in memory: answering `/healthz` costs no database session.
+
+    Three parts are read live rather than recorded when a pass ends, since a pass may never end: the breaker of
+    Jenkins, how long the session's statement in progress has waited (``watch_database``), and how long the pass
+    in progress has run (``pass_started``)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.database = Condition()
-        self.jenkins = Condition()
+        self.jenkins: Breaker | None = None  # the loop's breaker, once the loop runs
         self.passes = 0
         self.last_pass_at: str | None = None
         self.last_pass_unix: float | None = None  # the same moment, for Prometheus
@@ -83,6 +93,15 @@ class Health:
         # Statements the dispatcher's session has sent, in passes and in the waits between them (a polling
         # wait probes the queue): what an idle dispatcher costs the database, read live (a plain int).
         self.statements_sent: Callable[[], int] = lambda: 0
+        self._waiting: Callable[[], float] = lambda: 0.0  # the statement in progress's wait, in seconds
+        self._stall_seconds = math.inf
+        self._pass_started: float | None = None  # monotonic
+        self._pass_overdue_after = math.inf
+
+    def watch_database(self, waiting_seconds: Callable[[], float], stall_seconds: float) -> None:
+        """Read ``waiting_seconds()`` at each report: above ``stall_seconds`` the database stopped answering."""
+        self._waiting = waiting_seconds
+        self._stall_seconds = stall_seconds
 
     def _set(self, condition: Condition, ok: bool, reason: str | None = None) -> None:
         with self._lock:
@@ -101,14 +120,17 @@ class Health:
         self._set(self.database, False, reason)
         return self.database.failures
 
-    def jenkins_ok(self) -> None:
-        """Jenkins answered."""
-        self._set(self.jenkins, True)
+    def pass_started(self, budget_seconds: float, overdue_after_seconds: float) -> None:
+        """A pass began (its claiming budget, and when it counts as overdue)."""
+        with self._lock:
+            self._pass_started = time.monotonic()
+            self._pass_budget = budget_seconds
+            self._pass_overdue_after = overdue_after_seconds
 
-    def jenkins_failed(self, reason: str) -> int:
-        """Jenkins failed; return how many times in a row."""
-        self._set(self.jenkins, False, reason)
-        return self.jenkins.failures
+    def pass_ended(self) -> None:
+        """The pass in progress ended, however."""
+        with self._lock:
+            self._pass_started = None
 
     def record_pass(self, summary: dict[str, Any]) -> None:
         """Remember a finished pass and when it ended."""
@@ -119,32 +141,56 @@ class Health:
             self.last_pass_unix = now.timestamp()
             self.last_pass = summary
 
+    def _database_now(self) -> dict[str, Any]:
+        """The database's condition as last recorded, unless the statement in progress has waited too long."""
+        doc = self.database.as_dict()
+        waited = self._waiting()
+        if waited > self._stall_seconds:
+            doc.update(status="unavailable", reason=f"a statement has waited {waited:.0f} s for the database's "
+                                                    f"answer (more than DB_STALL_SECONDS, {self._stall_seconds:g})")
+        return doc
+
+    def _dispatcher_now(self) -> dict[str, Any]:
+        if self._pass_started is None:
+            return {"status": "idle"}
+        running = time.monotonic() - self._pass_started
+        overdue = running > self._pass_overdue_after
+        return {"status": "overdue" if overdue else "passing", "pass_running_seconds": round(running, 1),
+                "pass_budget_seconds": self._pass_budget}
+
+    def _jenkins_now(self) -> dict[str, Any]:
+        if self.jenkins is None:
+            return {"status": "unknown", "reason": None, "since": None, "consecutive_failures": 0}
+        return self.jenkins.snapshot()
+
     def readings(self) -> dict[str, float | None]:
         """Numbers for metrics: 1/0 per dependency (None: not known yet), and the last pass's Unix time."""
         with self._lock:
+            database, jenkins = self._database_now()["status"], self._jenkins_now()["status"]
             return {
-                "database_up": None if self.database.ok is None else float(self.database.ok),
-                "jenkins_up": None if self.jenkins.ok is None else float(self.jenkins.ok),
+                "database_up": None if database == "unknown" else float(database == "ok"),
+                "jenkins_up": None if jenkins == "unknown" else float(jenkins == "ok"),
                 "last_pass_timestamp_seconds": self.last_pass_unix,
             }
 
     def report(self) -> tuple[int, dict[str, Any]]:
-        """200 while the database answers (the webhook can work); Jenkins's state is reported, not
-        judged: callbacks must keep arriving while Jenkins rejects our triggers."""
+        """503 while the database does not answer (a failed pass said so, or a statement waits too long); else 200,
+        "degraded" while Jenkins is down or a pass is overdue: Jenkins's state is reported, not judged, since
+        callbacks must keep arriving while Jenkins rejects our triggers."""
         with self._lock:
+            database, jenkins, dispatcher = self._database_now(), self._jenkins_now(), self._dispatcher_now()
+            troubled = jenkins["status"] == "unavailable" or dispatcher["status"] == "overdue"
             doc = {
-                "status": "ok" if self.database.ok is not False and self.jenkins.ok is not False else "degraded",
-                "database": self.database.as_dict(),
-                "jenkins": self.jenkins.as_dict(),
+                "status": "unavailable" if database["status"] == "unavailable" else ("degraded" if troubled else "ok"),
+                "database": database,
+                "jenkins": jenkins,
+                "dispatcher": dispatcher,
                 "passes": self.passes,
                 "last_pass_at": self.last_pass_at,
                 "last_pass": self.last_pass,
                 "db_statements": self.statements_sent(),
             }
-        if self.database.ok is False:
-            doc["status"] = "unavailable"
-            return 503, doc
-        return 200, doc
+        return (503 if doc["status"] == "unavailable" else 200), doc
 
 
 # --------------------------------------------------------------------------- pure decisions
@@ -224,16 +270,21 @@ class DispatchLoop:
         pass_budget_seconds: float | None = None,
         rng: random.Random | None = None,
         heartbeat: Heartbeat | None = None,
+        breaker: Breaker | None = None,
     ):
         self.settings = settings
         self.db = db
         self.signal = signal
         self.interval = interval
         self.shutdown = shutdown or threading.Event()
+        self.rng = rng or random.Random()
+        # One per Jenkins, kept across passes: whether it is down, and when to try it again.
+        self.breaker = breaker or breaker_for(settings, rng=self.rng)
         self.health = health or Health()
         self.health.statements_sent = lambda: db.statements
+        self.health.watch_database(db.waiting_seconds, settings.db_stall_seconds)
+        self.health.jenkins = self.breaker
         self.pass_budget_seconds = pass_budget_seconds or default_pass_budget(settings)
-        self.rng = rng or random.Random()
         self.heartbeat = heartbeat  # None: this loop records no heartbeat (tests)
         self.gauges: dict[str, Any] | None = None
         self.watching = 0
@@ -279,7 +330,10 @@ class DispatchLoop:
         # Lambda: the invocation's real time left; `serve`: none (its pass ends softly at claim_until).
         remaining_ms = None if left() == math.inf else (lambda: int(left() * 1000))
         dispatcher = Dispatcher(self.settings, self.db, client, remaining_ms=remaining_ms, stop=self.shutdown,
-                                rng=self.rng, claim_until=claim_until)
+                                rng=self.rng, claim_until=claim_until, breaker=self.breaker)
+        timeout = self.settings.jenkins.timeout_seconds if self.settings.jenkins else 0.0
+        self.health.pass_started(budget, OVERDUE_BUDGETS * budget + timeout)
+        jenkins_was_down = self.breaker.is_open
         try:
             result = dispatcher.run()
         except ConfigError:
@@ -304,6 +358,7 @@ class DispatchLoop:
             self._beat("crashed", f"{type(exc).__name__}: {exc}")
             return backoff_seconds(3, *DATABASE_RETRY, self.rng), "crashed", client
         finally:
+            self.health.pass_ended()
             try:
                 metrics.flush_if_any()
             except Exception as exc:  # metrics must never end the loop
@@ -315,28 +370,17 @@ class DispatchLoop:
         summary.passes += 1
         add_up(summary.totals, {k: v for k, v in result.items() if k != "stopped_because"})
         stopped = result.get("stopped_because", "")
-        if result.get("jenkins_unavailable"):
+        if self.breaker.is_open:
+            # The breaker opened (or stayed open): the pass released what it had not sent. The next pass, once
+            # the breaker's backoff is over, asks Jenkins itself first.
             self._beat_after(result, talked_to_jenkins=True)
-            failures = self.health.jenkins_failed(stopped)
-            pause = backoff_seconds(failures, *JENKINS_RETRY, self.rng)
+            pause = self.breaker.retry_in()
             logger.error("Jenkins unavailable: the pass released what it had not sent; retrying",
-                         extra={"reason": stopped, "retry_in_seconds": round(pause, 2)})
+                         extra={"reason": self.breaker.why or stopped, "retry_in_seconds": round(pause, 2)})
             client.close()  # a fresh HTTP session (and crumb, and identity check) for the next try
             return pause, stopped, jenkins_client(self.settings)
-        if dispatcher.talked_to_jenkins:
-            self.health.jenkins_ok()
-        elif self.health.jenkins.ok is False:
-            # Nothing to send: ask Jenkins directly, or /healthz would say "unavailable" until the next job.
-            try:
-                client.check()
-            except JenkinsError as exc:
-                reason = f"Jenkins unavailable: {exc}"
-                failures = self.health.jenkins_failed(reason)
-                self._beat("jenkins_unavailable", reason, jenkins_ok=False, jenkins_reason=reason)
-                return backoff_seconds(failures, *JENKINS_RETRY, self.rng), stopped, client
-            self.health.jenkins_ok()
-            self._beat_after(result, talked_to_jenkins=True)
-            return None, stopped, client
+        if jenkins_was_down:
+            logger.info("Jenkins answers again", extra={"jenkins": self.breaker.url})
         self._beat_after(result, talked_to_jenkins=dispatcher.talked_to_jenkins)
         return None, stopped, client
 

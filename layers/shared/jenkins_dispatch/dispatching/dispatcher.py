@@ -8,6 +8,11 @@ The order of a pass, and why:
 3. Stop when nothing is eligible, a cap is reached, the `max_jobs` budget is spent, the Lambda's time
    is nearly up, a stop is requested, or Jenkins as a whole fails — releasing whatever was not sent.
 
+Whether Jenkins as a whole failed is the breaker's call (``breaker.py``), fed by every answer: one 500 among
+successes is that row's transient error and the pass goes on. While the breaker is open nothing is sent; once
+its backoff is over, the next pass's own requests decide (a pass with nothing to ask asks Jenkins itself,
+``whoAmI``, so that recovery shows without waiting for work).
+
 A trigger whose outcome is unknown is never re-sent blindly: the row keeps its lease, and after it
 expires the reconciler searches Jenkins for its DISPATCH_ID before sending again with the same id.
 """
@@ -32,8 +37,9 @@ from ..jenkins.jobs import job_path_error
 from ..observability import MetricUnit, logger, metrics, subsegment
 from ..store.db import Database
 from ..store.queue import ClaimedJob, Queue, Settlement
+from .breaker import Breaker, breaker_for, weigh
 from .cancelling import settle_stopped, stop_dispatch
-from .decisions import Act, Decision, backoff_seconds, check_job, decide_trigger
+from .decisions import Act, Decision, Evidence, check_job, decide_trigger, retry_delay
 from .heartbeat import Heartbeat
 from .reconciler import Reconciled, Reconciler
 
@@ -97,8 +103,15 @@ class Dispatcher:
         stop: threading.Event | None = None,
         rng: random.Random | None = None,
         claim_until: float | None = None,
+        breaker: Breaker | None = None,
     ):
         self.settings = settings
+        # Whether this Jenkins is down, across passes (`serve` and the continuous Lambda keep one per Jenkins;
+        # a single pass starts from a closed one).
+        self.breaker = breaker or breaker_for(settings)
+        self._probe_lock = threading.Lock()
+        self._started_at: float | None = None  # on the breaker's clock
+        self._probed = False
         # `serve` has no hard deadline: its pass stops claiming at this monotonic time (full batches until
         # then), so the reconciler gets its turn; the next pass starts straight away.
         self.claim_until = claim_until
@@ -126,7 +139,7 @@ class Dispatcher:
     @property
     def talked_to_jenkins(self) -> bool:
         """Whether this pass asked Jenkins anything (so its success says Jenkins works)."""
-        return self.summary.claimed > 0 or self.summary.reconciled.checked > 0
+        return self.summary.claimed > 0 or self.summary.reconciled.checked > 0 or self._probed
 
     def _stopping(self) -> bool:
         return self.shutdown.is_set() or self._halted.is_set()
@@ -143,10 +156,14 @@ class Dispatcher:
         """Reconcile, then claim and trigger up to ``max_jobs``; return the pass summary."""
         started = time.monotonic()
         statements_before = self.db.statements
+        self._started_at = self.breaker.now()
         try:
+            if self.breaker.retry_in() > 0:  # open, and not yet time to try again
+                raise _PassStopped(self.breaker.why or "Jenkins unavailable")
             self.reconcile()
             if not self.summary.stopped_because:
                 self.dispatch(max_jobs)
+            self._ask_jenkins_if_still_down()
         except _PassStopped as stopped:
             self.summary.stopped_because = str(stopped)
             self.summary.jenkins_unavailable = True
@@ -184,16 +201,54 @@ class Dispatcher:
         metrics.add_metric(name="PausedJobs", unit=MetricUnit.Count, value=gauges["paused_jobs"])
         metrics.add_metric(name="EverythingPaused", unit=MetricUnit.Count, value=int(gauges["everything_paused"]))
 
+    # ------------------------------------------------------------------ Jenkins as a whole
+    def _ask_jenkins_if_still_down(self) -> None:
+        """The pass ran to its end with the breaker still open: nothing it asked decided (nothing was due, or only
+        job checks were read). Ask Jenkins itself (``whoAmI``), or /healthz would say "unavailable" until the next
+        trigger. Its answer closes the breaker; its failure keeps it open, for longer."""
+        if not self.breaker.is_open or self._stopping() or self._out_of_time(self.timeout):
+            return
+        self._probed = True  # the heartbeat records what it learnt, as for any pass that asked Jenkins
+        sent_at = self.breaker.now()
+        try:
+            self.client.check()
+        except JenkinsError as exc:
+            self.breaker.record_failure(None, Evidence.DOWN, self._jenkins_wide_reason(exc), sent_at)
+            raise _PassStopped(self.breaker.why or self._jenkins_wide_reason(exc)) from None
+        self.breaker.record_probe_ok(sent_at)
+
+    def _jenkins_down(self, exc: JenkinsError) -> str:
+        """A read Jenkins failed as a whole (job check, reconciler): the breaker opens — for longer if it was open
+        when the pass began; returns why."""
+        reason = self._jenkins_wide_reason(exc)
+        self.breaker.record_failure(None, Evidence.DOWN, reason, self._started_at)
+        return self.breaker.why or reason
+
+    def _probe(self) -> str | None:
+        """After a suspect answer: does Jenkins itself answer? None if it does (or another thread is asking)."""
+        if not self._probe_lock.acquire(blocking=False):
+            return None
+        try:
+            self.client.check()
+        except JenkinsError as exc:
+            return str(exc)
+        finally:
+            self._probe_lock.release()
+        return None
+
     # ------------------------------------------------------------------ reconcile
     def reconcile(self) -> None:
         """Expired leases first (reconciler.py): rows a crashed worker left, lost answers, lost callbacks."""
         reconciler = Reconciler(self.settings, self.queue, self.client, self.summary, self._resend, self._log)
+        started = self.breaker.now()
         try:
             finished = reconciler.run(lambda: not self._stopping() and not self._out_of_time(self.send_reserve_seconds))
         except JenkinsError as exc:
-            raise _PassStopped(self._jenkins_wide_reason(exc)) from None
+            raise _PassStopped(self._jenkins_down(exc)) from None
         if self._halt_reason is not None:  # a re-send met a Jenkins-wide failure
             raise _PassStopped(self._halt_reason)
+        if self.summary.reconciled.checked:
+            self.breaker.record_success(started)  # Jenkins answered every read the reconciler made
         if not finished:
             self.summary.stopped_because = "stop requested" if self._stopping() else "time nearly up"
 
@@ -307,7 +362,7 @@ class Dispatcher:
                     else:
                         to_send.append(job)
         except JenkinsError as exc:
-            self._stop_with(self._jenkins_wide_reason(exc))
+            self._stop_with(self._jenkins_down(exc))
             batch.decided = [(job, None) for job in jobs]
             to_send = []
         batch.sending = [(job, pool.submit(self._send, job, batch_started=started)) for job in to_send]
@@ -339,10 +394,12 @@ class Dispatcher:
                 > self.settings.lease_seconds - LEASE_SAFETY_SECONDS)
         ):
             return None
+        sent_at = self.breaker.now()
         outcome = self.client.trigger(job.job_name, job.parameters, job.dispatch_id, delay_seconds=delay_seconds)
-        decision = decide_trigger(job.job_name, outcome)
-        if decision.act is Act.STOP_PASS:
-            self._stop_with(decision.reason)
+        decision = weigh(self.breaker, job.job_name, outcome, decide_trigger(job.job_name, outcome),
+                         sent_at=sent_at, probe=self._probe)
+        if self.breaker.is_open:
+            self._stop_with(self.breaker.why or decision.reason)
         return decision
 
     def _apply(self, decided: list[tuple[ClaimedJob, Decision | None]], actor: str) -> None:
@@ -364,8 +421,10 @@ class Dispatcher:
             if decision.act is Act.FAIL:
                 failures.append(Settlement(job.id, job.dispatch_id, "failed", None, decision.reason))
             elif decision.act is Act.RETRY_LATER:
-                delay = backoff_seconds(job.attempts, self.settings.retry_base_seconds,
-                                        self.settings.retry_max_seconds, self.rng)
+                delay = retry_delay(decision, job.attempts,
+                                    (self.settings.retry_base_seconds, self.settings.retry_max_seconds),
+                                    (self.settings.jenkins_retry_base_seconds, self.settings.jenkins_retry_max_seconds),
+                                    self.rng)
                 status = self.queue.retry_later(job.id, job.dispatch_id, delay, decision.reason, actor=actor)
                 if status == "failed":
                     self.summary.failed += 1

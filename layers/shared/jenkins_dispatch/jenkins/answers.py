@@ -124,8 +124,18 @@ class Refused:
 
 @dataclass(frozen=True)
 class Unavailable:
-    """Jenkins is unreachable, starting, restarting or failing (5xx); the request was NOT acted upon."""
+    """Jenkins as a whole cannot take requests now — unreachable, starting, restarting, or a proxy in front of it
+    busy or rate limiting; the request was NOT acted upon."""
 
+    reason: str
+
+
+@dataclass(frozen=True)
+class ServerError:
+    """Jenkins failed on this request (500: an exception while handling it; a 503 that is not its restart page);
+    the request was NOT acted upon. Whether Jenkins as a whole is failing takes more than one such answer."""
+
+    status: int
     reason: str
 
 
@@ -149,6 +159,7 @@ TriggerOutcome = (
     | CrumbRequired
     | Refused
     | Unavailable
+    | ServerError
     | OutcomeUnknown
 )
 
@@ -217,7 +228,7 @@ def classify_trigger_answer(
             return Disabled(job_name)
         if "Illegal number of parameter values" in body:
             return BadRequest(f"Jenkins refused the parameters for {job_name}: {excerpt}")
-        return Unavailable(f"Jenkins failed with HTTP 500 while triggering {job_name}: {excerpt}".rstrip())
+        return ServerError(500, f"Jenkins failed with HTTP 500 while triggering {job_name}: {excerpt}".rstrip())
     if status in (502, 504):
         # A proxy answered: it may have forwarded the request before giving up on Jenkins.
         return OutcomeUnknown(f"a proxy in front of Jenkins answered HTTP {status} while triggering {job_name}")
@@ -226,7 +237,7 @@ def classify_trigger_answer(
             return Unavailable("Jenkins is restarting (HTTP 503)")
         if "getting ready" in body:
             return Unavailable("Jenkins is starting (HTTP 503)")
-        return Unavailable(f"Jenkins is unavailable (HTTP 503) {excerpt}".rstrip())
+        return ServerError(503, f"Jenkins answered HTTP 503 while triggering {job_name}: {excerpt}".rstrip())
     if status >= 500:
         # Not Jenkins's own answer (it sends 500 and 503): a proxy or CDN, which may have forwarded the
         # request (Cloudflare's 524 says the origin got it and was slow): never assume it was not acted upon.

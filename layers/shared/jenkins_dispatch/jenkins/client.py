@@ -48,6 +48,7 @@ from .answers import (
     OutcomeUnknown,
     QueueItemGone,
     QueueState,
+    ServerError,
     TriggerOutcome,
     Unavailable,
     answer_text,
@@ -341,7 +342,7 @@ class JenkinsClient:
             raise JenkinsAuthRejected(credentials_rejected_detail(self.user))
         if answer.status >= 500:
             outcome = classify_trigger_answer(answer.status, answer.headers, answer.text, job_name=what, user=self.user)
-            reason = outcome.reason if isinstance(outcome, Unavailable | OutcomeUnknown) else f"HTTP {answer.status}"
+            reason = outcome.reason if isinstance(outcome, Unavailable | ServerError | OutcomeUnknown) else f"HTTP {answer.status}"
             raise JenkinsUnavailable(f"{reason} (while reading {what})")
 
     def _credentials_work(self, deadline: float) -> bool | None:

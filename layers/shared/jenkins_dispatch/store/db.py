@@ -89,6 +89,10 @@ class Database:
         self._conn = None  # the driver's session, while open
         self._last_used = 0.0
         self._in_transaction = False
+        # When the statement in progress was sent (monotonic), None between statements. Written by the
+        # session's own thread, read by any (`/healthz`): a database that stopped answering shows while the
+        # statement still waits, long before the socket's own timeout ends it.
+        self._sent_at: float | None = None
 
     def run(self, sql: str, **params) -> list[Row]:
         """Run one named block of the dialect's SQL in one round trip; rows come back as dicts."""
@@ -106,6 +110,22 @@ class Database:
 
     def _forget(self) -> None:
         """Drop what belonged to the closed session (prepared statements); nothing by default."""
+
+    def waiting_seconds(self) -> float:
+        """How long the statement in progress has waited for its answer (0 between statements)."""
+        sent_at = self._sent_at
+        return 0.0 if sent_at is None else max(0.0, time.monotonic() - sent_at)
+
+    @contextmanager
+    def _awaiting_answer(self):
+        """Around one round trip (connecting included): what ``waiting_seconds`` measures."""
+        outer = self._sent_at
+        if outer is None:
+            self._sent_at = time.monotonic()
+        try:
+            yield
+        finally:
+            self._sent_at = outer
 
     def connection(self):
         """The open driver session, opened or replaced when missing or found dead after idling."""
@@ -179,6 +199,10 @@ class SessionPool:
     def statements(self) -> int:
         """How many statements the pool's sessions have run, all together."""
         return sum(db.statements for db in self._all)
+
+    def waiting_seconds(self) -> float:
+        """How long the oldest statement in progress on any of the pool's sessions has waited for its answer."""
+        return max((db.waiting_seconds() for db in self._all), default=0.0)
 
     @contextmanager
     def session(self) -> Iterator[Database]:

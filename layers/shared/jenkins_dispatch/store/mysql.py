@@ -208,6 +208,10 @@ class MysqlDatabase(Database):
         self._execute(block.text, {}, {}, rollback=False)
 
     def _execute(self, text: str, params: dict, decode: dict[str, str], rollback: bool) -> list[Row]:
+        with self._awaiting_answer():
+            return self._round_trip(text, params, decode, rollback)
+
+    def _round_trip(self, text: str, params: dict, decode: dict[str, str], rollback: bool) -> list[Row]:
         conn = self.connection()
         self.statements += 1
         rows: list[Row] = []

@@ -125,6 +125,10 @@ class PostgresDatabase(Database):
         plans them once and each later call is a single Bind/Execute exchange. Without parameters the
         simple protocol is used, so a script of several statements is one round trip too.
         """
+        with self._awaiting_answer():
+            return self._run(sql, params)
+
+    def _run(self, sql: str, params: dict) -> list[Row]:
         conn = self.connection()
         self.statements += 1
         try:
