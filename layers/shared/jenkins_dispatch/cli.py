@@ -241,7 +241,7 @@ class Context:
 
 def cmd_migrate(ctx: Context, args) -> None:
     """`migrate`: apply the pending migrations."""
-    applied = migrate(ctx.db)
+    applied = migrate(ctx.db, ctx.settings.cutover_window_seconds)
     if args.json:
         print_json({"applied": applied})
     else:

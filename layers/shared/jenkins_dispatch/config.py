@@ -103,6 +103,8 @@ ENVIRONMENT: tuple[Variable, ...] = (
     Variable("MAX_RESENDS", "times a dispatch Jenkins shows no trace of is sent again", 3),
     Variable("RESEND_QUIET_SECONDS", "quiet period asked of Jenkins for such a re-send",
              default_text=f"{RESEND_QUIET_LEASES} x LEASE_SECONDS"),
+    Variable("CUTOVER_WINDOW_SECONDS", "`migrate` of a table the old worker still runs: how long its results for "
+             "the jobs it holds then still count (docs/cutover.md)", 3600.0),
     Variable("METRICS_EMF", "print metrics as CloudWatch EMF lines on stdout", default_text="true in Lambda only"),
     Variable("AWS_LAMBDA_FUNCTION_NAME", "set by Lambda: metrics default to EMF there"),
 )
@@ -180,6 +182,8 @@ class Settings:
     # ...held this long in Jenkins's queue (a quiet period), so that an original Jenkins acts on late
     # merges with it instead of building twice. Default: RESEND_QUIET_LEASES leases.
     resend_quiet_seconds: float = 900.0
+    # `migrate` of a seed table: how long the old worker's results for the jobs it holds still count.
+    cutover_window_seconds: float = default_of("CUTOVER_WINDOW_SECONDS")
     # Print CloudWatch EMF metric lines (METRICS_EMF; default: only inside Lambda, where CloudWatch reads
     # them). Outside Lambda `serve` exposes Prometheus metrics at GET /metrics instead.
     metrics_emf: bool = False
@@ -585,6 +589,7 @@ def load_tuning(env: Mapping[str, str] | None = None) -> dict[str, object]:
         max_resends=_int(env, "MAX_RESENDS", 0),
         resend_quiet_seconds=_float(env, "RESEND_QUIET_SECONDS", 0.0, default=RESEND_QUIET_LEASES * lease),
         metrics_emf=emf_wanted(env),
+        cutover_window_seconds=_float(env, "CUTOVER_WINDOW_SECONDS", 0.0),
     )
 
 
