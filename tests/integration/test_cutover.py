@@ -309,3 +309,13 @@ def test_the_guides_rollback_lets_the_old_worker_run_again_and_migrate_then_cuts
         assert rows[held]["status"] == "completed" and rows[held]["dispatch_id"] == f"legacy-{held}"
         assert OLD_WORKER_DONE in history(db, held)[-1]["detail"]
         assert [r["status"] for i, r in sorted(rows.items()) if i not in (done, held)] == ["pending", "pending"]
+
+
+def test_migrate_refuses_a_bad_window_in_one_line_and_leaves_the_table_as_it_was(seed_url, capsys):
+    add_rows(seed_url, 1, 1)
+    env = {"DATABASE_URL": seed_url, "CUTOVER_WINDOW_SECONDS": "-5"}
+    assert main(["migrate"], settings_loader=lambda: load_settings(env)) == 2
+    err = capsys.readouterr().err
+    assert "CUTOVER_WINDOW_SECONDS" in err and len(err.strip().splitlines()) == 1, err
+    with Database(parse_database_url(seed_url)) as db:
+        assert sorted(rows_of(db)[1]) == ["id", "job_name", "parameters", "priority", "scheduled_at", "status"]
