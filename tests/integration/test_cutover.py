@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 
 import pytest
 
 from jenkins_dispatch.cli import main
 from jenkins_dispatch.config import load_settings, parse_database_url
 from jenkins_dispatch.dispatching.dispatcher import run_pass
-from jenkins_dispatch.errors import DatabaseError
+from jenkins_dispatch.errors import DatabaseError, DispatchError
 from jenkins_dispatch.operating.doctor import PASS, DoctorOptions, render, run_checks
 from jenkins_dispatch.store.db import Database
 
@@ -100,11 +101,13 @@ class SeedWorker(threading.Thread):
         self.errors: list[str] = []
 
     def run(self) -> None:
-        with Database(parse_database_url(self.url), application_name="seed-worker") as old:
+        # No statement limit of ours: the seed's sessions wait for the upgrade's locks as long as it takes.
+        settings = replace(parse_database_url(self.url), statement_timeout_ms=300_000)
+        with Database(settings, application_name="seed-worker") as old:
             while not self.stop.is_set():
                 try:
                     job_id = claim_as_the_old_worker(old)
-                except DatabaseError as exc:
+                except DispatchError as exc:
                     self.errors.append(str(exc))
                     time.sleep(0.02)
                     continue
@@ -116,7 +119,7 @@ class SeedWorker(threading.Thread):
                 try:
                     old.run(SEED_DONE["completed"], id=job_id)
                     self.finished.append(job_id)
-                except DatabaseError as exc:
+                except DispatchError as exc:
                     self.errors.append(str(exc))
 
 
@@ -319,3 +322,35 @@ def test_migrate_refuses_a_bad_window_in_one_line_and_leaves_the_table_as_it_was
     assert "CUTOVER_WINDOW_SECONDS" in err and len(err.strip().splitlines()) == 1, err
     with Database(parse_database_url(seed_url)) as db:
         assert sorted(rows_of(db)[1]) == ["id", "job_name", "parameters", "priority", "scheduled_at", "status"]
+
+
+GRANTS = {  # the old worker's own database user, allowed its table and nothing else (created, then dropped)
+    "postgresql": ("CREATE ROLE {user} LOGIN; GRANT SELECT, INSERT, UPDATE ON jenkins_jobs_queue TO {user}",
+                   "DROP OWNED BY {user}; DROP ROLE {user}"),
+    "mysql": ("CREATE USER '{user}'@'%'; GRANT SELECT, INSERT, UPDATE ON {db}.jenkins_jobs_queue TO '{user}'@'%'",
+              "DROP USER '{user}'@'%'"),
+}
+
+
+def test_an_old_worker_whose_user_may_touch_only_its_table_still_has_its_result_kept(seed_url, engine):
+    """The trigger writes the job's history and reads the window with the rights of whoever ran `migrate`."""
+    settings = parse_database_url(seed_url)
+    user = f"seed_app_{settings.dbname[-8:]}"
+    add_rows(seed_url, 1, 2)
+    with Database(settings, application_name="dba") as dba:
+        grant, revoke = GRANTS[engine]
+        for statement in grant.format(user=user, db=settings.dbname).split("; "):
+            dba.run(statement)
+        try:
+            with Database(replace(settings, user=user, password=None), application_name="seed-worker") as old:
+                held = claim_as_the_old_worker(old)
+                migrate_with_window(seed_url, 600)
+                old.run(SEED_DONE["completed"], id=held)
+                with pytest.raises(DatabaseError) as refused:
+                    claim_as_the_old_worker(old)
+                assert CLEAR in str(refused.value)
+        finally:
+            for statement in revoke.format(user=user).split("; "):
+                dba.run(statement)
+        assert rows_of(dba)[held]["status"] == "completed"
+        assert OLD_WORKER_DONE in history(dba, held)[-1]["detail"]

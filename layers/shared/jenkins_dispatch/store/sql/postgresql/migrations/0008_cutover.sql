@@ -29,14 +29,19 @@ ALTER TABLE jenkins_job_events
         CHECK (actor IN ('dispatcher', 'webhook', 'reconciler', 'operator', 'ui', 'old_worker')) NOT VALID;
 
 -- Called only for the writes the trigger's WHEN clause picks out, which jenkins-dispatch never makes: every claim of
--- ours draws a new dispatch_id, and every result of ours sets finished_at.
-CREATE OR REPLACE FUNCTION jenkins_dispatch_old_worker_write() RETURNS trigger LANGUAGE plpgsql AS $$
+-- ours draws a new dispatch_id, and every result of ours sets finished_at. It runs with the rights of whoever ran
+-- `migrate` (SECURITY DEFINER), as MySQL's triggers do: the old worker's database user may be granted its table
+-- and nothing else. Hence too a search_path of the system catalog only, the tables named with the trigger's schema.
+CREATE OR REPLACE FUNCTION jenkins_dispatch_old_worker_write() RETURNS trigger LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    window_ends timestamptz := (SELECT window_ends_at FROM jenkins_dispatch_cutover);
-    shown text := to_char(window_ends AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC';
+    window_ends timestamptz;
+    shown text;
     told constant text := 'rows are dispatched by jenkins-dispatch now: stop this worker (see docs/cutover.md)';
     why text;
 BEGIN
+    EXECUTE format('SELECT window_ends_at FROM %I.jenkins_dispatch_cutover', TG_TABLE_SCHEMA) INTO window_ends;
+    shown := to_char(window_ends AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC';
     IF NEW.status = 'processing' THEN
         RAISE EXCEPTION USING MESSAGE = format('%s; row %s was not claimed: it stays %s, for jenkins-dispatch',
                                                told, OLD.id, OLD.status);
@@ -49,10 +54,11 @@ BEGIN
         NEW.lease_expires_at := NULL;
         NEW.last_error := CASE WHEN NEW.status = 'failed'
                                THEN 'failed by the worker that ran before jenkins-dispatch (it gives no reason)' END;
-        INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
-        VALUES (OLD.id, 'settled', 'processing', NEW.status, OLD.dispatch_id, 'old_worker',
-                NEW.status || ' by the worker that ran before jenkins-dispatch, which held it when `migrate` '
-                || 'upgraded the table (its results count until ' || coalesce(shown, 'now') || ')');
+        EXECUTE format('INSERT INTO %I.jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, '
+                       'detail) VALUES ($1, ''settled'', ''processing'', $2, $3, ''old_worker'', $4)', TG_TABLE_SCHEMA)
+        USING OLD.id, NEW.status, OLD.dispatch_id,
+              NEW.status || ' by the worker that ran before jenkins-dispatch, which held it when `migrate` '
+              || 'upgraded the table (its results count until ' || coalesce(shown, 'now') || ')';
         RETURN NEW;
     END IF;
     why := CASE
