@@ -88,10 +88,11 @@ def serve_env(database_url: str, jenkins_url: str, **overrides: str) -> dict[str
     return env
 
 
-def start_serve(env: dict[str, str], log_path: Path, *args: str, wait_healthy: bool = True) -> ServeProcess:
-    """Start `python -m jenkins_dispatch.cli serve` on a free port; wait until /healthz answers (and,
-    with ``wait_healthy``, until the dispatcher has reached the database)."""
-    port = free_port()
+def start_serve(env: dict[str, str], log_path: Path, *args: str, wait_healthy: bool = True,
+                port: int | None = None) -> ServeProcess:
+    """Start `python -m jenkins_dispatch.cli serve` on ``port`` (default: a free one); wait until /healthz answers
+    (and, with ``wait_healthy``, until the dispatcher has reached the database)."""
+    port = port or free_port()
     log = open(log_path, "w+")  # noqa: SIM115 - the process writes to it for its whole life
     proc = subprocess.Popen([sys.executable, "-m", "jenkins_dispatch.cli", "serve", "--port", str(port), *args],
                             env=env, stdout=log, stderr=subprocess.STDOUT)

@@ -154,3 +154,13 @@ def test_ui_token_from_its_variable_or_its_secret_never_in_repr(aws):
     with pytest.raises(ConfigError, match="UI_TOKEN_SECRET_ARN"):
         load_settings({"DATABASE_URL": "postgresql://u@127.0.0.1/db",
                        "UI_TOKEN_SECRET_ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:jd/none-AbCdEf"})
+
+
+def test_the_cutover_window_is_read_with_its_default_and_refused_in_one_line_when_bad() -> None:
+    base = {"DATABASE_URL": "postgresql://u@127.0.0.1/db"}
+    assert load_settings(base).cutover_window_seconds == 3600.0
+    assert load_settings({**base, "CUTOVER_WINDOW_SECONDS": "90"}).cutover_window_seconds == 90.0
+    for bad in ("-1", "an hour", "nan"):
+        with pytest.raises(ConfigError, match="CUTOVER_WINDOW_SECONDS") as caught:
+            load_settings({**base, "CUTOVER_WINDOW_SECONDS": bad})
+        assert "\n" not in str(caught.value)

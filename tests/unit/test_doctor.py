@@ -3,6 +3,8 @@ judged PASS, FAIL or SKIP with its fix; the report and the verdict. No I/O."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from jenkins_dispatch.jenkins.answers import Identity, JobForbidden, JobInfo
@@ -12,6 +14,7 @@ from jenkins_dispatch.operating.doctor import (
     PASS,
     SKIP,
     Check,
+    cutover_check,
     database_unreachable_check,
     display_url,
     healthy,
@@ -195,3 +198,27 @@ def test_healthy_only_when_nothing_fails_and_render_gives_each_failure_its_fix()
 ])
 def test_the_server_is_named_by_its_version_string(engine, version, label) -> None:
     assert server_label(engine, version) == label
+
+
+ENDS = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("window, words", [
+    (None, None),  # never upgraded while the old worker held jobs
+    ({"window_ends_at": ENDS, "window_seconds": 3600.0, "seconds_left": 1800.0, "held": 2},
+     ["window open until 2026-12-01 12:00:00 UTC", "30m left", "CUTOVER_WINDOW_SECONDS=3600", "2 jobs held",
+      "stop that worker"]),
+    ({"window_ends_at": ENDS, "window_seconds": 60.0, "seconds_left": 12.0, "held": 0},
+     ["window open until", "0 jobs held"]),  # open: said even once the held jobs are done
+    ({"window_ends_at": ENDS, "window_seconds": 60.0, "seconds_left": -5.0, "held": 1},
+     ["window closed at 2026-12-01 12:00:00 UTC", "1 job the worker", "reconciler"]),
+    ({"window_ends_at": ENDS, "window_seconds": 60.0, "seconds_left": -5.0, "held": 0}, None),  # over
+])
+def test_cutover_check(window, words):
+    check = cutover_check(window)
+    if words is None:
+        assert check is None
+        return
+    assert check.name == "cutover" and check.status == PASS, check
+    for word in words:
+        assert word in check.detail, (word, check.detail)

@@ -23,6 +23,7 @@ from .config import (
     UI_REFRESH_SECONDS,
     DatabaseSettings,
     Settings,
+    load_cutover_window,
     load_database_settings,
     load_settings,
     load_tuning,
@@ -260,7 +261,8 @@ class Context:
 
 def cmd_migrate(ctx: Context, args) -> None:
     """`migrate`: apply the pending migrations."""
-    applied = migrate(ctx.db)
+    # The database's settings and the cutover window only: nothing else must stop a migration.
+    applied = migrate(ctx.db, load_cutover_window())
     if args.json:
         print_json({"applied": applied})
     else:

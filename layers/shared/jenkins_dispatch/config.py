@@ -127,6 +127,8 @@ ENVIRONMENT: tuple[Variable, ...] = (
     Variable("MAX_RESENDS", "times a dispatch Jenkins shows no trace of is sent again", 3, minimum=0, maximum=100),
     Variable("RESEND_QUIET_SECONDS", "quiet period asked of Jenkins for such a re-send",
              default_text=f"{RESEND_QUIET_LEASES} x LEASE_SECONDS", minimum=0, maximum=2_592_000),
+    Variable("CUTOVER_WINDOW_SECONDS", "`migrate` of a table the old worker still runs: how long its results for "
+             "the jobs it holds then still count (docs/cutover.md)", 3600.0, minimum=0, maximum=2_592_000),
     Variable("METRICS_EMF", "print metrics as CloudWatch EMF lines on stdout", default_text="true in Lambda only"),
     Variable("AWS_LAMBDA_FUNCTION_NAME", "set by Lambda: metrics default to EMF there"),
 )
@@ -214,6 +216,8 @@ class Settings:
     jenkins_retry_max_seconds: float = default_of("JENKINS_RETRY_MAX_SECONDS")
     # `serve`'s /healthz: a statement outstanding this long means the database stopped answering.
     db_stall_seconds: float = default_of("DB_STALL_SECONDS")
+    # `migrate` of a seed table: how long the old worker's results for the jobs it holds still count.
+    cutover_window_seconds: float = default_of("CUTOVER_WINDOW_SECONDS")
     # Print CloudWatch EMF metric lines (METRICS_EMF; default: only inside Lambda, where CloudWatch reads
     # them). Outside Lambda `serve` exposes Prometheus metrics at GET /metrics instead.
     metrics_emf: bool = False
@@ -627,6 +631,11 @@ def load_ui_token(env: Mapping[str, str] | None = None, fetch_secret: SecretFetc
     return _token("UI_TOKEN", "UI_TOKEN_SECRET_ARN", env, fetch_secret)
 
 
+def load_cutover_window(env: Mapping[str, str] | None = None) -> float:
+    """CUTOVER_WINDOW_SECONDS alone: `migrate` reads it and no other tuning setting (docs/cutover.md)."""
+    return _float(os.environ if env is None else env, "CUTOVER_WINDOW_SECONDS")
+
+
 def load_tuning(env: Mapping[str, str] | None = None) -> dict[str, object]:
     """Every setting but the database, Jenkins and the webhook secret (batch sizes, lease, retries...),
     validated, as keyword arguments of ``Settings``."""
@@ -662,6 +671,7 @@ def load_tuning(env: Mapping[str, str] | None = None) -> dict[str, object]:
         jenkins_retry_max_seconds=jenkins_max,
         db_stall_seconds=_float(env, "DB_STALL_SECONDS"),
         metrics_emf=emf_wanted(env),
+        cutover_window_seconds=_float(env, "CUTOVER_WINDOW_SECONDS"),
     )
 
 

@@ -127,7 +127,7 @@ def send_response(event: dict, status: str, reason: str, physical_id: str, data:
 
 
 def _apply_schema() -> tuple[str, dict]:
-    applied = migrate(runtime.database())
+    applied = migrate(runtime.database(), runtime.settings().cutover_window_seconds)
     reason = ("applied " + ", ".join(applied)) if applied else "schema up to date: no migration to apply"
     return reason, {"Applied": ",".join(applied), "AppliedCount": str(len(applied))}
 

@@ -195,9 +195,11 @@ class Reconciler:
     def _no_trace(self, row: ExpiredLease) -> None:
         """Neither the queue nor the builds know this DISPATCH_ID (searched twice)."""
         if row.dispatch_id.startswith(LEGACY_DISPATCH_PREFIX):
-            self._fail(row, "was processing under the dispatcher that ran before jenkins-dispatch, which sent no "
-                            "DISPATCH_ID: its build cannot be identified, so it is not triggered again "
-                            "(check Jenkins; `jenkins-dispatch retry` it if it never ran)")
+            # Its lease ended with the cutover window (0008_cutover.sql): the old worker's result no longer counts.
+            self._fail(row, "was still processing under the worker that ran before jenkins-dispatch when the cutover "
+                            "window closed, and that worker reported no result; it sent no DISPATCH_ID, so its build "
+                            "cannot be identified and it is not triggered again (check Jenkins; "
+                            f"`jenkins-dispatch retry {row.id}` runs it if it never ran)")
             return
         if row.jenkins_queue_id is not None:
             # Jenkins accepted it, then it left the queue without a build: a person cancelled it (Jenkins

@@ -161,6 +161,30 @@ def transaction_check(oldest: Mapping[str, object], max_age_seconds: float, dial
     )
 
 
+def cutover_check(window: Mapping[str, object] | None) -> Check | None:
+    """The "cutover" row (a row of ``Queue.cutover_window``), while the worker that ran before jenkins-dispatch may
+    still report on the jobs it held at the upgrade, or some of them wait for the reconciler; None otherwise."""
+    if window is None:
+        return None
+    held = int(window.get("held") or 0)
+    seconds_left = float(window.get("seconds_left") or 0.0)
+    ends = window["window_ends_at"]
+    ends_text = f"{ends:%Y-%m-%d %H:%M:%S} UTC" if hasattr(ends, "strftime") else str(ends)
+    jobs = f"{held} job{'s' if held != 1 else ''}"
+    if seconds_left > 0:
+        return Check("cutover", PASS,
+                     f"window open until {ends_text} ({duration(seconds_left)} left; CUTOVER_WINDOW_SECONDS="
+                     f"{float(window.get('window_seconds') or 0):g} at `migrate`): {jobs} held by the worker that ran "
+                     "before jenkins-dispatch, whose results for them count until then; its other writes are refused, "
+                     "so stop that worker once they are done (docs/cutover.md)")
+    if held:
+        return Check("cutover", PASS,
+                     f"window closed at {ends_text}: {jobs} the worker that ran before jenkins-dispatch held "
+                     "wait for the reconciler, which settles them at its next pass (failed unless Jenkins shows "
+                     "otherwise; docs/cutover.md)")
+    return None
+
+
 # --------------------------------------------------------------------------- pure decisions: Jenkins
 
 
@@ -394,6 +418,12 @@ def _database_checks(env, fetch_secret, options: DoctorOptions) -> _Findings:
         if applied is None:
             found.waiting_unknown_because = "the schema is not applied"
             return found
+        try:
+            cutover = cutover_check(queue.cutover_window())
+        except DispatchError:  # a schema from before the cutover migration: the schema row says to migrate
+            cutover = None
+        if cutover is not None:
+            found.checks.append(cutover)
         try:
             rows = queue.waiting_job_names(options.max_jobs_checked)
         except DispatchError as exc:

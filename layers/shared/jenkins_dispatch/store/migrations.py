@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..config import default_of
 from ..errors import MigrationError
 from . import statements
 from .db import Database, DatabaseError, Row
@@ -32,19 +33,22 @@ def _run(db: Database, statement: str, /, **params) -> list[Row]:
     return db.run(statements.load(db.dialect)[statement], **params)
 
 
-def migrate(db: Database) -> list[str]:
+def migrate(db: Database, cutover_window_seconds: float = default_of("CUTOVER_WINDOW_SECONDS")) -> list[str]:
     """Apply pending migrations in order: on PostgreSQL in one transaction under an advisory lock, on MySQL
     file by file under a named lock.
 
     Safe to run concurrently (the second run waits, then finds nothing to do) and idempotent.
+    ``cutover_window_seconds``: how long the results of the worker that ran before jenkins-dispatch still count
+    for the jobs it holds when a seed table is upgraded (the cutover migration reads it; docs/cutover.md).
     Returns the names of the migrations applied by this call.
     """
     if db.dialect == "mysql":
-        return _migrate_mysql(db)
+        return _migrate_mysql(db, cutover_window_seconds)
     applied_now: list[str] = []
     try:
         with db.transaction():
             _run(db, "lock_migrations")
+            _run(db, "set_cutover_window", seconds=float(cutover_window_seconds))
             _run(db, "create_migrations_table")
             done = {r["version"] for r in _run(db, "migration_versions")}
             for version, name, path in migration_files(db.dialect):
@@ -88,7 +92,7 @@ def unsupported_server(version: str) -> str | None:
     return f"{name} {shown} is too old for jenkins-dispatch ({why}): upgrade to {name} {wanted} or later"
 
 
-def _migrate_mysql(db: Database) -> list[str]:
+def _migrate_mysql(db: Database, cutover_window_seconds: float) -> list[str]:
     """MySQL's runner: DDL commits as it goes, so no wrapping transaction, a session lock instead."""
     applied_now: list[str] = []
     current = None
@@ -102,6 +106,7 @@ def _migrate_mysql(db: Database) -> list[str]:
             if locked != 1:
                 raise MigrationError("another `jenkins-dispatch migrate` held the migration lock for 60 s: "
                                      "let it finish, then run migrate again")
+            _run(db, "set_cutover_window", seconds=float(cutover_window_seconds))
             _run(db, "create_migrations_table")
             done = {r["version"] for r in _run(db, "migration_versions")}
             for version, name, path in migration_files(db.dialect):

@@ -657,3 +657,11 @@ class Queue:
         whole, by the live dispatcher that asked it last; None while it answers, or no live one asked."""
         rows = self._run("jenkins_outage")
         return rows[0] if rows and rows[0]["since"] is not None else None
+
+    # ------------------------------------------------------------------ the cutover (docs/cutover.md)
+    def cutover_window(self) -> Row | None:
+        """The window in which the results of the worker that ran before jenkins-dispatch still count for the jobs
+        it held at the upgrade: upgraded_at, window_seconds, window_ends_at, seconds_left (negative once closed)
+        and ``held`` (its jobs still processing); None when the table was never upgraded while it held jobs."""
+        rows = self._run("cutover_window")
+        return rows[0] if rows else None

@@ -935,3 +935,21 @@ SELECT version FROM jenkins_dispatch_migrations;
 
 -- name: record_migration
 INSERT INTO jenkins_dispatch_migrations (version, name) VALUES (:version, :name);
+
+-- ============================================================================ the cutover
+-- From the worker that ran before jenkins-dispatch, while it still runs (migrations/0005_cutover.sql,
+-- docs/cutover.md).
+
+-- name: set_cutover_window
+-- The migration runner, before the files: how long the old worker's results for the jobs it holds still count
+-- (CUTOVER_WINDOW_SECONDS), read by 0005_cutover.sql. A variable of the runner's session, which it ends.
+SET @jd_cutover_window_seconds = :seconds;
+
+-- name: cutover_window
+-- `doctor`: the window (no row: the table was never upgraded while the old worker held jobs) and the jobs the old
+-- worker still holds.
+SELECT c.upgraded_at, c.window_seconds, c.window_ends_at,
+       TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), c.window_ends_at) / 1e6 AS seconds_left,
+       (SELECT COUNT(*) FROM jenkins_jobs_queue q
+         WHERE q.status = 'processing' AND q.dispatch_id LIKE 'legacy-%') AS held
+FROM jenkins_dispatch_cutover c;

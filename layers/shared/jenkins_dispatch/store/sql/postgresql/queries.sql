@@ -823,3 +823,21 @@ SELECT version FROM jenkins_dispatch_migrations;
 
 -- name: record_migration
 INSERT INTO jenkins_dispatch_migrations (version, name) VALUES (:version, :name);
+
+-- ============================================================================ the cutover
+-- From the worker that ran before jenkins-dispatch, while it still runs (migrations/0008_cutover.sql,
+-- docs/cutover.md).
+
+-- name: set_cutover_window
+-- The migration runner, before the files: how long the old worker's results for the jobs it holds still count
+-- (CUTOVER_WINDOW_SECONDS), read by 0008_cutover.sql. For this transaction only.
+SELECT set_config('jenkins_dispatch.cutover_window_seconds', CAST(CAST(:seconds AS float8) AS text), true);
+
+-- name: cutover_window
+-- `doctor`: the window (no row: the table was never upgraded while the old worker held jobs) and the jobs the old
+-- worker still holds (partial index of processing rows).
+SELECT c.upgraded_at, c.window_seconds, c.window_ends_at,
+       extract(epoch FROM c.window_ends_at - now())::float8 AS seconds_left,
+       (SELECT count(*) FROM jenkins_jobs_queue q
+         WHERE q.status = 'processing' AND q.dispatch_id LIKE 'legacy-%') AS held
+FROM jenkins_dispatch_cutover c;

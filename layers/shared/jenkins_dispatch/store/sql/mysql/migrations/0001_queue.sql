@@ -1,5 +1,6 @@
 -- The whole schema on MySQL 8.0+ / MariaDB 10.6+, in its final shape (the PostgreSQL migrations 0001-0005
--- together): the queue table created fresh or upgraded in place from the seed's shape
+-- together; the rules about processing and final rows are 0005_cutover.sql's): the queue table created fresh or
+-- upgraded in place from the seed's shape
 --   jenkins_jobs_queue(id, job_name, parameters, status, priority, scheduled_at)
 -- keeping every existing row, then the tables beside it.
 --
@@ -141,21 +142,10 @@ SET status = 'failed', finished_at = COALESCE(finished_at, NOW(6)),
     last_error = 'had no job name in the table before jenkins-dispatch; kept for the record, never dispatched'
 WHERE job_name = '?' AND status IN ('pending', 'processing') AND dispatch_id IS NULL;
 
--- Seed rows that were already final: they finished at an unknown time, before the upgrade.
-UPDATE jenkins_jobs_queue SET finished_at = NOW(6)
-WHERE status IN ('completed', 'failed', 'cancelled') AND finished_at IS NULL;
-
--- Seed rows in 'processing' were claimed by the old dispatcher, which sent no DISPATCH_ID: we cannot
--- find their build, and triggering them again might run them twice. They keep their status and go to
--- the reconciler at once with no attempts left, so it settles them 'failed' with this reason unless
--- Jenkins shows otherwise; an operator re-runs them with `jenkins-dispatch retry ID` if needed.
-UPDATE jenkins_jobs_queue
-SET dispatch_id = CONCAT('legacy-', id),
-    lease_expires_at = NOW(6),
-    attempts = max_attempts,
-    last_error = CONCAT('was processing under the dispatcher that ran before jenkins-dispatch; its Jenkins build ',
-                        'cannot be identified, so it is not triggered again (check Jenkins; retry it if it never ran)')
-WHERE status = 'processing' AND dispatch_id IS NULL;
+-- Seed rows that were already final, and those in 'processing' (claimed by the old worker, which may still be
+-- running and finish them while this runs: MySQL's DDL commits as it goes) are 0005_cutover.sql's, as are the
+-- two rules about them (processing_check, final_check): it first installs the trigger that keeps the old worker's
+-- results and refuses its claims, so that no write of that worker meets them unannounced.
 
 -- ---- Constraints: PostgreSQL's names, so the readable messages for a broken rule apply to both.
 SET @jd_ddl = NULL;
@@ -176,12 +166,6 @@ FROM (
     UNION ALL SELECT 6, 'jenkins_jobs_queue_result_check',
         'ADD CONSTRAINT jenkins_jobs_queue_result_check CHECK (jenkins_result IS NULL OR jenkins_result IN '
         '(''SUCCESS'', ''UNSTABLE'', ''FAILURE'', ''ABORTED'', ''NOT_BUILT''))'
-    UNION ALL SELECT 7, 'jenkins_jobs_queue_processing_check',
-        'ADD CONSTRAINT jenkins_jobs_queue_processing_check '
-        'CHECK (status <> ''processing'' OR (dispatch_id IS NOT NULL AND lease_expires_at IS NOT NULL))'
-    UNION ALL SELECT 8, 'jenkins_jobs_queue_final_check',
-        'ADD CONSTRAINT jenkins_jobs_queue_final_check '
-        'CHECK (status NOT IN (''completed'', ''failed'', ''cancelled'') OR finished_at IS NOT NULL)'
 ) wanted
 WHERE NOT EXISTS (
     SELECT 1 FROM information_schema.table_constraints tc
