@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -118,17 +118,19 @@ class ResumeResult:
 class WaitingContext:
     """What decides why pending rows wait, read once for a page of rows (``Queue.waiting_context``)."""
 
-    caps: dict[str, int]  # job_name → its cap (only the jobs that have one)
-    in_flight: dict[str, int]  # job_name → processing rows
+    caps: dict[str, int]  # job_name → its job's cap (only the jobs that have one; any spelling of the name)
+    in_flight: dict[str, int]  # job_name → its job's processing rows (every spelling of the name)
     total_in_flight: int
     pauses: list[Pause]
     jenkins_unavailable_since: datetime | None = None  # as the live dispatchers last found Jenkins
     jenkins_reason: str | None = None
+    paused_as: dict[str, str] = field(default_factory=dict)  # job_name → the name its job's pause was given
 
     def pause_of(self, job_name: str) -> Pause | None:
-        """The pause holding ``job_name`` back: everything's first (it says most), else the job's own."""
+        """The pause holding ``job_name`` back: everything's first (it says most), else its job's own, under
+        whichever spelling that pause was given."""
         found = {p.job_name: p for p in self.pauses}
-        return found.get(None) or found.get(job_name)
+        return found.get(None) or found.get(self.paused_as.get(job_name, job_name))
 
 
 def _timestamp(value: str | datetime | None) -> datetime | None:
@@ -591,6 +593,7 @@ class Queue:
         return WaitingContext(
             caps={name: j["cap"] for name, j in jobs.items() if j["cap"] is not None},
             in_flight={name: j["in_flight"] for name, j in jobs.items()},
+            paused_as={name: j["paused_as"] for name, j in jobs.items() if j.get("paused_as") is not None},
             total_in_flight=row["total_in_flight"],
             pauses=[_pause(p) for p in row["pauses"] or []],
             jenkins_unavailable_since=_timestamp(jenkins.get("since")),
@@ -611,7 +614,8 @@ class Queue:
         return self._run("stats_per_job")
 
     def in_flight_counts(self) -> dict[str, int]:
-        """Processing rows per job name (the demo's summary; the tests' cap samplers)."""
+        """Processing rows per job, every spelling of its name together under one of them (the demo's summary; the
+        tests' cap samplers)."""
         return {r["job_name"]: r["n"] for r in self._run("in_flight_counts")}
 
     # ------------------------------------------------------------------ doctor
