@@ -133,6 +133,25 @@ class WaitingContext:
         return found.get(None) or found.get(self.paused_as.get(job_name, job_name))
 
 
+SCHEDULED_AT_LATEST = datetime(9999, 12, 31, tzinfo=UTC)  # the table's bound: later times no reader can hold
+
+
+def _scheduled_at(value: str | datetime | None) -> str | None:
+    """A scheduled_at given to ``enqueue``, as the ISO text both dialects read: ISO 8601 (no zone means UTC) up to
+    9999-12-31 00:00 UTC (the table refuses later times, which no reader can show)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            raise InvalidInput(f"scheduled_at must be a real time: {value!r} is not one (ISO 8601, e.g. "
+                               "2026-11-30T12:00:00Z)") from None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.isoformat()
+
+
 def _timestamp(value: str | datetime | None) -> datetime | None:
     """A timestamp read back from JSON (ISO text) or as itself."""
     return datetime.fromisoformat(value) if isinstance(value, str) else value
@@ -200,7 +219,10 @@ def _constraint_message(exc: DatabaseError) -> str:
         "jenkins_job_limits_max_in_flight_check": "a cap must be 0 or more",
         "jenkins_job_limits_job_name_check": "job name must not be empty",
         "jenkins_jobs_queue_dedupe_key": "another unfinished job has the same dedupe key",
-        "jenkins_jobs_queue_scheduled_at_check": "scheduled_at must be a real time, not infinity",
+        "jenkins_jobs_queue_scheduled_at_check": "scheduled_at must be a real time, not infinity (nor a zero date)",
+        "jenkins_jobs_queue_scheduled_at_at_most_9999_12_31": (
+            f"scheduled_at must be at most {SCHEDULED_AT_LATEST:%Y-%m-%d %H:%M} UTC (no reader can show a later time; "
+            "that moment itself means never)"),
     }
     return readable.get(constraint, str(exc))
 
@@ -241,8 +263,7 @@ class Queue:
             raise InvalidInput("job name must not be empty")
         if error := job_path_error(job_name):
             raise InvalidInput(error)
-        if isinstance(scheduled_at, datetime):
-            scheduled_at = scheduled_at.isoformat()
+        scheduled_at = _scheduled_at(scheduled_at)
         rows = self._run(
             "enqueue",
             job_name=job_name,

@@ -1,4 +1,4 @@
--- Rules of the data, each for a real failure (issue 21). Runs inside the migration runner's transaction,
+-- Two rules of the data, each for a real failure (issue 21). Runs inside the migration runner's transaction,
 -- under its advisory lock.
 --
 -- 1. One case rule for job names. Jenkins finds an item whatever the case of its name (Jenkins.items and a
@@ -34,3 +34,16 @@ CREATE UNIQUE INDEX jenkins_job_pauses_job_key ON jenkins_job_pauses (lower(job_
 DROP INDEX jenkins_jobs_queue_in_flight_idx;
 CREATE INDEX jenkins_jobs_queue_in_flight_idx
     ON jenkins_jobs_queue (lower(job_name), lease_expires_at) WHERE status = 'processing';
+
+-- 2. scheduled_at at most 9999-12-31 00:00 UTC (0002_wakeup.sql's "never"). Later times are valid timestamptz
+--    but no reader can hold them: pg8000 hands a year past 9999 over as text, and `ls`, `show` and the page
+--    broke on it. The constraint's name is the message a plain INSERT gets. Unfinished rows beyond it become
+--    "never", as infinity did in 0002; a final row is left as it was (NOT VALID: the rule binds every write from
+--    now on, and a final row is only ever written again by `retry`, which sets scheduled_at to now).
+UPDATE jenkins_jobs_queue SET scheduled_at = '9999-12-31 00:00:00+00'
+WHERE status = 'pending' AND scheduled_at > '9999-12-31 00:00:00+00';
+UPDATE jenkins_jobs_queue SET scheduled_at = '9999-12-31 00:00:00+00'
+WHERE status = 'processing' AND scheduled_at > '9999-12-31 00:00:00+00';
+ALTER TABLE jenkins_jobs_queue
+    ADD CONSTRAINT jenkins_jobs_queue_scheduled_at_at_most_9999_12_31
+        CHECK (scheduled_at <= '9999-12-31 00:00:00+00') NOT VALID;
