@@ -296,9 +296,12 @@ class _Handler(BaseHTTPRequestHandler):
         while position + 1 < len(segments) and segments[position] == "job":
             names.append(segments[position + 1])
             position += 2
-            path = "/".join(names)
-            if jenkins.find(path) is None:
+            found = jenkins.find("/".join(names))
+            if found is None:
                 return not_found()
+            # Jenkins finds items whatever the case of the URL's names; permissions are the item's own.
+            path = found.path
+            names = path.split("/")
             # Jenkins.getItem / AbstractFolder.getItem: without Item/Read, Discover gets a 403, else it is a 404.
             if not permissions.may_read(path):
                 if permissions.may_discover(path):

@@ -12,11 +12,13 @@ from collections import Counter
 import pytest
 
 from jenkins_dispatch.config import parse_database_url
+from jenkins_dispatch.dispatching.dispatcher import run_pass
+from jenkins_dispatch.store import statements
 from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.migrations import migrate, migration_files
-from jenkins_dispatch.store import statements
 from jenkins_dispatch.store.queue import Queue
 
+from ..dispatch_helpers import dispatch_settings, expire_leases
 from ..engines import ago, numbers, scratch_database
 
 pytestmark = pytest.mark.both_engines
@@ -192,3 +194,23 @@ def test_existing_caps_and_pauses_move_to_the_case_rule_keeping_the_stricter_cap
         queue.set_limit("sloW", 4)
         assert {r["job_name"].lower(): r["max_in_flight"] for r in queue.limits()}["slow"] == 4
         assert not queue.pause("build").created
+
+
+# --------------------------------------------------------------------------- Jenkins spells the job its own way
+
+
+def test_a_row_spelled_otherwise_than_jenkins_spells_its_job_is_found_not_sent_twice(make_jenkins, db):
+    """Jenkins's queue item names the job as it was created (`waiting`); the row says `WAITING`. The search after
+    a lost answer must still see that item as the row's: it adopts it instead of sending the row again."""
+    jenkins = make_jenkins(notification=None)
+    jenkins.add_fault(path="buildWithParameters$", drop_after_accept=True, times=1)
+    queue = Queue(db)
+    job_id = queue.enqueue("WAITING").id
+    settings = dispatch_settings(jenkins.base_url)
+    run_pass(settings)
+    expire_leases(db)
+    run_pass(settings)
+    row = queue.get(job_id)
+    assert row["status"] == "processing" and row["jenkins_queue_id"] == 1 and row["resends"] == 0, row
+    assert jenkins.triggers_for(row["dispatch_id"]) == 1
+    assert any(e["event"] == "adopted" for e in queue.events(job_id))
