@@ -12,7 +12,10 @@ Jenkins, and:
   (Jenkins never saw the earlier one), at most ``MAX_RESENDS`` times — and held ``RESEND_QUIET_SECONDS``
   in Jenkins's queue, so an original that Jenkins acts on late merges with it instead of building twice;
 - a re-sent row is watched: a second queue item with its DISPATCH_ID (a late original that arrived after
-  the re-send left the queue) is cancelled while it is still queued, and recorded in the row's history.
+  the re-send left the queue) is cancelled while it is still queued, and recorded in the row's history;
+- a row an operator cancelled while its trigger was on its way is watched like a re-sent one: a late arrival
+  of that trigger is cancelled (queued) or stopped (running), and written into the row's history; the row
+  stays cancelled.
 
 It never claims new work and never sends anything a second time without having searched first.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import datetime
 
 from ..config import Settings
 from ..errors import DispatchError, JenkinsError, SearchInconclusive
@@ -73,6 +77,7 @@ class Reconciler:
     def run(self, keep_going: Callable[[], bool]) -> bool:
         """Reconcile expired leases while ``keep_going()``; False if it had to stop early."""
         self._watch_settled_resends()
+        self._watch_cancelled_in_flight()
         while keep_going():
             with subsegment("db.take_expired_leases"):
                 expired = self.queue.take_expired_leases(EXPIRED_PER_TAKE)
@@ -237,7 +242,8 @@ class Reconciler:
                            extra={"job_id": row.id, "dispatch_id": row.dispatch_id, "reason": str(exc)})
             return
         if not stopped.found:
-            stopped = replace(stopped, note="nothing of it reached Jenkins")
+            # Its trigger's answer never came: Jenkins may still act on it (_watch_cancelled_in_flight).
+            stopped = replace(stopped, note="nothing of it in Jenkins so far; a late arrival is cancelled when seen")
         status = settle_stopped(self.queue, row.id, row.dispatch_id, stopped,
                                 "cancelled by operator while its trigger was in flight", actor="reconciler",
                                 unstable_is_success=self.settings.unstable_is_success)
@@ -280,14 +286,59 @@ class Reconciler:
         self.log("adopted the build of a late original", row, build_number=built.build_number)
         return True
 
+    def _watch_window(self) -> float:
+        """How long after a row settled a request of its dispatch may still land in Jenkins: its lease, the quiet
+        period a re-send waits, and twice the HTTP timeout."""
+        return self.settings.lease_seconds + self.settings.resend_quiet_seconds + 2 * self.client.timeout_seconds
+
     def _watch_settled_resends(self) -> None:
         """A re-send whose answer was lost can land after its row settled (the original built meanwhile): for
         as long as it could still appear, its queued items are cancelled."""
-        window = self.settings.lease_seconds + self.settings.resend_quiet_seconds + 2 * self.client.timeout_seconds
-        for row in self.queue.recently_finished_resends(window):
+        for row in self.queue.recently_finished_resends(self._watch_window()):
             self.counts.watching += 1
             items = self.client.queued_items_with(row["job_name"], row["dispatch_id"])
             self._cancel_items(row["id"], row["dispatch_id"], items, "a re-send that landed after its job had finished")
+
+    def _watch_cancelled_in_flight(self) -> None:
+        """An operator's cancel of a row whose trigger was on its way settled it `cancelled` once the lease showed
+        nothing in Jenkins, but Jenkins may act on that trigger later still. For as long as a re-send is watched,
+        whatever carries the row's DISPATCH_ID is cancelled (queued) or stopped (running), and the row's history
+        says what was done; the row itself stays cancelled. Once a late arrival was handled the row is left."""
+        for row in self.queue.recently_cancelled_in_flight(self._watch_window()):
+            self.counts.watching += 1
+            self._stop_late_arrival(row)
+
+    def _stop_late_arrival(self, row) -> None:
+        job_name, dispatch_id = row["job_name"], row["dispatch_id"]
+        for item in self.client.queued_items_with(job_name, dispatch_id):
+            if self.client.cancel_queue_item(item) is CancelResult.CANCELLED:
+                self._late_arrival(row, "late_trigger_cancelled",
+                                   f"cancelled Jenkins queue item {item}: the trigger of this cancelled job reached "
+                                   "Jenkins after the cancel")
+                return
+        # Builds after the queue: an item that starts between the two reads is found here.
+        claimed_at = row["claimed_at"]
+        since_ms = int(claimed_at.timestamp() * 1000) if isinstance(claimed_at, datetime) else None
+        try:
+            built = self.client.find_build_by_dispatch_id(job_name, dispatch_id, since_ms=since_ms)
+        except SearchInconclusive:
+            return  # looked at again next pass
+        if built is None:
+            return
+        if built.building:
+            self.client.stop_build(job_name, built.build_number)
+            self._late_arrival(row, "late_build_stopped",
+                               f"asked Jenkins to stop build #{built.build_number}, which the trigger of this "
+                               "cancelled job started after the cancel")
+        else:
+            self._late_arrival(row, "late_build_seen",
+                               f"build #{built.build_number} ran after the cancel ({built.result}): the trigger "
+                               "reached Jenkins late and the build ended before it was seen")
+
+    def _late_arrival(self, row, event: str, detail: str) -> None:
+        metrics.add_metric(name="LateArrivalsAfterCancel", unit=MetricUnit.Count, value=1)
+        self.queue.record_note(row["id"], row["dispatch_id"], event, detail)
+        logger.warning(detail, extra={"job_id": row["id"], "dispatch_id": row["dispatch_id"]})
 
     def _cancel_items(self, job_id: int, dispatch_id: str, items: list[int], what: str) -> None:
         """Cancel these queue items of one dispatch (copies), each written in the job's history."""

@@ -453,6 +453,11 @@ class Queue:
         """Final rows that were re-sent and settled within the window (their re-send may still land)."""
         return self._run("recently_finished_resends", window=float(window_seconds))
 
+    def recently_cancelled_in_flight(self, window_seconds: float) -> list[Row]:
+        """Rows cancelled while their trigger was on its way, settled within the window with nothing found in
+        Jenkins, whose late arrival has not been handled yet: id, job_name, dispatch_id, claimed_at."""
+        return self._run("recently_cancelled_in_flight", window=float(window_seconds))
+
     def record_note(self, job_id: int, dispatch_id: str, event: str, detail: str) -> None:
         """History only (the row is unchanged): what the reconciler saw or did in Jenkins for this dispatch."""
         self._run("record_note", id=job_id, dispatch_id=dispatch_id, event=event, detail=detail)

@@ -484,6 +484,20 @@ SELECT :id AS id FROM DUAL WHERE @jd_changed > 0;
 SELECT id, job_name, dispatch_id FROM jenkins_jobs_queue
 WHERE finished_at > NOW(6) - INTERVAL ROUND(:window * 1000000) MICROSECOND AND resends > 0;
 
+-- name: recently_cancelled_in_flight
+-- Rows an operator cancelled while their trigger was on its way, settled cancelled within :window seconds with
+-- nothing of them found in Jenkins, whose late arrival was not handled yet (see PostgreSQL's).
+SELECT q.id, q.job_name, q.dispatch_id,
+       (SELECT e.at FROM jenkins_job_events e
+         WHERE e.job_id = q.id AND e.dispatch_id = q.dispatch_id AND e.event = 'claimed'
+         ORDER BY e.id LIMIT 1) AS claimed_at
+FROM jenkins_jobs_queue q
+WHERE q.finished_at > NOW(6) - INTERVAL ROUND(:window * 1000000) MICROSECOND AND q.status = 'cancelled'
+  AND q.cancel_requested_at IS NOT NULL AND q.jenkins_queue_id IS NULL AND q.build_number IS NULL
+  AND NOT EXISTS (SELECT 1 FROM jenkins_job_events e
+                  WHERE e.job_id = q.id AND e.dispatch_id = q.dispatch_id
+                    AND e.event IN ('late_trigger_cancelled', 'late_build_stopped', 'late_build_seen'));
+
 -- name: record_note
 -- History only, the row unchanged: what the reconciler saw or did in Jenkins for this dispatch.
 INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)

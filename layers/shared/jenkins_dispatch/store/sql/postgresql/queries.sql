@@ -468,6 +468,22 @@ SELECT id FROM changed;
 SELECT id, job_name, dispatch_id FROM jenkins_jobs_queue
 WHERE finished_at > now() - make_interval(secs => :window) AND resends > 0;
 
+-- name: recently_cancelled_in_flight
+-- Rows an operator cancelled while their trigger was on its way (cancel_requested_at) and that settled cancelled
+-- within :window seconds with nothing of them found in Jenkins (no queue id, no build): Jenkins may still act on
+-- that trigger late, and what it makes of it must be cancelled. Not those whose late arrival was already
+-- handled (a late_* event in their history). Reads the finished_at index; such rows are rare.
+SELECT q.id, q.job_name, q.dispatch_id,
+       (SELECT e.at FROM jenkins_job_events e
+         WHERE e.job_id = q.id AND e.dispatch_id = q.dispatch_id AND e.event = 'claimed'
+         ORDER BY e.id LIMIT 1) AS claimed_at
+FROM jenkins_jobs_queue q
+WHERE q.finished_at > now() - make_interval(secs => :window) AND q.status = 'cancelled'
+  AND q.cancel_requested_at IS NOT NULL AND q.jenkins_queue_id IS NULL AND q.build_number IS NULL
+  AND NOT EXISTS (SELECT 1 FROM jenkins_job_events e
+                  WHERE e.job_id = q.id AND e.dispatch_id = q.dispatch_id
+                    AND e.event IN ('late_trigger_cancelled', 'late_build_stopped', 'late_build_seen'));
+
 -- name: record_note
 -- History only, the row unchanged: what the reconciler saw or did in Jenkins for this dispatch (a duplicate
 -- cancelled, a search that could not tell), so `show` tells the operator.
