@@ -232,6 +232,16 @@ def test_listings_hide_what_the_user_may_not_read(restricted) -> None:
     assert len(get(restricted, "queue/api/json").json()["items"]) == 2
 
 
+def test_a_queue_item_of_a_job_the_user_may_not_read_is_403_with_discover_else_404(restricted) -> None:
+    """Queue.Item.getApi: null without Job/Discover (404), AccessDeniedException without Job/Read (403)."""
+    assert post(restricted, "job/hidden/buildWithParameters", {"DISPATCH_ID": "q1"}).status_code == 201
+    assert post(restricted, "job/private/buildWithParameters", {"DISPATCH_ID": "q2"}).status_code == 201
+    hidden = get(restricted, "queue/item/1/api/json", auth=DISPATCH)
+    assert hidden.status_code == 403 and "Please log in to access job/hidden/" in hidden.text
+    assert get(restricted, "queue/item/2/api/json", auth=DISPATCH).status_code == 404
+    assert get(restricted, "queue/item/1/api/json").json()["id"] == 1  # admin
+
+
 def test_permissions_change_at_run_time_through_the_control_api(restricted) -> None:
     control = restricted.base_url + "_emulator/"
     forbidden = "job/team/job/app/job/deploy/buildWithParameters"

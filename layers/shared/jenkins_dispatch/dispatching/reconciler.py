@@ -13,6 +13,10 @@ Jenkins, and:
   in Jenkins's queue, so an original that Jenkins acts on late merges with it instead of building twice;
 - a re-sent row is watched: a second queue item with its DISPATCH_ID (a late original that arrived after
   the re-send left the queue) is cancelled while it is still queued, and recorded in the row's history;
+- a person's cancel in Jenkins wins: after a first re-send, the queue ids below the re-send's are read back to
+  the claim for a cancelled item of the dispatch (Jenkins lists only live items; a cancelled one is readable
+  by its id for five minutes): if a person cancelled the original, the re-send is withdrawn while it still
+  waits in Jenkins's queue, and the row fails saying so;
 - a row an operator cancelled while its trigger was on its way is watched like a re-sent one: a late arrival
   of that trigger is cancelled (queued) or stopped (running), and written into the row's history; the row
   stays cancelled.
@@ -25,7 +29,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from ..config import Settings
 from ..errors import DispatchError, JenkinsError, SearchInconclusive
@@ -226,6 +230,39 @@ class Reconciler:
                          max_attempts=row.max_attempts, dispatch_id=row.dispatch_id)
         self.log("re-sending with the same DISPATCH_ID", job, resend=resends, quiet_seconds=quiet)
         self.resend(job, quiet)
+        if row.resends == 0:  # before a first re-send nothing of ours cancelled an item of this dispatch
+            self._honour_a_persons_cancel(row)
+
+    def _honour_a_persons_cancel(self, row: ExpiredLease) -> None:
+        """The search found nothing: either Jenkins never queued the lost original, or it did and a person
+        cancelled it before the search (Jenkins lists only live items). The re-send's queue id bounds where that
+        original can be: a cancelled item of this dispatch below it was a person's doing, and overruling it would
+        build what they stopped. The re-send, still held in Jenkins's queue, is then withdrawn."""
+        now = self.queue.get(row.id)
+        resent = now["jenkins_queue_id"]
+        if now["status"] != "processing" or now["dispatch_id"] != row.dispatch_id or resent is None:
+            return  # the re-send was not taken, or the row moved on meanwhile
+        # How long before the re-send the dispatch began, by the database's clock (the lease the re-send's record
+        # renewed ends one lease after it): the look back stops there, measured on Jenkins's clock.
+        began = None
+        if row.claimed_at is not None and now["lease_expires_at"] is not None:
+            resent_at = now["lease_expires_at"] - timedelta(seconds=self.settings.lease_seconds)
+            began = max(0, int((resent_at - row.claimed_at).total_seconds() * 1000))
+        try:
+            cancelled = self.client.cancelled_item_with(row.job_name, row.dispatch_id, below=resent, began_ms_before=began)
+        except SearchInconclusive:
+            return
+        if cancelled is None:
+            return
+        what = (f"its Jenkins queue item {cancelled} was cancelled in Jenkins (by a person: the trigger's answer had "
+                "been lost, so the search after the lease could not see it)")
+        if self.client.cancel_queue_item(resent) is not CancelResult.CANCELLED:
+            # Already started: the row follows that build; the history says whose cancel it overran.
+            self.queue.record_note(row.id, row.dispatch_id, "duplicate_seen",
+                                   f"{what}; its re-send, queue item {resent}, had already left the queue")
+            return
+        self._fail(row, f"{what}; its re-send, queue item {resent}, was withdrawn before it ran — not sent again; "
+                        f"`jenkins-dispatch retry {row.id}` runs it")
 
     def _carry_out_cancel(self, row: ExpiredLease) -> None:
         """An operator cancelled the row while its trigger was in flight. Its lease has run out, so that
