@@ -33,7 +33,7 @@ CREATE UNIQUE INDEX jenkins_job_pauses_job_key ON jenkins_job_pauses (lower(job_
 -- In-flight rows per job, as caps now count them.
 DROP INDEX jenkins_jobs_queue_in_flight_idx;
 CREATE INDEX jenkins_jobs_queue_in_flight_idx
-    ON jenkins_jobs_queue (lower(job_name), lease_expires_at) WHERE status = 'processing';
+    ON jenkins_jobs_queue (lower(job_name), lease_expires_at) INCLUDE (job_name) WHERE status = 'processing';
 
 -- 2. scheduled_at at most 9999-12-31 00:00 UTC (0002_wakeup.sql's "never"). Later times are valid timestamptz
 --    but no reader can hold them: pg8000 hands a year past 9999 over as text, and `ls`, `show` and the page
