@@ -80,8 +80,7 @@ class Reconciler:
 
     def run(self, keep_going: Callable[[], bool]) -> bool:
         """Reconcile expired leases while ``keep_going()``; False if it had to stop early."""
-        self._watch_settled_resends()
-        self._watch_cancelled_in_flight()
+        self._watch_recently_finished()
         while keep_going():
             with subsegment("db.take_expired_leases"):
                 expired = self.queue.take_expired_leases(EXPIRED_PER_TAKE)
@@ -279,7 +278,7 @@ class Reconciler:
                            extra={"job_id": row.id, "dispatch_id": row.dispatch_id, "reason": str(exc)})
             return
         if not stopped.found:
-            # Its trigger's answer never came: Jenkins may still act on it (_watch_cancelled_in_flight).
+            # Its trigger's answer never came: Jenkins may still act on it (_watch_recently_finished).
             stopped = replace(stopped, note="nothing of it in Jenkins so far; a late arrival is cancelled when seen")
         status = settle_stopped(self.queue, row.id, row.dispatch_id, stopped,
                                 "cancelled by operator while its trigger was in flight", actor="reconciler",
@@ -328,22 +327,23 @@ class Reconciler:
         period a re-send waits, and twice the HTTP timeout."""
         return self.settings.lease_seconds + self.settings.resend_quiet_seconds + 2 * self.client.timeout_seconds
 
-    def _watch_settled_resends(self) -> None:
-        """A re-send whose answer was lost can land after its row settled (the original built meanwhile): for
-        as long as it could still appear, its queued items are cancelled."""
-        for row in self.queue.recently_finished_resends(self._watch_window()):
+    def _watch_recently_finished(self) -> None:
+        """Requests of a settled row's dispatch that may still land in Jenkins, for as long as they could:
+
+        - a re-send whose answer was lost can land after its row settled (the original built meanwhile): its queued
+          items are cancelled;
+        - an operator's cancel of a row whose trigger was on its way settled it `cancelled` once the lease showed
+          nothing in Jenkins, but Jenkins may act on that trigger later still: whatever carries the row's
+          DISPATCH_ID is cancelled (queued) or stopped (running), and the row's history says what was done; the
+          row itself stays cancelled, and is left once a late arrival was handled.
+        """
+        for row in self.queue.recently_finished_watched(self._watch_window()):
             self.counts.watching += 1
+            if row["cancelled_in_flight"]:
+                self._stop_late_arrival(row)
+                continue
             items = self.client.queued_items_with(row["job_name"], row["dispatch_id"])
             self._cancel_items(row["id"], row["dispatch_id"], items, "a re-send that landed after its job had finished")
-
-    def _watch_cancelled_in_flight(self) -> None:
-        """An operator's cancel of a row whose trigger was on its way settled it `cancelled` once the lease showed
-        nothing in Jenkins, but Jenkins may act on that trigger later still. For as long as a re-send is watched,
-        whatever carries the row's DISPATCH_ID is cancelled (queued) or stopped (running), and the row's history
-        says what was done; the row itself stays cancelled. Once a late arrival was handled the row is left."""
-        for row in self.queue.recently_cancelled_in_flight(self._watch_window()):
-            self.counts.watching += 1
-            self._stop_late_arrival(row)
 
     def _stop_late_arrival(self, row) -> None:
         job_name, dispatch_id = row["job_name"], row["dispatch_id"]

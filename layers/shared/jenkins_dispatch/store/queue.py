@@ -449,14 +449,12 @@ class Queue:
         """Record a cancel for a processing row whose trigger is in flight (False: it is no longer so)."""
         return bool(self._run("request_cancel", id=job_id, dispatch_id=dispatch_id, reason=reason, actor=actor))
 
-    def recently_finished_resends(self, window_seconds: float) -> list[Row]:
-        """Final rows that were re-sent and settled within the window (their re-send may still land)."""
-        return self._run("recently_finished_resends", window=float(window_seconds))
-
-    def recently_cancelled_in_flight(self, window_seconds: float) -> list[Row]:
-        """Rows cancelled while their trigger was on its way, settled within the window with nothing found in
-        Jenkins, whose late arrival has not been handled yet: id, job_name, dispatch_id, claimed_at."""
-        return self._run("recently_cancelled_in_flight", window=float(window_seconds))
+    def recently_finished_watched(self, window_seconds: float) -> list[Row]:
+        """Final rows settled within the window that a request of their dispatch may still reach in Jenkins: re-sent
+        rows, and (``cancelled_in_flight``) rows cancelled while their trigger was on its way with nothing found in
+        Jenkins, until a late arrival of theirs is handled. id, job_name, dispatch_id, cancelled_in_flight and, for
+        those, claimed_at."""
+        return self._run("recently_finished_watched", window=float(window_seconds))
 
     def record_note(self, job_id: int, dispatch_id: str, event: str, detail: str) -> None:
         """History only (the row is unchanged): what the reconciler saw or did in Jenkins for this dispatch."""

@@ -479,24 +479,28 @@ SELECT :id, 'cancel_requested', 'processing', 'processing', :dispatch_id, :actor
 FROM DUAL WHERE @jd_changed > 0;
 SELECT :id AS id FROM DUAL WHERE @jd_changed > 0;
 
--- name: recently_finished_resends
--- Rows that were re-sent and became final within :window seconds (reads the finished_at index).
-SELECT id, job_name, dispatch_id FROM jenkins_jobs_queue
-WHERE finished_at > NOW(6) - INTERVAL ROUND(:window * 1000000) MICROSECOND AND resends > 0;
-
--- name: recently_cancelled_in_flight
--- Rows an operator cancelled while their trigger was on its way, settled cancelled within :window seconds with
--- nothing of them found in Jenkins, whose late arrival was not handled yet (see PostgreSQL's).
-SELECT q.id, q.job_name, q.dispatch_id,
-       (SELECT e.at FROM jenkins_job_events e
-         WHERE e.job_id = q.id AND e.dispatch_id = q.dispatch_id AND e.event = 'claimed'
-         ORDER BY e.id LIMIT 1) AS claimed_at
-FROM jenkins_jobs_queue q
-WHERE q.finished_at > NOW(6) - INTERVAL ROUND(:window * 1000000) MICROSECOND AND q.status = 'cancelled'
-  AND q.cancel_requested_at IS NOT NULL AND q.jenkins_queue_id IS NULL AND q.build_number IS NULL
-  AND NOT EXISTS (SELECT 1 FROM jenkins_job_events e
-                  WHERE e.job_id = q.id AND e.dispatch_id = q.dispatch_id
-                    AND e.event IN ('late_trigger_cancelled', 'late_build_stopped', 'late_build_seen'));
+-- name: recently_finished_watched
+-- Re-sent rows, and rows cancelled while their trigger was on its way with nothing of them found in Jenkins whose
+-- late arrival was not handled yet (cancelled_in_flight), settled within :window seconds (see PostgreSQL's).
+-- decode: cancelled_in_flight bool
+SELECT w.id, w.job_name, w.dispatch_id, w.cancelled_in_flight,
+       CASE WHEN w.cancelled_in_flight THEN
+           (SELECT e.at FROM jenkins_job_events e
+             WHERE e.job_id = w.id AND e.dispatch_id = w.dispatch_id AND e.event = 'claimed'
+             ORDER BY e.id LIMIT 1) END AS claimed_at
+FROM (
+    SELECT q.id, q.job_name, q.dispatch_id, q.resends,
+           q.status = 'cancelled' AND q.cancel_requested_at IS NOT NULL AND q.jenkins_queue_id IS NULL
+               AND q.build_number IS NULL
+               AND NOT EXISTS (SELECT 1 FROM jenkins_job_events e
+                               WHERE e.job_id = q.id AND e.dispatch_id = q.dispatch_id
+                                 AND e.event IN ('late_trigger_cancelled', 'late_build_stopped', 'late_build_seen'))
+               AS cancelled_in_flight
+    FROM jenkins_jobs_queue q
+    WHERE q.finished_at > NOW(6) - INTERVAL ROUND(:window * 1000000) MICROSECOND
+      AND (q.resends > 0 OR (q.status = 'cancelled' AND q.cancel_requested_at IS NOT NULL))
+) w
+WHERE w.resends > 0 OR w.cancelled_in_flight;
 
 -- name: record_note
 -- History only, the row unchanged: what the reconciler saw or did in Jenkins for this dispatch.

@@ -464,28 +464,30 @@ WITH changed AS (
 )
 SELECT id FROM changed;
 
--- name: recently_finished_resends
--- Rows that were re-sent and became final within :window seconds: a re-send whose answer was lost may still
--- land in Jenkins's queue after the row settled (it waits there RESEND_QUIET_SECONDS), and must be cancelled.
--- Reads the finished_at index; such rows are rare.
-SELECT id, job_name, dispatch_id FROM jenkins_jobs_queue
-WHERE finished_at > now() - make_interval(secs => :window) AND resends > 0;
-
--- name: recently_cancelled_in_flight
--- Rows an operator cancelled while their trigger was on its way (cancel_requested_at) and that settled cancelled
--- within :window seconds with nothing of them found in Jenkins (no queue id, no build): Jenkins may still act on
--- that trigger late, and what it makes of it must be cancelled. Not those whose late arrival was already
--- handled (a late_* event in their history). Reads the finished_at index; such rows are rare.
-SELECT q.id, q.job_name, q.dispatch_id,
-       (SELECT e.at FROM jenkins_job_events e
-         WHERE e.job_id = q.id AND e.dispatch_id = q.dispatch_id AND e.event = 'claimed'
-         ORDER BY e.id LIMIT 1) AS claimed_at
-FROM jenkins_jobs_queue q
-WHERE q.finished_at > now() - make_interval(secs => :window) AND q.status = 'cancelled'
-  AND q.cancel_requested_at IS NOT NULL AND q.jenkins_queue_id IS NULL AND q.build_number IS NULL
-  AND NOT EXISTS (SELECT 1 FROM jenkins_job_events e
-                  WHERE e.job_id = q.id AND e.dispatch_id = q.dispatch_id
-                    AND e.event IN ('late_trigger_cancelled', 'late_build_stopped', 'late_build_seen'));
+-- name: recently_finished_watched
+-- Final rows a request of whose dispatch may still land in Jenkins, settled within :window seconds: re-sent rows
+-- (a re-send whose answer was lost may land after the row settled, waiting RESEND_QUIET_SECONDS in Jenkins's
+-- queue), and rows an operator cancelled while their trigger was on its way that settled with nothing of them
+-- found in Jenkins (no queue id, no build), until a late arrival of theirs was handled (a late_* event):
+-- cancelled_in_flight. Reads the finished_at index; such rows are rare, and the history only for those.
+SELECT w.id, w.job_name, w.dispatch_id, w.cancelled_in_flight,
+       CASE WHEN w.cancelled_in_flight THEN
+           (SELECT e.at FROM jenkins_job_events e
+             WHERE e.job_id = w.id AND e.dispatch_id = w.dispatch_id AND e.event = 'claimed'
+             ORDER BY e.id LIMIT 1) END AS claimed_at
+FROM (
+    SELECT q.id, q.job_name, q.dispatch_id, q.resends,
+           q.status = 'cancelled' AND q.cancel_requested_at IS NOT NULL AND q.jenkins_queue_id IS NULL
+               AND q.build_number IS NULL
+               AND NOT EXISTS (SELECT 1 FROM jenkins_job_events e
+                               WHERE e.job_id = q.id AND e.dispatch_id = q.dispatch_id
+                                 AND e.event IN ('late_trigger_cancelled', 'late_build_stopped', 'late_build_seen'))
+               AS cancelled_in_flight
+    FROM jenkins_jobs_queue q
+    WHERE q.finished_at > now() - make_interval(secs => :window)
+      AND (q.resends > 0 OR (q.status = 'cancelled' AND q.cancel_requested_at IS NOT NULL))
+) w
+WHERE w.resends > 0 OR w.cancelled_in_flight;
 
 -- name: record_note
 -- History only, the row unchanged: what the reconciler saw or did in Jenkins for this dispatch (a duplicate
