@@ -130,6 +130,9 @@ def test_in_flight_counts_stats_and_the_waiting_reasons_count_one_job(queue):
     context = queue.waiting_context(list(VARIANTS))
     assert all(context.pause_of(name) is not None for name in VARIANTS)
     assert context.pause_of("other-job") is not None and context.pause_of("unpaused") is None
+    # `ls --job` and the bulk selections name a job the same way
+    assert sorted(r["job_name"] for r in queue.list_jobs(job_name="SLOW")) == sorted(VARIANTS)
+    assert queue.jobs_matching(final=False, job_name="Slow")[1] == 4
 
 
 def test_the_gauges_leave_out_every_spelling_of_a_paused_job(queue, db):
