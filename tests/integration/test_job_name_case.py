@@ -77,7 +77,6 @@ def test_case_variants_of_a_capped_job_are_never_two_in_flight_under_racing_clai
     assert failures == []
     assert db.run("SELECT COUNT(*) AS n FROM jenkins_jobs_queue WHERE status = 'completed'")[0]["n"] == 100
     assert peak["slow"] == 1, peak  # reached (so the check could fail), never passed
-    assert peak["other"] > 1, peak  # the cap is the slow job's only
 
 
 @pytest.mark.parametrize("capped", [False, True])
