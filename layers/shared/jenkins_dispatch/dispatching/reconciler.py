@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 
 from ..config import Settings
 from ..errors import DispatchError, JenkinsError, SearchInconclusive
-from ..jenkins.client import CancelResult, JenkinsClient
+from ..jenkins.client import LOOK_BACK_ITEMS, CancelResult, JenkinsClient
 from ..jenkins.jobs import job_path_error
 from ..observability import MetricUnit, logger, metrics, subsegment
 from ..store.queue import LEGACY_DISPATCH_PREFIX, ClaimedJob, ExpiredLease, Queue
@@ -247,9 +247,15 @@ class Reconciler:
         if row.claimed_at is not None and now["lease_expires_at"] is not None:
             resent_at = now["lease_expires_at"] - timedelta(seconds=self.settings.lease_seconds)
             began = max(0, int((resent_at - row.claimed_at).total_seconds() * 1000))
+        # Items our other rows hold need no look: each carries its own row's DISPATCH_ID.
+        ours = self.queue.queue_ids_between(resent - 1 - LOOK_BACK_ITEMS, resent)
         try:
-            cancelled = self.client.cancelled_item_with(row.job_name, row.dispatch_id, below=resent, began_ms_before=began)
-        except SearchInconclusive:
+            cancelled = self.client.cancelled_item_with(row.job_name, row.dispatch_id, below=resent,
+                                                        began_ms_before=began, skip=ours)
+        except (SearchInconclusive, JenkinsError) as exc:
+            # The re-send was just taken, so Jenkins answers: this look only failed; the re-send stands.
+            logger.warning("could not look for a person's cancel of the lost original",
+                           extra={"job_id": row.id, "dispatch_id": row.dispatch_id, "reason": str(exc)})
             return
         if cancelled is None:
             return

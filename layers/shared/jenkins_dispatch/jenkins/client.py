@@ -22,7 +22,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -86,8 +86,6 @@ SEARCH_CLOCK_SKEW_MS = 10 * 60 * 1000  # Jenkins's clock and the database's may 
 LOOK_BACK_ITEMS = 100
 # What it reads of each: small whatever the item's parameters (their names only).
 LOOK_BACK_FIELDS = "id,cancelled,inQueueSince,task[url],actions[parameters[name]]"
-# Slack on the look's time bound: the requests between the claim and the re-send took up to this much more.
-LOOK_BACK_MARGIN_MS = 60 * 1000
 # How long a whoAmI verdict is trusted: a pass (one client) asks once; a client kept across passes asks again.
 CREDENTIALS_CHECK_SECONDS = 60.0
 
@@ -554,25 +552,33 @@ class JenkinsClient:
         return matches
 
     def cancelled_item_with(self, job_name: str, dispatch_id: str, *, below: int, began_ms_before: int | None = None,
-                            most: int = LOOK_BACK_ITEMS) -> int | None:
+                            skip: Collection[int] = (), most: int = LOOK_BACK_ITEMS) -> int | None:
         """The id of a cancelled queue item of ``job_name`` carrying this DISPATCH_ID, looked for among the ``most``
-        queue ids below ``below``, newest first; None when there is none.
+        queue ids below ``below``, newest first; None when there is none, or when the look ran out of its time
+        (one HTTP timeout in all).
 
         Jenkins lists only live items (``Queue.getItems``; ``getLeftItems`` is not exported): a cancelled item, a
         LeftItem with ``cancelled: true``, can be read by its id alone, for five minutes after it left. Queue ids
         are handed out in order, so the item Jenkins made for a request sent before the one that got queue id
         ``below`` has a lower id. ``began_ms_before``: the dispatch began that long before item ``below`` was
         queued; the look stops at items queued before then (by Jenkins's own clock: item ``below`` is read first
-        for it, so no clock skew between Jenkins and the database matters). Another job's item we may not read
-        (403, ``Queue.Item.getApi``) or an id Jenkins does not know (404: forgotten, or never ours to see) is
-        passed over, not taken for a Jenkins-wide refusal.
+        for it, so no clock skew between Jenkins and the database matters). ``skip``: ids known to be other
+        dispatches' items, not read. Another job's item we may not read (403, ``Queue.Item.getApi``) or an id
+        Jenkins does not know (404: forgotten, or never ours to see) is passed over, not taken for a Jenkins-wide
+        refusal.
         """
+        deadline = time.monotonic() + self.timeout_seconds
         oldest = None
         if began_ms_before is not None:
             anchor = self._look_back_doc(int(below), "inQueueSince")
             if anchor is not None and isinstance(anchor.get("inQueueSince"), int):
-                oldest = anchor["inQueueSince"] - began_ms_before - LOOK_BACK_MARGIN_MS
+                # Less the time our requests took between the claim and the re-send (each within the timeout).
+                oldest = anchor["inQueueSince"] - began_ms_before - int(2 * self.timeout_seconds * 1000) - 1000
         for queue_id in range(int(below) - 1, max(int(below) - 1 - most, 0), -1):
+            if queue_id in skip:
+                continue
+            if time.monotonic() >= deadline:
+                return None
             doc = self._look_back_doc(queue_id, LOOK_BACK_FIELDS)
             if doc is None:
                 continue

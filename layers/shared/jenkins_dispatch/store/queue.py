@@ -456,6 +456,10 @@ class Queue:
         those, claimed_at."""
         return self._run("recently_finished_watched", window=float(window_seconds))
 
+    def queue_ids_between(self, low: int, high: int) -> set[int]:
+        """Jenkins queue ids our rows hold strictly between ``low`` and ``high``."""
+        return {r["queue_id"] for r in self._run("queue_ids_between", low=low, high=high)}
+
     def record_note(self, job_id: int, dispatch_id: str, event: str, detail: str) -> None:
         """History only (the row is unchanged): what the reconciler saw or did in Jenkins for this dispatch."""
         self._run("record_note", id=job_id, dispatch_id=dispatch_id, event=event, detail=detail)

@@ -502,6 +502,11 @@ FROM (
 ) w
 WHERE w.resends > 0 OR w.cancelled_in_flight;
 
+-- name: queue_ids_between
+-- Jenkins queue ids our rows hold between :low and :high (both excluded): see PostgreSQL's.
+SELECT jenkins_queue_id AS queue_id FROM jenkins_jobs_queue
+WHERE jenkins_queue_id > :low AND jenkins_queue_id < :high;
+
 -- name: record_note
 -- History only, the row unchanged: what the reconciler saw or did in Jenkins for this dispatch.
 INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)

@@ -489,6 +489,12 @@ FROM (
 ) w
 WHERE w.resends > 0 OR w.cancelled_in_flight;
 
+-- name: queue_ids_between
+-- Jenkins queue ids our rows hold between :low and :high (both excluded): items of other dispatches, which the
+-- reconciler's look back for a person's cancel need not read. The queue-id index, a short range.
+SELECT jenkins_queue_id AS queue_id FROM jenkins_jobs_queue
+WHERE jenkins_queue_id > CAST(:low AS bigint) AND jenkins_queue_id < CAST(:high AS bigint);
+
 -- name: record_note
 -- History only, the row unchanged: what the reconciler saw or did in Jenkins for this dispatch (a duplicate
 -- cancelled, a search that could not tell), so `show` tells the operator.
