@@ -77,6 +77,9 @@ class Reconciler:
         self.counts: Reconciled = summary.reconciled
         self.resend = resend
         self.log = log
+        # Looks back for a person's cancel share one HTTP timeout per pass: under a burst of lost answers they
+        # must not hold up the pass (its watches of settled rows come only at the next pass's start).
+        self._look_back_seconds = client.timeout_seconds
 
     def run(self, keep_going: Callable[[], bool]) -> bool:
         """Reconcile expired leases while ``keep_going()``; False if it had to stop early."""
@@ -237,6 +240,9 @@ class Reconciler:
         cancelled it before the search (Jenkins lists only live items). The re-send's queue id bounds where that
         original can be: a cancelled item of this dispatch below it was a person's doing, and overruling it would
         build what they stopped. The re-send, still held in Jenkins's queue, is then withdrawn."""
+        if self._look_back_seconds <= 0:
+            self.log("no time left in this pass to look for a person's cancel of the lost original", row)
+            return
         now = self.queue.get(row.id)
         resent = now["jenkins_queue_id"]
         if now["status"] != "processing" or now["dispatch_id"] != row.dispatch_id or resent is None:
@@ -249,14 +255,18 @@ class Reconciler:
             began = max(0, int((resent_at - row.claimed_at).total_seconds() * 1000))
         # Items our other rows hold need no look: each carries its own row's DISPATCH_ID.
         ours = self.queue.queue_ids_between(resent - 1 - LOOK_BACK_ITEMS, resent)
+        started = time.monotonic()
         try:
             cancelled = self.client.cancelled_item_with(row.job_name, row.dispatch_id, below=resent,
-                                                        began_ms_before=began, skip=ours)
+                                                        began_ms_before=began, skip=ours,
+                                                        seconds=self._look_back_seconds)
         except (SearchInconclusive, JenkinsError) as exc:
             # The re-send was just taken, so Jenkins answers: this look only failed; the re-send stands.
             logger.warning("could not look for a person's cancel of the lost original",
                            extra={"job_id": row.id, "dispatch_id": row.dispatch_id, "reason": str(exc)})
             return
+        finally:
+            self._look_back_seconds -= time.monotonic() - started
         if cancelled is None:
             return
         what = (f"its Jenkins queue item {cancelled} was cancelled in Jenkins (by a person: the trigger's answer had "
