@@ -12,7 +12,7 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from .faults import Faults
-from .model import Jenkins
+from .model import Jenkins, Job
 from .views import Response, build_json, json_response, queue_item_json
 
 PREFIX = "/_emulator/"
@@ -98,7 +98,8 @@ def control_answer(jenkins: Jenkins, faults: Faults, base_url: str, method: str,
                 raise ValueError('a user object needs its "name"')
             return json_response(set_user(jenkins, payload.pop("name"), **payload))
         if path == "jobs":
-            job = jenkins.set_job(payload.pop("path"), **payload) if payload.get("path") in jenkins.jobs else jenkins.add_job(payload)
+            known = isinstance(jenkins.find(str(payload.get("path", ""))), Job)  # found whatever its case, as Jenkins does
+            job = jenkins.set_job(payload.pop("path"), **payload) if known else jenkins.add_job(payload)
             return json_response({"path": job.path})
         if path == "restart":
             restart(jenkins, faults, float(payload.get("window_seconds", 1.0)), payload.get("kind", "restarting"))

@@ -32,6 +32,20 @@ def raw_encode(segment: str) -> str:
     return "".join(c if c in _RAW_ENCODE_SAFE else "".join(f"%{b:02X}" for b in c.encode()) for c in segment)
 
 
+def name_key(path: str) -> str:
+    """A job or folder path as Jenkins finds items: ``Jenkins.items`` and a folder's items are maps ordered by
+    ``String.CASE_INSENSITIVE_ORDER``, which compares two names character by character, equal when their upper
+    cases or the lower cases of those are equal. So ``DEPLOY`` is ``deploy``; each segment is looked up in its
+    folder that way, which the whole path's key gives ('/' has no case)."""
+    key = []
+    for char in path:
+        upper = char.upper()
+        upper = upper if len(upper) == 1 else char  # Java maps one char to one char: no "SS" for "ß"
+        lower = upper.lower()
+        key.append(lower if len(lower) == 1 else upper)
+    return "".join(key)
+
+
 def now_ms() -> int:
     """The wall clock in milliseconds, as Jenkins' timestamps are."""
     return int(time.time() * 1000)
@@ -259,6 +273,7 @@ class Jenkins:
             self.set_user(name, **spec)
         self.folders: dict[str, Folder] = {}
         self.jobs: dict[str, Job] = {}
+        self._paths: dict[str, str] = {}  # name_key(path) → the path as the job or folder was created
         for spec in config.get("folders") or ():
             self.add_folder(spec["path"] if isinstance(spec, dict) else spec, disabled=bool(isinstance(spec, dict) and spec.get("disabled")))
         for spec in config.get("jobs") or ():
@@ -284,12 +299,28 @@ class Jenkins:
 
     def add_folder(self, path: str, disabled: bool = False) -> Folder:
         with self.lock:
+            path = self._in_existing_folders(path)
             parts = path.split("/")
-            for depth in range(1, len(parts)):
-                self.folders.setdefault("/".join(parts[:depth]), Folder("/".join(parts[:depth])))
-            folder = self.folders.setdefault(path, Folder(path))
+            for depth in range(1, len(parts) + 1):
+                prefix = "/".join(parts[:depth])
+                if prefix not in self.folders:
+                    if isinstance(self.find(prefix), Job):
+                        raise ValueError(f"cannot make folder {prefix!r}: a job already exists with that name")
+                    self.folders[prefix] = Folder(prefix)
+                    self._paths[name_key(prefix)] = prefix
+            folder = self.folders[path]
             folder.disabled = disabled or folder.disabled
             return folder
+
+    def _in_existing_folders(self, path: str) -> str:
+        """``path`` with each leading segment that names an existing item spelled as that item is (Jenkins
+        creates an item inside the folder it finds, whatever case the request used)."""
+        parts = path.split("/")
+        for depth in range(len(parts), 0, -1):
+            found = self._paths.get(name_key("/".join(parts[:depth])))
+            if found is not None:
+                return "/".join([found, *parts[depth:]])
+        return path
 
     def add_job(self, spec: dict[str, Any]) -> Job:
         parameters = []
@@ -314,13 +345,22 @@ class Jenkins:
         )
         with self.lock:
             if "/" in job.path:
-                self.add_folder(job.path.rsplit("/", 1)[0])
+                job.path = self.add_folder(job.path.rsplit("/", 1)[0]).path + "/" + job.path.rsplit("/", 1)[1]
+            existing = self._paths.get(name_key(job.path))
+            if existing is not None and existing != job.path:
+                # ItemGroupMixIn.createProject → Jenkins.checkGoodName/… "A job already exists with the name"
+                raise ValueError(f"A job already exists with the name {existing!r}: {job.path!r} differs only in case")
+            if job.path in self.folders:
+                raise ValueError(f"A folder already exists with the name {job.path!r}")
             self.jobs[job.path] = job
+            self._paths[name_key(job.path)] = job.path
         return job
 
     def set_job(self, path: str, **changes: Any) -> Job:
         with self.lock:
-            job = self.jobs[path]
+            job = self.find(path)
+            if not isinstance(job, Job):
+                raise KeyError(path)
             for name, value in changes.items():
                 if name not in ("disabled", "concurrent", "duration_seconds", "result", "quiet_period_seconds", "refuse", "notify", "downstream"):
                     raise ValueError(f"cannot set {name!r} on a job")
@@ -395,7 +435,9 @@ class Jenkins:
         return self.settings.root_url or self.server_url
 
     def find(self, path: str) -> Job | Folder | None:
-        return self.jobs.get(path) or self.folders.get(path)
+        """The job or folder at ``path``, whatever the case of its names (see ``name_key``)."""
+        found = self._paths.get(name_key(path))
+        return None if found is None else (self.jobs.get(found) or self.folders.get(found))
 
     def is_buildable(self, job: Job) -> bool:
         if job.disabled:
@@ -577,8 +619,8 @@ class Jenkins:
         skipped, as Jenkins only logs it in the parent's console.
         """
         for spec in build.job.downstream:
-            child = self.jobs.get(spec["job"])
-            if spec.get("when", "completed") != when or child is None:
+            child = self.find(spec["job"])
+            if spec.get("when", "completed") != when or not isinstance(child, Job):
                 continue
             values = {d.name: parameter_text(v) for d, v in build.parameters} if spec.get("pass_parameters", True) else {}
             extra = {str(k): parameter_text(v) for k, v in (spec.get("parameters") or {}).items()}

@@ -242,7 +242,7 @@ class _Handler(BaseHTTPRequestHandler):
             if segments == ["queue", "cancelItem"]:
                 return self._cancel(method, form, permissions)
             if len(segments) >= 3 and segments[:2] == ["queue", "item"] and segments[2].isdigit():
-                return self._queue_item(method, int(segments[2]), segments[3:], tree)
+                return self._queue_item(method, int(segments[2]), segments[3:], tree, permissions)
             if segments[:1] == ["job"]:
                 return self._job_route(method, segments, form, tree, user, permissions)
         return not_found()
@@ -259,12 +259,15 @@ class _Handler(BaseHTTPRequestHandler):
                "authorities": ["authenticated"] if caller.user else ["anonymous"], "name": caller.user or "anonymous"}
         return api_answer(doc, tree)
 
-    def _queue_item(self, method: str, item_id: int, rest: list[str], tree: str | None) -> Response:
+    def _queue_item(self, method: str, item_id: int, rest: list[str], tree: str | None,
+                    permissions: Permissions) -> Response:
         jenkins = self.server.emulator.jenkins
         item = jenkins.items.get(item_id)
-        if item is None:
+        if item is None or not permissions.may_discover(item.job.path):  # Queue.Item.getApi: null without Discover
             return not_found()
         if rest == ["api", "json"]:
+            if not permissions.may_read(item.job.path):  # ... and AccessDeniedException without Read
+                return access_denied(f"Please log in to access {Jenkins.relative_url(item.job.path)}")
             return api_answer(queue_item_json(jenkins, item), tree)
         if rest == []:
             text = f"Queue item exists. For details check, for example, {jenkins.base_url}queue/item/{item_id}/api/json?tree=cancelled,executable[url]"
@@ -296,9 +299,12 @@ class _Handler(BaseHTTPRequestHandler):
         while position + 1 < len(segments) and segments[position] == "job":
             names.append(segments[position + 1])
             position += 2
-            path = "/".join(names)
-            if jenkins.find(path) is None:
+            found = jenkins.find("/".join(names))
+            if found is None:
                 return not_found()
+            # Jenkins finds items whatever the case of the URL's names; permissions are the item's own.
+            path = found.path
+            names = path.split("/")
             # Jenkins.getItem / AbstractFolder.getItem: without Item/Read, Discover gets a 403, else it is a 404.
             if not permissions.may_read(path):
                 if permissions.may_discover(path):

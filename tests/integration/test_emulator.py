@@ -232,6 +232,16 @@ def test_listings_hide_what_the_user_may_not_read(restricted) -> None:
     assert len(get(restricted, "queue/api/json").json()["items"]) == 2
 
 
+def test_a_queue_item_of_a_job_the_user_may_not_read_is_403_with_discover_else_404(restricted) -> None:
+    """Queue.Item.getApi: null without Job/Discover (404), AccessDeniedException without Job/Read (403)."""
+    assert post(restricted, "job/hidden/buildWithParameters", {"DISPATCH_ID": "q1"}).status_code == 201
+    assert post(restricted, "job/private/buildWithParameters", {"DISPATCH_ID": "q2"}).status_code == 201
+    hidden = get(restricted, "queue/item/1/api/json", auth=DISPATCH)
+    assert hidden.status_code == 403 and "Please log in to access job/hidden/" in hidden.text
+    assert get(restricted, "queue/item/2/api/json", auth=DISPATCH).status_code == 404
+    assert get(restricted, "queue/item/1/api/json").json()["id"] == 1  # admin
+
+
 def test_permissions_change_at_run_time_through_the_control_api(restricted) -> None:
     control = restricted.base_url + "_emulator/"
     forbidden = "job/team/job/app/job/deploy/buildWithParameters"
@@ -552,3 +562,36 @@ def test_python_jenkins_can_drive_it(jenkins) -> None:
 
 
 # --- the command line ----------------------------------------------------------------------------------------
+
+
+# --- item names, whatever their case --------------------------------------------------------------------------
+
+
+def test_items_are_found_whatever_the_case_of_their_names_like_jenkins(jenkins) -> None:
+    """Jenkins.items and a folder's items are maps ordered by String.CASE_INSENSITIVE_ORDER (core Jenkins.java,
+    cloudbees-folder AbstractFolder.java): /job/DEPLOY/ is job `deploy`, and answers under its own name."""
+    info = get(jenkins, "job/DEPLOY/api/json").json()
+    assert (info["name"], info["fullName"], info["url"]) == ("deploy", "deploy", f"{jenkins.base_url}job/deploy/")
+    assert get(jenkins, "job/TEAM/job/App/job/Deploy/api/json").json()["fullName"] == "team/app/deploy"
+    assert get(jenkins, "job/test%20JOB/api/json").status_code == 200
+    assert get(jenkins, "job/DÉPLOIEMENT%20ÜNÏ/api/json").json()["fullName"] == "déploiement ünï"
+    response = post(jenkins, "job/Deploy/buildWithParameters", {"DISPATCH_ID": "cased"})
+    assert response.status_code == 201
+    item = wait_json(jenkins, "queue/item/1/api/json", lambda d: d.get("executable"))
+    assert item["task"]["url"] == f"{jenkins.base_url}job/deploy/"
+    assert [b.number for b in jenkins.builds("deploy")] == [1]
+    # Builds and stops go to the one job as well.
+    assert get(jenkins, "job/DEPLOY/1/api/json").json()["url"] == f"{jenkins.base_url}job/deploy/1/"
+    assert get(jenkins, "job/deploy2/api/json").status_code == 404
+
+
+def test_a_second_item_differing_only_in_case_is_refused_like_jenkins(jenkins) -> None:
+    """Jenkins refuses to create it ("A job already exists with the name"): a config or the control API cannot."""
+    with pytest.raises(ValueError, match="already exists"):
+        jenkins.add_job({"path": "DEPLOY", "parameters": ["DISPATCH_ID"]})
+    answer = requests.post(jenkins.base_url + "_emulator/jobs", json={"path": "Team/App/Other"}, timeout=5)
+    assert answer.status_code == 200 and answer.json() == {"path": "team/app/Other"}
+    assert get(jenkins, "job/team/job/app/job/other/api/json").json()["fullName"] == "team/app/Other"
+    changed = requests.post(jenkins.base_url + "_emulator/jobs", json={"path": "WAITING", "quiet_period_seconds": 1},
+                            timeout=5)
+    assert changed.json() == {"path": "waiting"}

@@ -179,7 +179,7 @@ def test_a_migration_that_stopped_part_way_is_resumed(mysql_url, mysql_db):
 
 def test_a_queue_migrated_before_0003_gains_its_column_and_indexes_in_place(mysql_db):
     """A database migrated by 0001 and 0002 as they were before 0003 existed, holding rows: no open_job_key,
-    the claim-changed indexes without the claim order. migrate applies 0003 alone: the column and its index are
+    the claim-changed indexes without the claim order. migrate applies 0003 (and the later files): the column and its index are
     added, the three indexes made again in claim order, and every unfinished row is keyed as its job's cap and
     pause are (a final row not at all). The files after 0003 run after it, as on any database that lacks them."""
     migrate(mysql_db)

@@ -398,6 +398,11 @@ def test_parameters_read_as_text_keep_every_number_as_written() -> None:
         ("http://ci/job/repo/job/feature%252Ffoo/", "repo/feature%2Ffoo", True),
         ("http://ci/job/deploy/", "deploy2", False),
         ("http://ci/view/all/", "deploy", False),
+        # Jenkins finds items whatever their case: its task url spells the job as it was created.
+        ("http://ci/job/slow/", "SLOW", True),
+        ("http://ci/job/Team/job/App/", "team/app", True),
+        ("http://ci/job/d%C3%A9ploiement/", "DÉPLOIEMENT", True),
+        ("http://ci/job/slow/", "slow2", False),
     ],
 )
 def test_queue_task_urls_are_matched_to_jobs(url, job, expected) -> None:

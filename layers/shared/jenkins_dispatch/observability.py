@@ -55,6 +55,8 @@ CATALOGUE: dict[str, tuple[MetricUnit, str]] = {
     "SearchInconclusive": (MetricUnit.Count, "Searches for a dispatch in Jenkins that could not tell."),
     "DuplicatesCancelled": (MetricUnit.Count, "Copies of a dispatch cancelled in Jenkins's queue."),
     "DuplicatesSeen": (MetricUnit.Count, "Copies of a dispatch seen in Jenkins that could not be cancelled."),
+    "LateArrivalsAfterCancel": (MetricUnit.Count, "Triggers of cancelled jobs that reached Jenkins late, then were "
+                                                  "cancelled, stopped or seen finished."),
     "JenkinsUnavailable": (MetricUnit.Count, "Passes stopped because Jenkins as a whole failed (down, 5xx, 401/403)."),
     "PassesCompleted": (MetricUnit.Count, "Dispatcher passes that ran to their end."),
     "PassDurationMs": (MetricUnit.Milliseconds, "How long dispatcher passes took."),

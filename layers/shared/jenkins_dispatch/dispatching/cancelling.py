@@ -6,7 +6,9 @@ Outcomes, and how the row ends:
 - a queue item cancelled, or a running build asked to stop → ``cancelled``;
 - the build had already finished → settled from the build's real result (``decisions.final_status``),
   saying the cancel came too late;
-- nothing in Jenkins, and no trigger can still be in flight → ``cancelled`` ("nothing reached Jenkins").
+- nothing in Jenkins once our request for it has ended (after the lease) → ``cancelled``; Jenkins may still act
+  on that request later, so the reconciler watches such a row and cancels or stops a late arrival
+  (``Reconciler._watch_recently_finished``).
 """
 
 from __future__ import annotations

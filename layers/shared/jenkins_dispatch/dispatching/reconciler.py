@@ -12,7 +12,14 @@ Jenkins, and:
   (Jenkins never saw the earlier one), at most ``MAX_RESENDS`` times — and held ``RESEND_QUIET_SECONDS``
   in Jenkins's queue, so an original that Jenkins acts on late merges with it instead of building twice;
 - a re-sent row is watched: a second queue item with its DISPATCH_ID (a late original that arrived after
-  the re-send left the queue) is cancelled while it is still queued, and recorded in the row's history.
+  the re-send left the queue) is cancelled while it is still queued, and recorded in the row's history;
+- a person's cancel in Jenkins wins: after a first re-send, the queue ids below the re-send's are read back to
+  the claim for a cancelled item of the dispatch (Jenkins lists only live items; a cancelled one is readable
+  by its id for five minutes): if a person cancelled the original, the re-send is withdrawn while it still
+  waits in Jenkins's queue, and the row fails saying so;
+- a row an operator cancelled while its trigger was on its way is watched like a re-sent one: a late arrival
+  of that trigger is cancelled (queued) or stopped (running), and written into the row's history; the row
+  stays cancelled.
 
 It never claims new work and never sends anything a second time without having searched first.
 """
@@ -22,10 +29,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 
 from ..config import Settings
 from ..errors import DispatchError, JenkinsError, SearchInconclusive
-from ..jenkins.client import CancelResult, JenkinsClient
+from ..jenkins.client import LOOK_BACK_ITEMS, CancelResult, JenkinsClient
 from ..jenkins.jobs import job_path_error
 from ..observability import MetricUnit, logger, metrics, subsegment
 from ..store.queue import LEGACY_DISPATCH_PREFIX, ClaimedJob, ExpiredLease, Queue
@@ -69,10 +77,13 @@ class Reconciler:
         self.counts: Reconciled = summary.reconciled
         self.resend = resend
         self.log = log
+        # Looks back for a person's cancel share one HTTP timeout per pass: under a burst of lost answers they
+        # must not hold up the pass (its watches of settled rows come only at the next pass's start).
+        self._look_back_seconds = client.timeout_seconds
 
     def run(self, keep_going: Callable[[], bool]) -> bool:
         """Reconcile expired leases while ``keep_going()``; False if it had to stop early."""
-        self._watch_settled_resends()
+        self._watch_recently_finished()
         while keep_going():
             with subsegment("db.take_expired_leases"):
                 expired = self.queue.take_expired_leases(EXPIRED_PER_TAKE)
@@ -223,6 +234,52 @@ class Reconciler:
                          max_attempts=row.max_attempts, dispatch_id=row.dispatch_id)
         self.log("re-sending with the same DISPATCH_ID", job, resend=resends, quiet_seconds=quiet)
         self.resend(job, quiet)
+        if row.resends == 0:  # before a first re-send nothing of ours cancelled an item of this dispatch
+            self._honour_a_persons_cancel(row)
+
+    def _honour_a_persons_cancel(self, row: ExpiredLease) -> None:
+        """The search found nothing: either Jenkins never queued the lost original, or it did and a person
+        cancelled it before the search (Jenkins lists only live items). The re-send's queue id bounds where that
+        original can be: a cancelled item of this dispatch below it was a person's doing, and overruling it would
+        build what they stopped. The re-send, still held in Jenkins's queue, is then withdrawn."""
+        if self._look_back_seconds <= 0:
+            self.log("no time left in this pass to look for a person's cancel of the lost original", row)
+            return
+        now = self.queue.get(row.id)
+        resent = now["jenkins_queue_id"]
+        if now["status"] != "processing" or now["dispatch_id"] != row.dispatch_id or resent is None:
+            return  # the re-send was not taken, or the row moved on meanwhile
+        # How long before the re-send the dispatch began, by the database's clock (the lease the re-send's record
+        # renewed ends one lease after it): the look back stops there, measured on Jenkins's clock.
+        began = None
+        if row.claimed_at is not None and now["lease_expires_at"] is not None:
+            resent_at = now["lease_expires_at"] - timedelta(seconds=self.settings.lease_seconds)
+            began = max(0, int((resent_at - row.claimed_at).total_seconds() * 1000))
+        # Items our other rows hold need no look: each carries its own row's DISPATCH_ID.
+        ours = self.queue.queue_ids_between(resent - 1 - LOOK_BACK_ITEMS, resent)
+        started = time.monotonic()
+        try:
+            cancelled = self.client.cancelled_item_with(row.job_name, row.dispatch_id, below=resent,
+                                                        began_ms_before=began, skip=ours,
+                                                        seconds=self._look_back_seconds)
+        except (SearchInconclusive, JenkinsError) as exc:
+            # The re-send was just taken, so Jenkins answers: this look only failed; the re-send stands.
+            logger.warning("could not look for a person's cancel of the lost original",
+                           extra={"job_id": row.id, "dispatch_id": row.dispatch_id, "reason": str(exc)})
+            return
+        finally:
+            self._look_back_seconds -= time.monotonic() - started
+        if cancelled is None:
+            return
+        what = (f"its Jenkins queue item {cancelled} was cancelled in Jenkins (by a person: the trigger's answer had "
+                "been lost, so the search after the lease could not see it)")
+        if self.client.cancel_queue_item(resent) is not CancelResult.CANCELLED:
+            # Already started: the row follows that build; the history says whose cancel it overran.
+            self.queue.record_note(row.id, row.dispatch_id, "duplicate_seen",
+                                   f"{what}; its re-send, queue item {resent}, had already left the queue")
+            return
+        self._fail(row, f"{what}; its re-send, queue item {resent}, was withdrawn before it ran — not sent again; "
+                        f"`jenkins-dispatch retry {row.id}` runs it")
 
     def _carry_out_cancel(self, row: ExpiredLease) -> None:
         """An operator cancelled the row while its trigger was in flight. Its lease has run out, so that
@@ -239,7 +296,8 @@ class Reconciler:
                            extra={"job_id": row.id, "dispatch_id": row.dispatch_id, "reason": str(exc)})
             return
         if not stopped.found:
-            stopped = replace(stopped, note="nothing of it reached Jenkins")
+            # Its trigger's answer never came: Jenkins may still act on it (_watch_recently_finished).
+            stopped = replace(stopped, note="nothing of it in Jenkins so far; a late arrival is cancelled when seen")
         status = settle_stopped(self.queue, row.id, row.dispatch_id, stopped,
                                 "cancelled by operator while its trigger was in flight", actor="reconciler",
                                 unstable_is_success=self.settings.unstable_is_success)
@@ -282,14 +340,60 @@ class Reconciler:
         self.log("adopted the build of a late original", row, build_number=built.build_number)
         return True
 
-    def _watch_settled_resends(self) -> None:
-        """A re-send whose answer was lost can land after its row settled (the original built meanwhile): for
-        as long as it could still appear, its queued items are cancelled."""
-        window = self.settings.lease_seconds + self.settings.resend_quiet_seconds + 2 * self.client.timeout_seconds
-        for row in self.queue.recently_finished_resends(window):
+    def _watch_window(self) -> float:
+        """How long after a row settled a request of its dispatch may still land in Jenkins: its lease, the quiet
+        period a re-send waits, and twice the HTTP timeout."""
+        return self.settings.lease_seconds + self.settings.resend_quiet_seconds + 2 * self.client.timeout_seconds
+
+    def _watch_recently_finished(self) -> None:
+        """Requests of a settled row's dispatch that may still land in Jenkins, for as long as they could:
+
+        - a re-send whose answer was lost can land after its row settled (the original built meanwhile): its queued
+          items are cancelled;
+        - an operator's cancel of a row whose trigger was on its way settled it `cancelled` once the lease showed
+          nothing in Jenkins, but Jenkins may act on that trigger later still: whatever carries the row's
+          DISPATCH_ID is cancelled (queued) or stopped (running), and the row's history says what was done; the
+          row itself stays cancelled, and is left once a late arrival was handled.
+        """
+        for row in self.queue.recently_finished_watched(self._watch_window()):
             self.counts.watching += 1
+            if row["cancelled_in_flight"]:
+                self._stop_late_arrival(row)
+                continue
             items = self.client.queued_items_with(row["job_name"], row["dispatch_id"])
             self._cancel_items(row["id"], row["dispatch_id"], items, "a re-send that landed after its job had finished")
+
+    def _stop_late_arrival(self, row) -> None:
+        job_name, dispatch_id = row["job_name"], row["dispatch_id"]
+        for item in self.client.queued_items_with(job_name, dispatch_id):
+            if self.client.cancel_queue_item(item) is CancelResult.CANCELLED:
+                self._late_arrival(row, "late_trigger_cancelled",
+                                   f"cancelled Jenkins queue item {item}: the trigger of this cancelled job reached "
+                                   "Jenkins after the cancel")
+                return
+        # Builds after the queue: an item that starts between the two reads is found here.
+        claimed_at = row["claimed_at"]
+        since_ms = int(claimed_at.timestamp() * 1000) if isinstance(claimed_at, datetime) else None
+        try:
+            built = self.client.find_build_by_dispatch_id(job_name, dispatch_id, since_ms=since_ms)
+        except SearchInconclusive:
+            return  # looked at again next pass
+        if built is None:
+            return
+        if built.building:
+            self.client.stop_build(job_name, built.build_number)
+            self._late_arrival(row, "late_build_stopped",
+                               f"asked Jenkins to stop build #{built.build_number}, which the trigger of this "
+                               "cancelled job started after the cancel")
+        else:
+            self._late_arrival(row, "late_build_seen",
+                               f"build #{built.build_number} ran after the cancel ({built.result}): the trigger "
+                               "reached Jenkins late and the build ended before it was seen")
+
+    def _late_arrival(self, row, event: str, detail: str) -> None:
+        metrics.add_metric(name="LateArrivalsAfterCancel", unit=MetricUnit.Count, value=1)
+        self.queue.record_note(row["id"], row["dispatch_id"], event, detail)
+        logger.warning(detail, extra={"job_id": row["id"], "dispatch_id": row["dispatch_id"]})
 
     def _cancel_items(self, job_id: int, dispatch_id: str, items: list[int], what: str) -> None:
         """Cancel these queue items of one dispatch (copies), each written in the job's history."""

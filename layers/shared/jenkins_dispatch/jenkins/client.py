@@ -22,7 +22,8 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -83,6 +84,11 @@ _CONNECT_SHARE_CAP_SECONDS = 5.0
 SEARCH_MAX_BUILDS = 5000
 SEARCH_MAX_QUEUE_ITEMS = 20000
 SEARCH_CLOCK_SKEW_MS = 10 * 60 * 1000  # Jenkins's clock and the database's may disagree by this much
+# A look back for a cancelled item reads at most this many queue ids below the one it starts from.
+LOOK_BACK_ITEMS = 100
+# What it reads of each: small whatever the item's parameters (their names only); that many at a time.
+LOOK_BACK_FIELDS = "id,cancelled,inQueueSince,task[url],actions[parameters[name]]"
+LOOK_BACK_PARALLEL = 8
 # How long a whoAmI verdict is trusted: a pass (one client) asks once; a client kept across passes asks again.
 CREDENTIALS_CHECK_SECONDS = 60.0
 
@@ -547,6 +553,59 @@ class JenkinsClient:
                 if first_only:
                     return matches
         return matches
+
+    def cancelled_item_with(self, job_name: str, dispatch_id: str, *, below: int, began_ms_before: int | None = None,
+                            skip: Collection[int] = (), most: int = LOOK_BACK_ITEMS,
+                            seconds: float | None = None) -> int | None:
+        """The id of a cancelled queue item of ``job_name`` carrying this DISPATCH_ID, looked for among the ``most``
+        queue ids below ``below``, newest first; None when there is none, or when the look ran out of its time
+        (``seconds``, by default one HTTP timeout, in all).
+
+        Jenkins lists only live items (``Queue.getItems``; ``getLeftItems`` is not exported): a cancelled item, a
+        LeftItem with ``cancelled: true``, can be read by its id alone, for five minutes after it left. Queue ids
+        are handed out in order, so the item Jenkins made for a request sent before the one that got queue id
+        ``below`` has a lower id. ``began_ms_before``: the dispatch began that long before item ``below`` was
+        queued; the look stops at items queued before then (by Jenkins's own clock: item ``below`` is read first
+        for it, so no clock skew between Jenkins and the database matters). ``skip``: ids known to be other
+        dispatches' items, not read. The items are read ``LOOK_BACK_PARALLEL`` at a time, each for a few fields.
+        Another job's item we may not read (403, ``Queue.Item.getApi``) or an id Jenkins does not know (404:
+        forgotten, or never ours to see) is passed over, not taken for a Jenkins-wide refusal.
+        """
+        deadline = time.monotonic() + (self.timeout_seconds if seconds is None else seconds)
+        oldest = None
+        if began_ms_before is not None:
+            anchor = self._look_back_doc(int(below), "inQueueSince")
+            if anchor is not None and isinstance(anchor.get("inQueueSince"), int):
+                # Less the time the re-send's request took before it was recorded (within the timeout).
+                oldest = anchor["inQueueSince"] - began_ms_before - int(self.timeout_seconds * 1000) - 500
+        wanted = [i for i in range(int(below) - 1, max(int(below) - 1 - most, 0), -1) if i not in skip]
+        with ThreadPoolExecutor(max_workers=LOOK_BACK_PARALLEL, thread_name_prefix="look-back") as pool:
+            for first in range(0, len(wanted), LOOK_BACK_PARALLEL):
+                if time.monotonic() >= deadline:
+                    return None
+                ids = wanted[first:first + LOOK_BACK_PARALLEL]
+                docs = pool.map(lambda queue_id: self._look_back_doc(queue_id, LOOK_BACK_FIELDS), ids)
+                for queue_id, doc in zip(ids, docs, strict=True):  # newest first
+                    if doc is None:
+                        continue
+                    queued_at = doc.get("inQueueSince")
+                    if oldest is not None and isinstance(queued_at, int) and queued_at < oldest:
+                        return None  # queued before the dispatch began: older ids cannot be its items either
+                    if (doc.get("cancelled") is True
+                            and job_url_matches(str((doc.get("task") or {}).get("url") or ""), job_name)
+                            and self._dispatch_id_by_position(f"queue/item/{queue_id}/api/json", doc,
+                                                              f"queue item {queue_id}") == dispatch_id):
+                        return queue_id
+        return None
+
+    def _look_back_doc(self, queue_id: int, fields: str) -> dict[str, Any] | None:
+        """Queue item ``queue_id`` read with ``fields``; None when we may not read it (403) or Jenkins does not
+        know it (404)."""
+        what = f"queue item {queue_id}"
+        answer = self._get(f"queue/item/{queue_id}/api/json?tree={fields}", what, time.monotonic() + self.timeout_seconds)
+        if answer.status in (403, 404):
+            return None
+        return self._json_of(answer, what)
 
     def _search_builds(self, job_name: str, dispatch_id: str, oldest_wanted: int | None) -> Found | None:
         end = self.search_window if oldest_wanted is None else SEARCH_MAX_BUILDS

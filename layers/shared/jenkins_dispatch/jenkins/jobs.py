@@ -107,10 +107,25 @@ def form_value(value: Any) -> str | None:
     return _json_text(value)
 
 
+def item_name_key(name: str) -> str:
+    """An item name (or path) as Jenkins compares them: ``Jenkins.items`` and a folder's items are maps ordered by
+    ``String.CASE_INSENSITIVE_ORDER``, under which two characters are equal when their upper cases, or the lower
+    cases of those, are. ``DEPLOY`` names the job ``deploy``."""
+    key = []
+    for char in name:
+        upper = char.upper()
+        upper = upper if len(upper) == 1 else char  # Java maps a char to one char: no "SS" for "ß"
+        lower = upper.lower()
+        key.append(lower if len(lower) == 1 else upper)
+    return "".join(key)
+
+
 def job_url_matches(task_url: str, job_name: str) -> bool:
     """Whether a queue item's ``task.url`` (absolute, host from Jenkins' own root URL) names ``job_name``.
 
-    Compares only the ``job/…/job/…/`` tail, decoded, so the host and context path do not matter.
+    Compares only the ``job/…/job/…/`` tail, decoded, so the host and context path do not matter; names compare
+    as Jenkins finds items (``item_name_key``): Jenkins spells the job as it was created, the row as it was
+    enqueued.
     """
     segments = [unquote(s) for s in urlsplit(task_url).path.split("/") if s]
     try:
@@ -120,4 +135,4 @@ def job_url_matches(task_url: str, job_name: str) -> bool:
     tail = segments[first:]
     if len(tail) % 2 or any(tail[i] != "job" for i in range(0, len(tail), 2)):
         return False
-    return tail[1::2] == job_name.split("/")
+    return [item_name_key(n) for n in tail[1::2]] == [item_name_key(n) for n in job_name.split("/")]

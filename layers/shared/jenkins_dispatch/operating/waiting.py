@@ -38,7 +38,10 @@ class Waiting:
 
 
 def when(moment: datetime) -> str:
-    """A moment as people read it in this tool: UTC, to the second."""
+    """A moment as people read it in this tool: UTC, to the second. A time no datetime can hold (``OddTime``: past
+    the year 9999, BC, a MySQL zero date) is shown as the database wrote it."""
+    if not isinstance(moment, datetime):
+        return str(moment)
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
@@ -87,8 +90,12 @@ def why_waiting(
         return None
     if pause is not None:
         return _paused(pause)
-    scheduled_at: datetime = row["scheduled_at"]
-    if scheduled_at > now:
+    scheduled_at = row["scheduled_at"]
+    readable = isinstance(scheduled_at, datetime)
+    if not readable and getattr(scheduled_at, "later", False):  # an OddTime past the year 9999
+        return Waiting("not_due", f"not due until {when(scheduled_at)}, later than any time this tool can show: "
+                                  "never taken (give it a scheduled_at up to 9999-12-31, or cancel it)")
+    if readable and scheduled_at > now:
         left = duration((scheduled_at - now).total_seconds())
         if row["attempts"] > 0:
             error = f": {row['last_error']}" if row.get("last_error") else ""
@@ -104,5 +111,5 @@ def why_waiting(
     if jenkins_unavailable is not None:
         return Waiting("jenkins_unavailable",
                        f"Jenkins unavailable since {when(jenkins_unavailable.since)}: {jenkins_unavailable.reason}")
-    return Waiting("due", f"due for {duration((now - scheduled_at).total_seconds())}: the next dispatcher pass "
-                          "takes it")
+    since = f"for {duration((now - scheduled_at).total_seconds())}" if readable else f"since {when(scheduled_at)}"
+    return Waiting("due", f"due {since}: the next dispatcher pass takes it")

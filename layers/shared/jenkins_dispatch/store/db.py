@@ -29,6 +29,22 @@ IDLE_CHECK_SECONDS = 30.0
 Row = dict
 
 
+class OddTime(str):
+    """A time the database holds that Python's datetime cannot: past the year 9999 or before the year 1 (pg8000
+    hands such a timestamptz over as text) or no time at all (a MySQL zero date, which PyMySQL hands over as text).
+    The table refuses them in scheduled_at now, but older rows, and other columns written by hand, may hold one.
+    Kept as the database's own text, so that every reader shows it as it is; ``later`` says on which side of every
+    readable time it lies (a zero date sorts before every date, as MySQL orders it)."""
+
+    __slots__ = ()
+
+    @property
+    def later(self) -> bool:
+        """Whether it lies after every time a datetime can hold (else before all of them)."""
+        year = self.split("-", 1)[0]
+        return not self.rstrip().endswith("BC") and year.isdigit() and int(year) > 9999
+
+
 def tls_context(settings: DatabaseSettings) -> ssl.SSLContext:
     """System roots (RDS Proxy uses ACM certificates) plus the RDS CA bundle (instance endpoints)."""
     context = ssl.create_default_context()

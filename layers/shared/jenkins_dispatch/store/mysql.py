@@ -26,11 +26,11 @@ from decimal import Decimal
 from functools import lru_cache
 
 import pymysql
-from pymysql.constants import CLIENT
+from pymysql.constants import CLIENT, FIELD_TYPE
 
 from ..config import DatabaseSettings
 from ..errors import DatabaseBusy, DatabaseUnavailable, SchemaMissing
-from .db import Database, DatabaseError, Row, _iam_token, tls_context
+from .db import Database, DatabaseError, OddTime, Row, _iam_token, tls_context
 
 # Error numbers after which the session is gone (server shutdown, connection killed, lost, gone away, idle
 # too long) and those that only mean "not now" (a lock wait or statement time limit, a deadlock victim).
@@ -40,6 +40,8 @@ _BUSY = {1205, 1213, 3024, 1969, 3572}
 # hold (wrong time, number or JSON text, too long, out of range).
 _INVALID_INPUT = {1062, 3819, 4025, 1048, 1292, 1366, 1264, 1406, 3140, 1265, 1411}
 _TABLE_MISSING = 1146
+# PyMySQL hands over as text what a datetime cannot hold: zero dates (see OddTime).
+_TIME_TYPES = (FIELD_TYPE.DATETIME, FIELD_TYPE.TIMESTAMP, FIELD_TYPE.DATE, FIELD_TYPE.NEWDATE)
 
 _PARAMETER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 _DECODE = re.compile(r"^\s*-- decode:(.*)$", re.M)
@@ -76,9 +78,11 @@ def _parameter(value):
     return value
 
 
-def _value(value, kind: str | None):
+def _value(value, kind: str | None, time_column: bool = False):
     if value is None:
         return None
+    if time_column and isinstance(value, str):
+        return OddTime(value)
     if kind == "bool":
         return bool(int(value))
     if kind == "json":
@@ -221,7 +225,9 @@ class MysqlDatabase(Database):
                 while True:
                     if cursor.description is not None:
                         names = [d[0] for d in cursor.description]
-                        rows = [{name: _value(value, decode.get(name)) for name, value in zip(names, row, strict=True)}
+                        times = [d[1] in _TIME_TYPES for d in cursor.description]
+                        rows = [{name: _value(value, decode.get(name), time)
+                                 for name, value, time in zip(names, row, times, strict=True)}
                                 for row in cursor.fetchall()]
                     self.last_row_count = max(cursor.rowcount, 0)
                     if not cursor.nextset():

@@ -18,7 +18,7 @@ from pg8000.exceptions import InterfaceError
 
 from ..config import DatabaseSettings
 from ..errors import DatabaseBusy, DatabaseUnavailable, SchemaMissing
-from .db import Database, DatabaseError, Row, _iam_token, tls_context
+from .db import Database, DatabaseError, OddTime, Row, _iam_token, tls_context
 
 # SQLSTATEs after which the session is gone (the server ended it: failover, pg_terminate_backend,
 # shutdown) and those that only mean "not now" (a lock or statement timeout, a deadlock victim).
@@ -26,6 +26,8 @@ _SESSION_ENDED = ("57P01", "57P02", "57P03", "08000", "08003", "08006")
 _BUSY = ("55P03", "57014", "40P01", "40001")
 # The data broke a rule: a CHECK, a unique key, NOT NULL, or text that is not a number, JSON or a time.
 _INVALID_INPUT = ("23514", "23505", "23502", "22P02", "22P05", "22021", "22007", "22008", "22003")
+# date, timestamp, timestamptz: pg8000 hands over as text what a datetime cannot hold (see OddTime).
+_TIME_TYPES = (1082, 1114, 1184)
 
 
 def _reason(exc: BaseException) -> str:
@@ -166,6 +168,9 @@ class PostgresDatabase(Database):
         if not rows:
             return []
         names = [c["name"] for c in context.columns]
+        times = [i for i, c in enumerate(context.columns) if c.get("type_oid") in _TIME_TYPES]
+        if times:
+            rows = [_odd_times_marked(row, times) for row in rows]
         return [dict(zip(names, row, strict=True)) for row in rows]
 
     # ------------------------------------------------------------------ notifications
@@ -195,6 +200,16 @@ class PostgresDatabase(Database):
             if channel in self._listening:
                 payloads.append(payload)
         return payloads
+
+
+def _odd_times_marked(row: list, times: list[int]) -> list:
+    """The row with each time that came back as text (out of datetime's range) as an OddTime."""
+    if any(isinstance(row[i], str) for i in times):
+        row = list(row)
+        for i in times:
+            if isinstance(row[i], str):
+                row[i] = OddTime(row[i])
+    return row
 
 
 def _readable(conn: pg8000.native.Connection, timeout: float) -> bool:

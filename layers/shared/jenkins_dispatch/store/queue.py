@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -118,17 +118,38 @@ class ResumeResult:
 class WaitingContext:
     """What decides why pending rows wait, read once for a page of rows (``Queue.waiting_context``)."""
 
-    caps: dict[str, int]  # job_name → its cap (only the jobs that have one)
-    in_flight: dict[str, int]  # job_name → processing rows
+    caps: dict[str, int]  # job_name → its job's cap (only the jobs that have one; any spelling of the name)
+    in_flight: dict[str, int]  # job_name → its job's processing rows (every spelling of the name)
     total_in_flight: int
     pauses: list[Pause]
     jenkins_unavailable_since: datetime | None = None  # as the live dispatchers last found Jenkins
     jenkins_reason: str | None = None
+    paused_as: dict[str, str] = field(default_factory=dict)  # job_name → the name its job's pause was given
 
     def pause_of(self, job_name: str) -> Pause | None:
-        """The pause holding ``job_name`` back: everything's first (it says most), else the job's own."""
+        """The pause holding ``job_name`` back: everything's first (it says most), else its job's own, under
+        whichever spelling that pause was given."""
         found = {p.job_name: p for p in self.pauses}
-        return found.get(None) or found.get(job_name)
+        return found.get(None) or found.get(self.paused_as.get(job_name, job_name))
+
+
+SCHEDULED_AT_LATEST = datetime(9999, 12, 31, tzinfo=UTC)  # the table's bound: later times no reader can hold
+
+
+def _scheduled_at(value: str | datetime | None) -> str | None:
+    """A scheduled_at given to ``enqueue``, as the ISO text both dialects read: ISO 8601 (no zone means UTC) up to
+    9999-12-31 00:00 UTC (the table refuses later times, which no reader can show)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            raise InvalidInput(f"scheduled_at must be a real time: {value!r} is not one (ISO 8601, e.g. "
+                               "2026-11-30T12:00:00Z)") from None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.isoformat()
 
 
 def _timestamp(value: str | datetime | None) -> datetime | None:
@@ -198,7 +219,10 @@ def _constraint_message(exc: DatabaseError) -> str:
         "jenkins_job_limits_max_in_flight_check": "a cap must be 0 or more",
         "jenkins_job_limits_job_name_check": "job name must not be empty",
         "jenkins_jobs_queue_dedupe_key": "another unfinished job has the same dedupe key",
-        "jenkins_jobs_queue_scheduled_at_check": "scheduled_at must be a real time, not infinity",
+        "jenkins_jobs_queue_scheduled_at_check": "scheduled_at must be a real time, not infinity (nor a zero date)",
+        "jenkins_jobs_queue_scheduled_at_at_most_9999_12_31": (
+            f"scheduled_at must be at most {SCHEDULED_AT_LATEST:%Y-%m-%d %H:%M} UTC (no reader can show a later time; "
+            "that moment itself means never)"),
     }
     return readable.get(constraint, str(exc))
 
@@ -239,8 +263,7 @@ class Queue:
             raise InvalidInput("job name must not be empty")
         if error := job_path_error(job_name):
             raise InvalidInput(error)
-        if isinstance(scheduled_at, datetime):
-            scheduled_at = scheduled_at.isoformat()
+        scheduled_at = _scheduled_at(scheduled_at)
         rows = self._run(
             "enqueue",
             job_name=job_name,
@@ -426,9 +449,16 @@ class Queue:
         """Record a cancel for a processing row whose trigger is in flight (False: it is no longer so)."""
         return bool(self._run("request_cancel", id=job_id, dispatch_id=dispatch_id, reason=reason, actor=actor))
 
-    def recently_finished_resends(self, window_seconds: float) -> list[Row]:
-        """Final rows that were re-sent and settled within the window (their re-send may still land)."""
-        return self._run("recently_finished_resends", window=float(window_seconds))
+    def recently_finished_watched(self, window_seconds: float) -> list[Row]:
+        """Final rows settled within the window that a request of their dispatch may still reach in Jenkins: re-sent
+        rows, and (``cancelled_in_flight``) rows cancelled while their trigger was on its way with nothing found in
+        Jenkins, until a late arrival of theirs is handled. id, job_name, dispatch_id, cancelled_in_flight and, for
+        those, claimed_at."""
+        return self._run("recently_finished_watched", window=float(window_seconds))
+
+    def queue_ids_between(self, low: int, high: int) -> set[int]:
+        """Jenkins queue ids our rows hold strictly between ``low`` and ``high``."""
+        return {r["queue_id"] for r in self._run("queue_ids_between", low=low, high=high)}
 
     def record_note(self, job_id: int, dispatch_id: str, event: str, detail: str) -> None:
         """History only (the row is unchanged): what the reconciler saw or did in Jenkins for this dispatch."""
@@ -591,6 +621,7 @@ class Queue:
         return WaitingContext(
             caps={name: j["cap"] for name, j in jobs.items() if j["cap"] is not None},
             in_flight={name: j["in_flight"] for name, j in jobs.items()},
+            paused_as={name: j["paused_as"] for name, j in jobs.items() if j.get("paused_as") is not None},
             total_in_flight=row["total_in_flight"],
             pauses=[_pause(p) for p in row["pauses"] or []],
             jenkins_unavailable_since=_timestamp(jenkins.get("since")),
@@ -611,7 +642,8 @@ class Queue:
         return self._run("stats_per_job")
 
     def in_flight_counts(self) -> dict[str, int]:
-        """Processing rows per job name (the demo's summary; the tests' cap samplers)."""
+        """Processing rows per job, every spelling of its name together under one of them (the demo's summary; the
+        tests' cap samplers)."""
         return {r["job_name"]: r["n"] for r in self._run("in_flight_counts")}
 
     # ------------------------------------------------------------------ doctor

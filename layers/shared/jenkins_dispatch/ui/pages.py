@@ -76,12 +76,14 @@ class Pages:
         """``/jobs/ID``: every field, parameters, Jenkins links, why it waits, its history."""
         with self.queue() as queue:
             details = job_details(queue, job_id, self.settings)
-            paused = {p.job_name for p in queue.pauses()}
-        row = details["job"]
+            row = details["job"]
+            # Its job's pause, under whichever spelling of the name it was given (the case rule).
+            context = queue.waiting_context([row["job_name"]])
         fields = [(k, row[k]) for k in FIELD_ORDER if k in row and k != "parameters"]
         fields += [(k, v) for k, v in row.items() if k not in FIELD_ORDER and k != "parameters"]
         return Page("job.html", dict(details, fields=fields, final=row["status"] in FINAL_STATUSES,
-                                     job_paused=row["job_name"] in paused, everything_paused=None in paused))
+                                     job_paused=row["job_name"] in context.paused_as,
+                                     everything_paused=any(p.job_name is None for p in context.pauses)))
 
     def bulk_preview(self, query: forms.Query) -> Page:
         """``/bulk``: what a bulk retry or cancel of the filters would act on, and the confirmation form."""

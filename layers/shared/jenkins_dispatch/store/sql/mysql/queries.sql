@@ -479,10 +479,33 @@ SELECT :id, 'cancel_requested', 'processing', 'processing', :dispatch_id, :actor
 FROM DUAL WHERE @jd_changed > 0;
 SELECT :id AS id FROM DUAL WHERE @jd_changed > 0;
 
--- name: recently_finished_resends
--- Rows that were re-sent and became final within :window seconds (reads the finished_at index).
-SELECT id, job_name, dispatch_id FROM jenkins_jobs_queue
-WHERE finished_at > NOW(6) - INTERVAL ROUND(:window * 1000000) MICROSECOND AND resends > 0;
+-- name: recently_finished_watched
+-- Re-sent rows, and rows cancelled while their trigger was on its way with nothing of them found in Jenkins whose
+-- late arrival was not handled yet (cancelled_in_flight), settled within :window seconds (see PostgreSQL's).
+-- decode: cancelled_in_flight bool
+SELECT w.id, w.job_name, w.dispatch_id, w.cancelled_in_flight,
+       CASE WHEN w.cancelled_in_flight THEN
+           (SELECT e.at FROM jenkins_job_events e
+             WHERE e.job_id = w.id AND e.dispatch_id = w.dispatch_id AND e.event = 'claimed'
+             ORDER BY e.id LIMIT 1) END AS claimed_at
+FROM (
+    SELECT q.id, q.job_name, q.dispatch_id, q.resends,
+           q.status = 'cancelled' AND q.cancel_requested_at IS NOT NULL AND q.jenkins_queue_id IS NULL
+               AND q.build_number IS NULL
+               AND NOT EXISTS (SELECT 1 FROM jenkins_job_events e
+                               WHERE e.job_id = q.id AND e.dispatch_id = q.dispatch_id
+                                 AND e.event IN ('late_trigger_cancelled', 'late_build_stopped', 'late_build_seen'))
+               AS cancelled_in_flight
+    FROM jenkins_jobs_queue q
+    WHERE q.finished_at > NOW(6) - INTERVAL ROUND(:window * 1000000) MICROSECOND
+      AND (q.resends > 0 OR (q.status = 'cancelled' AND q.cancel_requested_at IS NOT NULL))
+) w
+WHERE w.resends > 0 OR w.cancelled_in_flight;
+
+-- name: queue_ids_between
+-- Jenkins queue ids our rows hold between :low and :high (both excluded): see PostgreSQL's.
+SELECT jenkins_queue_id AS queue_id FROM jenkins_jobs_queue
+WHERE jenkins_queue_id > :low AND jenkins_queue_id < :high;
 
 -- name: record_note
 -- History only, the row unchanged: what the reconciler saw or did in Jenkins for this dispatch.
@@ -644,8 +667,11 @@ SET @jd_removed = ROW_COUNT();
 SELECT :job_name AS job_name FROM DUAL WHERE @jd_removed > 0;
 
 -- name: list_limits
+-- In flight counted as the capped claim counts (claim_in_flight: every spelling of the job's name).
 SELECT l.job_name, l.max_in_flight,
-       (SELECT count(*) FROM jenkins_jobs_queue q WHERE q.status = 'processing' AND q.job_name = l.job_name) AS in_flight
+       (SELECT count(*) FROM jenkins_jobs_queue f
+        WHERE f.status = 'processing' AND f.job_name = l.job_name AND UNHEX(SHA2(LOWER(f.job_name), 256)) = l.job_key)
+           AS in_flight
 FROM jenkins_job_limits l ORDER BY l.job_name;
 
 -- fragment: op_may_see_transactions
@@ -778,11 +804,13 @@ ORDER BY coalesce(l.job_name, p.job_name, q.job_name);
 '%Y-%m-%dT%H:%i:%s.%f+00:00'
 
 -- name: waiting_context
--- What decides why pending rows wait, for a page of rows in one statement: the caps and in-flight counts of
--- the page's job names (:job_names, a JSON array), every pause, all rows in flight, and Jenkins's state.
+-- What decides why pending rows wait, for a page of rows in one statement: for each of the page's job names
+-- (:job_names, a JSON array of distinct names: not DISTINCT here, which the collation would fold by case) its
+-- job's cap, rows in flight and the name its pause was given (by job key); every pause, all rows in flight,
+-- and Jenkins's state.
 -- decode: jobs json, pauses json, jenkins json
 WITH wanted AS (
-    SELECT DISTINCT j.job_name
+    SELECT j.job_name, UNHEX(SHA2(LOWER(j.job_name), 256)) AS job_key
     FROM JSON_TABLE(:job_names, '$[*]' COLUMNS (job_name VARCHAR(1024) PATH '$')) AS j
 )
 SELECT
@@ -790,9 +818,11 @@ SELECT
     (SELECT coalesce(JSON_OBJECTAGG(w.job_name,
                 JSON_OBJECT('cap', l.max_in_flight,
                             'in_flight', (SELECT count(*) FROM jenkins_jobs_queue q
-                                          WHERE q.status = 'processing' AND q.job_name = w.job_name))),
+                                          WHERE q.status = 'processing' AND q.job_name = w.job_name
+                                            AND UNHEX(SHA2(LOWER(q.job_name), 256)) = w.job_key),
+                            'paused_as', (SELECT p.job_name FROM jenkins_job_pauses p WHERE p.job_key = w.job_key))),
             JSON_OBJECT())
-     FROM wanted w LEFT JOIN jenkins_job_limits l ON l.job_name = w.job_name) AS jobs,
+     FROM wanted w LEFT JOIN jenkins_job_limits l ON l.job_key = w.job_key) AS jobs,
     (SELECT coalesce(JSON_ARRAYAGG(JSON_OBJECT('job_name', job_name,
                                                'paused_at', DATE_FORMAT(paused_at, {{op_utc_text}}),
                                                'paused_by', paused_by, 'reason', reason)), JSON_ARRAY())
@@ -802,9 +832,10 @@ SELECT
      FROM ({{op_latest_word_on_jenkins}}) AS w) AS jenkins;
 
 -- name: in_flight_counts
--- Processing rows per job: what the demo prints, and what the concurrency and chaos tests sample to prove
--- no cap is exceeded.
-SELECT job_name, count(*) AS n FROM jenkins_jobs_queue WHERE status = 'processing' GROUP BY job_name;
+-- Processing rows per job (by job key, under the first of its spellings): what the demo prints, and what the
+-- concurrency and chaos tests sample to prove no cap is exceeded.
+SELECT MIN(job_name) AS job_name, count(*) AS n FROM jenkins_jobs_queue WHERE status = 'processing'
+GROUP BY open_job_key;
 
 -- name: server_identity
 -- `doctor`: who we are (the account, user@host) on which server, proving the session works.

@@ -20,7 +20,9 @@
 --     a stale worker, or a late callback from an earlier attempt, changes nothing;
 --   * a final row (completed, failed, cancelled) is never touched again except by the operator's retry;
 --   * a build URL is never downgraded: a relative one (Jenkins without a root URL, as notifications send
---     it) is kept only while no absolute one (from Jenkins's API) is known.
+--     it) is kept only while no absolute one (from Jenkins's API) is known;
+--   * job names compare as Jenkins finds items, whatever their case: caps, pauses and in-flight counts key on
+--     lower(job_name) (the job key; 0007_job_name_case_and_schedule_bound.sql indexes it).
 
 -- name: enqueue
 -- A second enqueue with the same dedupe_key while one is unfinished returns the existing id.
@@ -48,14 +50,14 @@ WHERE dedupe_key = :dedupe_key AND status IN ('pending', 'processing');
 
 -- fragment: paused
 -- Paused jobs are read through jenkins_dispatch_paused_jobs() (0004_pauses.sql), which orders a claim
--- against any pause: nothing of a paused job is claimed once its pause has committed.
+-- against any pause: nothing of a paused job is claimed once its pause has committed. By job key.
 paused AS MATERIALIZED (
-    SELECT job_name FROM jenkins_dispatch_paused_jobs() AS p(job_name)
+    SELECT lower(job_name) AS job_key FROM jenkins_dispatch_paused_jobs() AS p(job_name)
 )
 
 -- fragment: not_paused
-AND q.job_name NOT IN (SELECT p.job_name FROM paused p)
-      AND NOT EXISTS (SELECT 1 FROM paused p WHERE p.job_name = '*')
+AND lower(q.job_name) NOT IN (SELECT p.job_key FROM paused p)
+      AND NOT EXISTS (SELECT 1 FROM paused p WHERE p.job_key = '*')
 
 -- fragment: claim_update
 -- The start of every claim's "claimed" CTE: the rows it picked become processing; its WHERE follows.
@@ -92,7 +94,7 @@ WITH {{paused}}, picked AS MATERIALIZED (
       -- A cap set while this dispatcher's pass runs uncapped: leave that job to the capped claim.
       -- NOT IN (a hashed filter) rather than NOT EXISTS: an anti-join would read every pending row
       -- before the LIMIT instead of walking the claim index in order.
-      AND q.job_name NOT IN (SELECT l.job_name FROM jenkins_job_limits l)
+      AND lower(q.job_name) NOT IN (SELECT lower(l.job_name) FROM jenkins_job_limits l)
       {{not_paused}}
     ORDER BY priority DESC, scheduled_at, id
     LIMIT :batch_size
@@ -118,31 +120,36 @@ SELECT (SELECT max(id) FROM jenkins_jobs_queue) AS last_job_id,
 SELECT pg_advisory_xact_lock({{lock:caps}});
 
 -- name: claim_batch_capped
--- As claim_batch, but never lets the processing rows of a job_name exceed its jenkins_job_limits
--- entry, nor all processing rows exceed :max_in_flight (NULL: no global cap). Run after lock_caps.
-WITH {{paused}}, in_flight AS (
-    SELECT job_name, count(*) AS n FROM jenkins_jobs_queue WHERE status = 'processing' GROUP BY job_name
-), job_room AS (
-    SELECT l.job_name, greatest(l.max_in_flight - coalesce(f.n, 0), 0) AS room
-    FROM jenkins_job_limits l LEFT JOIN in_flight f USING (job_name)
+-- As claim_batch, but never lets the processing rows of a job (every spelling of its name) exceed its
+-- jenkins_job_limits entry, nor all processing rows exceed :max_in_flight (NULL: no global cap). Run after
+-- lock_caps.
+WITH {{paused}}, job_room AS (
+    -- Each capped job's rows in flight, counted on the in-flight index by job key: index entries of capped jobs
+    -- only, and no lower() computed per row in flight (under a UTF-8 locale it costs microseconds a row).
+    SELECT lower(l.job_name) AS job_key,
+           greatest(l.max_in_flight - (SELECT count(*) FROM jenkins_jobs_queue f
+                                       WHERE f.status = 'processing' AND lower(f.job_name) = lower(l.job_name)), 0)
+               AS room
+    FROM jenkins_job_limits l
 ), global_room AS (
     SELECT CASE WHEN CAST(:max_in_flight AS integer) IS NULL THEN :batch_size
                 ELSE least(:batch_size, greatest(CAST(:max_in_flight AS integer)
-                                                 - coalesce((SELECT sum(n) FROM in_flight), 0), 0))
+                                                 - (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing'),
+                                                 0))
            END AS room
 ), picked AS MATERIALIZED (
-    SELECT q.id, q.job_name, q.priority, q.scheduled_at FROM jenkins_jobs_queue q
+    SELECT q.id, lower(q.job_name) AS job_key, q.priority, q.scheduled_at FROM jenkins_jobs_queue q
     WHERE q.status = 'pending' AND q.scheduled_at <= now()
-      AND NOT EXISTS (SELECT 1 FROM job_room r WHERE r.job_name = q.job_name AND r.room = 0)
+      AND NOT EXISTS (SELECT 1 FROM job_room r WHERE r.job_key = lower(q.job_name) AND r.room = 0)
       {{not_paused}}
     ORDER BY q.priority DESC, q.scheduled_at, q.id
     LIMIT (SELECT room FROM global_room)
     FOR UPDATE SKIP LOCKED
 ), chosen AS (
     SELECT p.id FROM (
-        SELECT picked.*, row_number() OVER (PARTITION BY job_name ORDER BY priority DESC, scheduled_at, id) AS nth
+        SELECT picked.*, row_number() OVER (PARTITION BY job_key ORDER BY priority DESC, scheduled_at, id) AS nth
         FROM picked
-    ) p LEFT JOIN job_room r USING (job_name)
+    ) p LEFT JOIN job_room r USING (job_key)
     WHERE r.room IS NULL OR p.nth <= r.room
 ), claimed AS (
     {{claim_update}}
@@ -155,22 +162,23 @@ WITH {{paused}}, in_flight AS (
 -- Takes the pause lock exclusively (see jenkins_dispatch_paused_jobs in 0004_pauses.sql), so it commits only
 -- after every claim that read the pauses without it. A job already paused keeps its pause (created false).
 -- :job_name '*' pauses everything. Also counts the job's pending rows (all of them for '*'), first: the
--- queue is locked before the pauses, as everywhere (see gauges).
+-- queue is locked before the pauses, as everywhere (see gauges). A pause under another spelling of the
+-- job's name is the job's pause (the job key is unique).
 WITH pending AS MATERIALIZED (
     SELECT count(*) AS n FROM jenkins_jobs_queue
-    WHERE status = 'pending' AND (job_name = CAST(:job_name AS text) OR CAST(:job_name AS text) = '*')
+    WHERE status = 'pending' AND (lower(job_name) = lower(CAST(:job_name AS text)) OR CAST(:job_name AS text) = '*')
 ), locked AS MATERIALIZED (
     SELECT pg_advisory_xact_lock({{lock:pauses}})
 ), added AS (
     INSERT INTO jenkins_job_pauses (job_name, paused_by, reason)
     SELECT CAST(:job_name AS text), CAST(:paused_by AS text), CAST(:reason AS text) FROM locked
-    ON CONFLICT (job_name) DO NOTHING
+    ON CONFLICT ((lower(job_name))) DO NOTHING
     RETURNING job_name, paused_at, paused_by, reason
 ), pause AS (
     SELECT job_name, paused_at, paused_by, reason, true AS created FROM added
     UNION ALL
     SELECT job_name, paused_at, paused_by, reason, false FROM jenkins_job_pauses
-    WHERE job_name = CAST(:job_name AS text) AND NOT EXISTS (SELECT 1 FROM added)
+    WHERE lower(job_name) = lower(CAST(:job_name AS text)) AND NOT EXISTS (SELECT 1 FROM added)
 )
 SELECT pause.*, pending.n AS pending FROM pause, pending;
 
@@ -179,9 +187,9 @@ SELECT pause.*, pending.n AS pending FROM pause, pending;
 -- trigger on jenkins_job_pauses wakes.
 WITH pending AS MATERIALIZED (
     SELECT count(*) AS n FROM jenkins_jobs_queue
-    WHERE status = 'pending' AND (job_name = CAST(:job_name AS text) OR CAST(:job_name AS text) = '*')
+    WHERE status = 'pending' AND (lower(job_name) = lower(CAST(:job_name AS text)) OR CAST(:job_name AS text) = '*')
 ), lifted AS (
-    DELETE FROM jenkins_job_pauses WHERE job_name = CAST(:job_name AS text)
+    DELETE FROM jenkins_job_pauses WHERE lower(job_name) = lower(CAST(:job_name AS text))
     RETURNING job_name
 )
 SELECT (SELECT count(*) FROM lifted) AS resumed, pending.n AS pending FROM pending;
@@ -456,12 +464,36 @@ WITH changed AS (
 )
 SELECT id FROM changed;
 
--- name: recently_finished_resends
--- Rows that were re-sent and became final within :window seconds: a re-send whose answer was lost may still
--- land in Jenkins's queue after the row settled (it waits there RESEND_QUIET_SECONDS), and must be cancelled.
--- Reads the finished_at index; such rows are rare.
-SELECT id, job_name, dispatch_id FROM jenkins_jobs_queue
-WHERE finished_at > now() - make_interval(secs => :window) AND resends > 0;
+-- name: recently_finished_watched
+-- Final rows a request of whose dispatch may still land in Jenkins, settled within :window seconds: re-sent rows
+-- (a re-send whose answer was lost may land after the row settled, waiting RESEND_QUIET_SECONDS in Jenkins's
+-- queue), and rows an operator cancelled while their trigger was on its way that settled with nothing of them
+-- found in Jenkins (no queue id, no build), until a late arrival of theirs was handled (a late_* event):
+-- cancelled_in_flight. Reads the finished_at index; such rows are rare, and the history only for those.
+SELECT w.id, w.job_name, w.dispatch_id, w.cancelled_in_flight,
+       CASE WHEN w.cancelled_in_flight THEN
+           (SELECT e.at FROM jenkins_job_events e
+             WHERE e.job_id = w.id AND e.dispatch_id = w.dispatch_id AND e.event = 'claimed'
+             ORDER BY e.id LIMIT 1) END AS claimed_at
+FROM (
+    SELECT q.id, q.job_name, q.dispatch_id, q.resends,
+           q.status = 'cancelled' AND q.cancel_requested_at IS NOT NULL AND q.jenkins_queue_id IS NULL
+               AND q.build_number IS NULL
+               AND NOT EXISTS (SELECT 1 FROM jenkins_job_events e
+                               WHERE e.job_id = q.id AND e.dispatch_id = q.dispatch_id
+                                 AND e.event IN ('late_trigger_cancelled', 'late_build_stopped', 'late_build_seen'))
+               AS cancelled_in_flight
+    FROM jenkins_jobs_queue q
+    WHERE q.finished_at > now() - make_interval(secs => :window)
+      AND (q.resends > 0 OR (q.status = 'cancelled' AND q.cancel_requested_at IS NOT NULL))
+) w
+WHERE w.resends > 0 OR w.cancelled_in_flight;
+
+-- name: queue_ids_between
+-- Jenkins queue ids our rows hold between :low and :high (both excluded): items of other dispatches, which the
+-- reconciler's look back for a person's cancel need not read. The queue-id index, a short range.
+SELECT jenkins_queue_id AS queue_id FROM jenkins_jobs_queue
+WHERE jenkins_queue_id > CAST(:low AS bigint) AND jenkins_queue_id < CAST(:high AS bigint);
 
 -- name: record_note
 -- History only, the row unchanged: what the reconciler saw or did in Jenkins for this dispatch (a duplicate
@@ -516,9 +548,10 @@ SELECT id, job_name, status, dispatch_id, jenkins_queue_id, build_number, jenkin
 FROM jenkins_jobs_queue WHERE dispatch_id = :dispatch_id;
 
 -- name: get_job_by_queue_id
--- The webhook's fallback: Jenkins queue ids are only unique per job and may be reused after a crash.
+-- The webhook's fallback: Jenkins queue ids are only unique per job and may be reused after a crash. Jenkins
+-- names the job as it spells it, the row as it was enqueued: compared by job key.
 SELECT id, job_name, status, dispatch_id, jenkins_queue_id, build_number, jenkins_result
-FROM jenkins_jobs_queue WHERE jenkins_queue_id = :queue_id AND job_name = :job_name
+FROM jenkins_jobs_queue WHERE jenkins_queue_id = :queue_id AND lower(job_name) = lower(CAST(:job_name AS text))
 ORDER BY (status = 'processing') DESC, id DESC LIMIT 1;
 
 -- name: was_dispatched
@@ -536,7 +569,7 @@ SELECT id, job_name, status, updated_at, count(*) OVER () AS total
 FROM jenkins_jobs_queue
 WHERE (status IN ('completed', 'failed', 'cancelled')) = CAST(:final AS boolean)
   AND (CAST(:status AS text) IS NULL OR status = CAST(:status AS text))
-  AND (CAST(:job_name AS text) IS NULL OR job_name = CAST(:job_name AS text))
+  AND (CAST(:job_name AS text) IS NULL OR lower(job_name) = lower(CAST(:job_name AS text)))
   AND (CAST(:since AS timestamptz) IS NULL OR updated_at >= CAST(:since AS timestamptz))
   AND (CAST(:error_pattern AS text) IS NULL OR last_error ILIKE CAST(:error_pattern AS text) ESCAPE '\')
 ORDER BY id
@@ -551,7 +584,7 @@ SELECT id, job_name, status, priority, scheduled_at, attempts, max_attempts, dis
        build_number, build_url, jenkins_result, last_error, created_at, updated_at, finished_at
 FROM jenkins_jobs_queue
 WHERE (CAST(:status AS text) IS NULL OR status = CAST(:status AS text))
-  AND (CAST(:job_name AS text) IS NULL OR job_name = CAST(:job_name AS text))
+  AND (CAST(:job_name AS text) IS NULL OR lower(job_name) = lower(CAST(:job_name AS text)))
   AND (CAST(:since AS timestamptz) IS NULL OR updated_at >= CAST(:since AS timestamptz))
   AND (CAST(:before_id AS bigint) IS NULL OR id < CAST(:before_id AS bigint))
   AND (CAST(:error_pattern AS text) IS NULL OR last_error ILIKE CAST(:error_pattern AS text) ESCAPE '\')
@@ -601,16 +634,19 @@ WITH doomed AS (
 SELECT count(*) AS deleted FROM gone;
 
 -- name: set_limit
+-- One cap per job: set under another spelling of its name, it changes that cap (which keeps its first
+-- spelling, as on MySQL).
 INSERT INTO jenkins_job_limits (job_name, max_in_flight) VALUES (:job_name, :max_in_flight)
-ON CONFLICT (job_name) DO UPDATE SET max_in_flight = EXCLUDED.max_in_flight, updated_at = now()
+ON CONFLICT ((lower(job_name))) DO UPDATE SET max_in_flight = EXCLUDED.max_in_flight, updated_at = now()
 RETURNING job_name, max_in_flight;
 
 -- name: remove_limit
-DELETE FROM jenkins_job_limits WHERE job_name = :job_name RETURNING job_name;
+DELETE FROM jenkins_job_limits WHERE lower(job_name) = lower(CAST(:job_name AS text)) RETURNING job_name;
 
 -- name: list_limits
 SELECT l.job_name, l.max_in_flight,
-       (SELECT count(*) FROM jenkins_jobs_queue q WHERE q.status = 'processing' AND q.job_name = l.job_name) AS in_flight
+       (SELECT count(*) FROM jenkins_jobs_queue q
+        WHERE q.status = 'processing' AND lower(q.job_name) = lower(l.job_name)) AS in_flight
 FROM jenkins_job_limits l ORDER BY l.job_name;
 
 -- name: stats
@@ -645,7 +681,7 @@ SELECT
     (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing') AS processing,
     (SELECT extract(epoch FROM now() - min(scheduled_at))::float8 FROM jenkins_jobs_queue q
       WHERE status = 'pending' AND scheduled_at <= now()
-        AND q.job_name NOT IN (SELECT p.job_name FROM jenkins_job_pauses p)
+        AND lower(q.job_name) NOT IN (SELECT lower(p.job_name) FROM jenkins_job_pauses p)
         AND NOT EXISTS (SELECT 1 FROM jenkins_job_pauses p WHERE p.job_name = '*')) AS oldest_pending_seconds,
     EXISTS (SELECT 1 FROM jenkins_job_pauses WHERE job_name = '*') AS everything_paused,
     (SELECT count(*) FROM jenkins_job_pauses WHERE job_name <> '*') AS paused_jobs,
@@ -661,39 +697,43 @@ SELECT
         AND backend_type = 'client backend') AS oldest_transaction_seconds;
 
 -- name: stats_per_job
--- Each status is read on its own so that each read matches its partial index (never the history).
+-- One row per job (every spelling of its name together, by job key), shown under the name its cap or pause was
+-- given, else the first of the names its rows use. Each status is read on its own so that each read matches
+-- its partial index (never the history).
 WITH waiting AS (
-    SELECT job_name, count(*) AS pending,
+    SELECT lower(job_name) AS job_key, min(job_name) AS job_name, count(*) AS pending,
            extract(epoch FROM now() - min(scheduled_at) FILTER (WHERE scheduled_at <= now()))::float8
                AS oldest_pending_seconds
-    FROM jenkins_jobs_queue WHERE status = 'pending' GROUP BY job_name
+    FROM jenkins_jobs_queue WHERE status = 'pending' GROUP BY lower(job_name)
 ), running AS (
-    SELECT job_name, count(*) AS in_flight FROM jenkins_jobs_queue WHERE status = 'processing' GROUP BY job_name
-), open AS (
-    SELECT job_name, coalesce(w.pending, 0) AS pending, coalesce(r.in_flight, 0) AS in_flight,
-           w.oldest_pending_seconds
-    FROM waiting w FULL JOIN running r USING (job_name)
+    SELECT lower(job_name) AS job_key, min(job_name) AS job_name, count(*) AS in_flight
+    FROM jenkins_jobs_queue WHERE status = 'processing' GROUP BY lower(job_name)
 ), recent AS (
-    SELECT job_name,
+    SELECT lower(job_name) AS job_key, min(job_name) AS job_name,
            count(*) FILTER (WHERE status = 'completed') AS completed_last_hour,
            count(*) FILTER (WHERE status = 'failed') AS failed_last_hour
-    FROM jenkins_jobs_queue WHERE finished_at > now() - interval '1 hour' GROUP BY job_name
-), names AS (
-    SELECT job_name FROM open UNION SELECT job_name FROM recent UNION SELECT job_name FROM jenkins_job_limits
-    UNION SELECT job_name FROM jenkins_job_pauses WHERE job_name <> '*'
+    FROM jenkins_jobs_queue WHERE finished_at > now() - interval '1 hour' GROUP BY lower(job_name)
+), caps AS (
+    SELECT lower(job_name) AS job_key, job_name, max_in_flight FROM jenkins_job_limits
+), paused AS (
+    SELECT lower(job_name) AS job_key, job_name, paused_at, reason FROM jenkins_job_pauses WHERE job_name <> '*'
+), keys AS (
+    SELECT job_key FROM waiting UNION SELECT job_key FROM running UNION SELECT job_key FROM recent
+    UNION SELECT job_key FROM caps UNION SELECT job_key FROM paused
 )
-SELECT n.job_name, coalesce(o.pending, 0) AS pending, coalesce(o.in_flight, 0) AS in_flight,
-       l.max_in_flight AS cap, coalesce(r.completed_last_hour, 0) AS completed_last_hour,
-       coalesce(r.failed_last_hour, 0) AS failed_last_hour, o.oldest_pending_seconds,
-       p.job_name IS NOT NULL AS paused, p.paused_at, p.reason AS pause_reason
-FROM names n
-LEFT JOIN open o USING (job_name) LEFT JOIN recent r USING (job_name) LEFT JOIN jenkins_job_limits l USING (job_name)
-LEFT JOIN jenkins_job_pauses p USING (job_name)
-ORDER BY n.job_name;
+SELECT coalesce(c.job_name, p.job_name, least(w.job_name, f.job_name, r.job_name)) AS job_name,
+       coalesce(w.pending, 0) AS pending, coalesce(f.in_flight, 0) AS in_flight, c.max_in_flight AS cap,
+       coalesce(r.completed_last_hour, 0) AS completed_last_hour, coalesce(r.failed_last_hour, 0) AS failed_last_hour,
+       w.oldest_pending_seconds, p.job_key IS NOT NULL AS paused, p.paused_at, p.reason AS pause_reason
+FROM keys k
+LEFT JOIN waiting w USING (job_key) LEFT JOIN running f USING (job_key) LEFT JOIN recent r USING (job_key)
+LEFT JOIN caps c USING (job_key) LEFT JOIN paused p USING (job_key)
+ORDER BY 1;
 
 -- name: waiting_context
--- What decides why pending rows wait, for a page of rows in one statement: the caps and in-flight counts of
--- the page's job names (:job_names, a JSON array), every pause, all rows in flight, and Jenkins's state.
+-- What decides why pending rows wait, for a page of rows in one statement: for each of the page's job names
+-- (:job_names, a JSON array) its job's cap, rows in flight and the name its pause was given (by job key);
+-- every pause, all rows in flight, and Jenkins's state.
 WITH wanted AS (
     SELECT DISTINCT value AS job_name FROM jsonb_array_elements_text(CAST(:job_names AS jsonb))
 )
@@ -702,9 +742,12 @@ SELECT
     (SELECT coalesce(jsonb_object_agg(w.job_name,
                 jsonb_build_object('cap', l.max_in_flight,
                                    'in_flight', (SELECT count(*) FROM jenkins_jobs_queue q
-                                                 WHERE q.status = 'processing' AND q.job_name = w.job_name))),
+                                                 WHERE q.status = 'processing'
+                                                   AND lower(q.job_name) = lower(w.job_name)),
+                                   'paused_as', (SELECT p.job_name FROM jenkins_job_pauses p
+                                                 WHERE lower(p.job_name) = lower(w.job_name)))),
             '{}')
-     FROM wanted w LEFT JOIN jenkins_job_limits l USING (job_name)) AS jobs,
+     FROM wanted w LEFT JOIN jenkins_job_limits l ON lower(l.job_name) = lower(w.job_name)) AS jobs,
     (SELECT coalesce(jsonb_agg(jsonb_build_object('job_name', job_name, 'paused_at', paused_at,
                                                   'paused_by', paused_by, 'reason', reason)), '[]')
      FROM jenkins_job_pauses) AS pauses,
@@ -712,9 +755,10 @@ SELECT
     (SELECT jsonb_build_object('since', since, 'reason', reason) FROM ({{latest_word_on_jenkins}}) AS w) AS jenkins;
 
 -- name: in_flight_counts
--- Processing rows per job: what the demo prints, and what the concurrency and chaos tests sample to prove
--- no cap is exceeded.
-SELECT job_name, count(*) AS n FROM jenkins_jobs_queue WHERE status = 'processing' GROUP BY job_name;
+-- Processing rows per job (by job key, under the first of its spellings): what the demo prints, and what the
+-- concurrency and chaos tests sample to prove no cap is exceeded.
+SELECT min(job_name) AS job_name, count(*) AS n FROM jenkins_jobs_queue WHERE status = 'processing'
+GROUP BY lower(job_name);
 
 -- name: server_identity
 -- `doctor`: who we are on which server, proving the session works.
@@ -741,11 +785,12 @@ SELECT o.pid, o.usename AS user_name, o.application_name, o.state,
 FROM (SELECT 1) AS one LEFT JOIN oldest o ON true;
 
 -- name: waiting_job_names
--- `doctor`: the distinct job names of unfinished rows, those with the most rows first, each with its count, and
--- how many names there are in all (the partial indexes of unfinished rows only).
-SELECT job_name, count(*) AS waiting, count(*) OVER () AS job_names
+-- `doctor`: the distinct jobs of unfinished rows (by job key: names differing only in case are one), those with
+-- the most rows first, each with its count and the first of its spellings, and how many there are in all (the
+-- partial indexes of unfinished rows only).
+SELECT min(job_name COLLATE "C") AS job_name, count(*) AS waiting, count(*) OVER () AS job_names
 FROM jenkins_jobs_queue WHERE status IN ('pending', 'processing')
-GROUP BY job_name ORDER BY count(*) DESC, job_name LIMIT :limit;
+GROUP BY lower(job_name) ORDER BY count(*) DESC, 1 LIMIT :limit;
 
 -- ============================================================================ dispatcher heartbeats
 -- One row per dispatcher (migrations/0005_dispatchers.sql); a tiny table, read whole.
