@@ -322,7 +322,7 @@ def test_an_unreachable_response_url_never_outlives_the_function(handler, blackh
     10-second attempts outlived a Lambda whose work had used its time, and the function was killed silently."""
     release = threading.Event()
 
-    def migration(_db):
+    def migration(_db, _cutover_window_seconds=None):
         if stuck:
             release.wait(30)
         return []
