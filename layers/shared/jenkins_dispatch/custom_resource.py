@@ -22,6 +22,7 @@ import urllib.request
 from typing import TYPE_CHECKING, Any
 
 from . import runtime
+from .config import load_cutover_window
 from .store.migrations import migrate
 
 if TYPE_CHECKING:
@@ -127,7 +128,7 @@ def send_response(event: dict, status: str, reason: str, physical_id: str, data:
 
 
 def _apply_schema() -> tuple[str, dict]:
-    applied = migrate(runtime.database(), runtime.settings().cutover_window_seconds)
+    applied = migrate(runtime.database(), load_cutover_window())
     reason = ("applied " + ", ".join(applied)) if applied else "schema up to date: no migration to apply"
     return reason, {"Applied": ",".join(applied), "AppliedCount": str(len(applied))}
 
