@@ -133,11 +133,14 @@ def test_four_dispatchers_through_faults_and_a_crash_trigger_every_job_exactly_o
         assert counters["peak_in_flight_by_job"].get(job, 0) <= cap, counters["peak_in_flight_by_job"]
     assert counters["peak_in_flight"] <= GLOBAL_CAP
     # The faults really happened, so this test could have failed.
-    released = db.run("SELECT count(*) AS n FROM jenkins_job_events WHERE event = 'released'")[0]["n"]
+    # A lone 500 is about its one job (retried after a backoff); only when several jobs fail together does
+    # the breaker open and the pass release what it had not sent. Either way the 500s were answered.
+    put_back = db.run("SELECT count(*) AS n FROM jenkins_job_events "
+                      "WHERE event IN ('retry_scheduled', 'released')")[0]["n"]
     by_reconciler = db.run("SELECT count(*) AS n FROM jenkins_job_events "
                            "WHERE event = 'settled' AND actor = 'reconciler'")[0]["n"]
-    assert dropped.hits > 0 and failed.hits > 0 and released > 0 and by_reconciler > 0, (
-        dropped.hits, failed.hits, released, by_reconciler)
+    assert dropped.hits > 0 and failed.hits > 0 and put_back > 0 and by_reconciler > 0, (
+        dropped.hits, failed.hits, put_back, by_reconciler)
     # Our own count of jobs in flight (claimed until final) held its caps too, and reached them.
     for job, cap in CAPS.items():
         assert db_peaks.get(job, 0) <= cap, db_peaks
