@@ -91,12 +91,17 @@ def click_button(browser, label: str, within: str = "main") -> None:
 
 
 def _stale(element) -> bool:
-    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 
     try:
         return not element.tag_name  # any call on an element of a page that went away raises
     except StaleElementReferenceException:
         return True
+    except WebDriverException as exc:
+        # Asked while the page is being replaced, Chromium may answer "unhandled inspector error" instead.
+        if "inspector" in str(exc):
+            return False
+        raise
 
 
 def no_alert(browser) -> bool:
