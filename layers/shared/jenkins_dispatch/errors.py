@@ -4,9 +4,10 @@ Each message is one line, says what to do, and never holds a secret; each class'
 user (operator, Jenkins admin, or whoever sent the request) should do about it. The CLI turns the classes in
 ``OPERATION_FAILED`` into exit 1 and every other ``DispatchError`` into exit 2 (bad input, nothing changed).
 
-Three exceptions are not here on purpose: they steer control flow inside one module and never leave it.
-``jenkins/client.py`` has ``_NotSent`` and ``_MaybeSent`` (whether a failed request may have reached Jenkins, turned
-into a trigger outcome before the client returns); ``dispatching/dispatcher.py`` has ``_PassStopped`` (Jenkins as a whole
+Four exceptions are not here on purpose: they steer control flow inside one module and never leave it.
+``jenkins/client.py`` has ``_NotSent`` (with ``_NoTimeLeft``, not sent because the operation's time was spent) and
+``_MaybeSent`` (whether a failed request may have reached Jenkins, turned into a trigger outcome or one of the
+errors below before the client returns); ``dispatching/dispatcher.py`` has ``_PassStopped`` (Jenkins as a whole
 failed: the pass ends and says why in its summary).
 """
 
@@ -102,6 +103,12 @@ class JenkinsError(DispatchError):
 class JenkinsUnavailable(JenkinsError):
     """Jenkins cannot be reached, is (re)starting, failed, or answered something unusable: check JENKINS_URL
     and that Jenkins is up; the dispatcher tries again by itself."""
+
+
+class JenkinsRequestFailed(JenkinsUnavailable):
+    """One request failed in a way a single request can — no answer in time, a 500, an answer that is not
+    Jenkins's — while Jenkins itself may be fine: the dispatcher weighs it as evidence about the job it was
+    about, and decides that Jenkins as a whole is down only after several in a row (its breaker)."""
 
 
 class JenkinsAuthRejected(JenkinsError):

@@ -53,6 +53,8 @@ CATALOGUE: dict[str, tuple[MetricUnit, str]] = {
     "AdoptedAfterCrash": (MetricUnit.Count, "Expired leases whose build was found in Jenkins and adopted."),
     "LeasesExpired": (MetricUnit.Count, "Expired leases the reconciler looked at."),
     "SearchInconclusive": (MetricUnit.Count, "Searches for a dispatch in Jenkins that could not tell."),
+    "JenkinsReadsFailed": (MetricUnit.Count, "Reads about one job that failed (no answer, a 500): that row waits "
+                           "for its next lease, the pass goes on."),
     "DuplicatesCancelled": (MetricUnit.Count, "Copies of a dispatch cancelled in Jenkins's queue."),
     "DuplicatesSeen": (MetricUnit.Count, "Copies of a dispatch seen in Jenkins that could not be cancelled."),
     "LateArrivalsAfterCancel": (MetricUnit.Count, "Triggers of cancelled jobs that reached Jenkins late, then were "

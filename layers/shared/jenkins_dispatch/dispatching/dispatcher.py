@@ -30,7 +30,13 @@ from typing import TYPE_CHECKING, Any
 
 from .. import runtime
 from ..config import LEASE_SAFETY_SECONDS, Settings, default_of
-from ..errors import DatabaseUnavailable, DispatchError, JenkinsAuthRejected, JenkinsError
+from ..errors import (
+    DatabaseUnavailable,
+    DispatchError,
+    JenkinsAuthRejected,
+    JenkinsError,
+    JenkinsRequestFailed,
+)
 from ..jenkins.answers import JobInfo
 from ..jenkins.client import JenkinsClient
 from ..jenkins.jobs import job_path_error
@@ -129,6 +135,7 @@ class Dispatcher:
         self.rng = rng or random.Random()
         self.summary = PassSummary()
         self.job_infos: dict[str, JobInfo] = {}
+        self._checks_failed: dict[str, Decision] = {}  # job checks that failed this pass, by job name
         self.timeout = settings.jenkins.timeout_seconds if settings.jenkins else default_of("JENKINS_TIMEOUT_SECONDS")
         self.send_reserve_seconds = settings.time_margin_seconds + self.timeout
 
@@ -239,7 +246,8 @@ class Dispatcher:
     # ------------------------------------------------------------------ reconcile
     def reconcile(self) -> None:
         """Expired leases first (reconciler.py): rows a crashed worker left, lost answers, lost callbacks."""
-        reconciler = Reconciler(self.settings, self.queue, self.client, self.summary, self._resend, self._log)
+        reconciler = Reconciler(self.settings, self.queue, self.client, self.summary, self._resend, self._log,
+                                self.breaker)
         started = self.breaker.now()
         try:
             finished = reconciler.run(lambda: not self._stopping() and not self._out_of_time(self.send_reserve_seconds))
@@ -340,11 +348,25 @@ class Dispatcher:
             return "cap reached"
         return "queue empty"
 
-    def _job_info(self, job_name: str) -> JobInfo:
+    def _job_check(self, job_name: str) -> Decision | None:
+        """Whether the job can be sent (None) or why not, checked once per pass per job name. A check that
+        failed the way one request can is about this job: its rows back off on Jenkins's scale, the others are
+        sent — unless it completes a run of failures across jobs (the breaker opens; JenkinsError propagates)."""
+        if job_name in self._checks_failed:
+            return self._checks_failed[job_name]
         info = self.job_infos.get(job_name)
         if info is None:
-            info = self.job_infos[job_name] = self.client.job_info(job_name)
-        return info
+            sent_at = self.breaker.now()
+            try:
+                info = self.job_infos[job_name] = self.client.job_info(job_name)
+            except JenkinsRequestFailed as exc:
+                if self.breaker.record_failure(job_name, Evidence.SUSPECT, str(exc), sent_at):
+                    raise
+                failed = self._checks_failed[job_name] = Decision(
+                    Act.RETRY_LATER, f"could not check the job in Jenkins: {exc}", error_class="JobCheckFailed",
+                    jenkins_hiccup=True)
+                return failed
+        return check_job(job_name, info)
 
     def _start_batch(self, pool: ThreadPoolExecutor, jobs: list[ClaimedJob], started: float) -> _Batch:
         """Check each job (once per pass per job name), then hand the sendable ones to the trigger threads."""
@@ -356,7 +378,7 @@ class Dispatcher:
                     if error := job_path_error(job.job_name):
                         blocked = Decision(Act.FAIL, error, error_class="InvalidJobPath")
                     else:
-                        blocked = check_job(job.job_name, self._job_info(job.job_name))
+                        blocked = self._job_check(job.job_name)
                     if blocked is not None:
                         batch.decided.append((job, blocked))
                     else:

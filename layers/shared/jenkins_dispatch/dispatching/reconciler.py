@@ -22,6 +22,10 @@ Jenkins, and:
   stays cancelled.
 
 It never claims new work and never sends anything a second time without having searched first.
+
+A read about one row that fails the way one request can (no answer in time, a 500) is weighed by the pass's
+breaker as evidence about that row's job: the row waits for its next lease, and the pass goes on with the others
+(their watches included) — unless the failures run across several jobs, which is Jenkins as a whole.
 """
 
 from __future__ import annotations
@@ -32,13 +36,14 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from ..config import Settings
-from ..errors import DispatchError, JenkinsError, SearchInconclusive
+from ..errors import DispatchError, JenkinsError, JenkinsRequestFailed, SearchInconclusive
 from ..jenkins.client import LOOK_BACK_ITEMS, CancelResult, JenkinsClient
 from ..jenkins.jobs import job_path_error
 from ..observability import MetricUnit, logger, metrics, subsegment
 from ..store.queue import LEGACY_DISPATCH_PREFIX, ClaimedJob, ExpiredLease, Queue
+from .breaker import Breaker
 from .cancelling import settle_stopped, stop_dispatch
-from .decisions import Next, build_error, final_status, follow_build, follow_queue_item
+from .decisions import Evidence, Next, build_error, final_status, follow_build, follow_queue_item
 
 # A pass that found "not found" for a DISPATCH_ID looks once more after this pause: for a moment a
 # queue item that just left the queue has no build yet, and must not be mistaken for a lost trigger.
@@ -69,6 +74,7 @@ class Reconciler:
         summary,  # the pass's PassSummary: completed / failed counts are shared with the claim side
         resend: Callable[[ClaimedJob, float], None],  # trigger and record one row (the dispatcher's path)
         log: Callable[..., None],
+        breaker: Breaker,  # the pass's Jenkins: weighs each failed read
     ):
         self.settings = settings
         self.queue = queue
@@ -77,6 +83,7 @@ class Reconciler:
         self.counts: Reconciled = summary.reconciled
         self.resend = resend
         self.log = log
+        self.breaker = breaker
         # Looks back for a person's cancel share one HTTP timeout per pass: under a burst of lost answers they
         # must not hold up the pass (its watches of settled rows come only at the next pass's start).
         self._look_back_seconds = client.timeout_seconds
@@ -99,30 +106,57 @@ class Reconciler:
         not_found: list[ExpiredLease] = []
         with subsegment("jenkins.reconcile"):
             for row in rows:
-                if error := job_path_error(row.job_name):
-                    self._fail(row, error)
-                    continue
-                if row.cancel_requested:
-                    self._carry_out_cancel(row)
-                    continue
-                if row.resends and self._watch_resent(row):
-                    continue
-                if row.build_number is not None:
-                    followup = follow_build(self.client.build(row.job_name, row.build_number))
-                elif row.jenkins_queue_id is not None:
-                    followup = follow_queue_item(self.client.queue_item(row.jenkins_queue_id))
-                else:
-                    followup = None
-                if followup is None or followup.next is Next.SEARCH:
-                    if not self._adopt(row):
-                        not_found.append(row)
-                else:
-                    self._follow(row, followup)
+                self._about_one_job(row.job_name, lambda row=row: self._look_at(row, not_found),
+                                    (row.id, row.dispatch_id))
             if not_found:
                 time.sleep(SEARCH_RECHECK_SECONDS)
             for row in not_found:
-                if not self._adopt(row):
-                    self._no_trace(row)
+                self._about_one_job(row.job_name, lambda row=row: self._adopt(row) or self._no_trace(row),
+                                    (row.id, row.dispatch_id))
+
+    def _look_at(self, row: ExpiredLease, not_found: list[ExpiredLease]) -> None:
+        if error := job_path_error(row.job_name):
+            self._fail(row, error)
+            return
+        if row.cancel_requested:
+            self._carry_out_cancel(row)
+            return
+        if row.resends and self._watch_resent(row):
+            return
+        if row.build_number is not None:
+            followup = follow_build(self.client.build(row.job_name, row.build_number))
+        elif row.jenkins_queue_id is not None:
+            followup = follow_queue_item(self.client.queue_item(row.jenkins_queue_id))
+        else:
+            followup = None
+        if followup is None or followup.next is Next.SEARCH:
+            if not self._adopt(row):
+                not_found.append(row)
+        else:
+            self._follow(row, followup)
+
+    def _about_one_job(self, job_name: str, look: Callable[[], object], noted: tuple[int, str] | None) -> None:
+        """Run ``look``, a row's requests to Jenkins. A request that failed the way one request can is evidence
+        about this job: the row is looked at again after its lease (``noted``: the row whose history says so) and
+        the pass goes on. When it completes a run of failures across jobs, the breaker opens and the error
+        propagates: Jenkins as a whole, the pass stops."""
+        sent_at = self.breaker.now()
+        try:
+            look()
+        except JenkinsRequestFailed as exc:
+            if self.breaker.record_failure(job_name, Evidence.SUSPECT, str(exc), sent_at):
+                raise
+            self.counts.waiting += 1
+            metrics.add_metric(name="JenkinsReadsFailed", unit=MetricUnit.Count, value=1)
+            extra = {"job_name": job_name, "reason": str(exc)}
+            if noted is not None:
+                extra.update(job_id=noted[0], dispatch_id=noted[1])
+                self.queue.record_note(noted[0], noted[1], "jenkins_read_failed",
+                                       f"could not read what Jenkins has of it ({exc}); looked at again after the lease")
+            logger.warning("a read about one job failed; the pass goes on with the others", extra=extra)
+            return
+        if not self.breaker.is_open:
+            self.breaker.record_success(sent_at)  # a success between failures: they were not in a row
 
     # ------------------------------------------------------------------ outcomes
     def _fail(self, row: ExpiredLease, error: str) -> None:
@@ -357,11 +391,15 @@ class Reconciler:
         """
         for row in self.queue.recently_finished_watched(self._watch_window()):
             self.counts.watching += 1
-            if row["cancelled_in_flight"]:
-                self._stop_late_arrival(row)
-                continue
-            items = self.client.queued_items_with(row["job_name"], row["dispatch_id"])
-            self._cancel_items(row["id"], row["dispatch_id"], items, "a re-send that landed after its job had finished")
+            # Watched every pass while the window lasts: a failed look is logged, not written into the history.
+            self._about_one_job(row["job_name"], lambda row=row: self._watch_one(row), None)
+
+    def _watch_one(self, row) -> None:
+        if row["cancelled_in_flight"]:
+            self._stop_late_arrival(row)
+            return
+        items = self.client.queued_items_with(row["job_name"], row["dispatch_id"])
+        self._cancel_items(row["id"], row["dispatch_id"], items, "a re-send that landed after its job had finished")
 
     def _stop_late_arrival(self, row) -> None:
         job_name, dispatch_id = row["job_name"], row["dispatch_id"]

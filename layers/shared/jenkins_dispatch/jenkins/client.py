@@ -35,7 +35,7 @@ from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 from urllib3.exceptions import SSLError as Urllib3SSLError
 
 from ..config import default_of
-from ..errors import JenkinsAuthRejected, JenkinsUnavailable, SearchInconclusive
+from ..errors import JenkinsAuthRejected, JenkinsRequestFailed, JenkinsUnavailable, SearchInconclusive
 from .answers import (
     DISPATCH_ID_PARAMETER,
     AuthRejected,
@@ -153,6 +153,10 @@ class _NotSent(Exception):
     """The request never left this process (connection refused, connect timeout, TLS handshake)."""
 
 
+class _NoTimeLeft(_NotSent):
+    """Not sent: the earlier requests of the same operation spent its JENKINS_TIMEOUT_SECONDS (slowness)."""
+
+
 class _MaybeSent(Exception):
     """The request may have reached Jenkins; no answer came back."""
 
@@ -237,7 +241,7 @@ class JenkinsClient:
         """(connect, read) whose sum fits in the time left, so one request cannot outlive the deadline."""
         remaining = deadline - time.monotonic()
         if remaining <= 0.01:
-            raise _NotSent("no time left within JENKINS_TIMEOUT_SECONDS")
+            raise _NoTimeLeft("no time left within JENKINS_TIMEOUT_SECONDS")
         connect = min(remaining / 4, _CONNECT_SHARE_CAP_SECONDS)
         return connect, remaining - connect
 
@@ -315,8 +319,12 @@ class JenkinsClient:
     def _get(self, path: str, what: str, deadline: float) -> _Answer:
         try:
             return self._send("GET", path, deadline=deadline)
-        except (_NotSent, _MaybeSent) as exc:
+        except _NoTimeLeft as exc:
+            raise JenkinsRequestFailed(f"{exc} while reading {what}") from None
+        except _NotSent as exc:
             raise JenkinsUnavailable(f"{exc} while reading {what}") from None
+        except _MaybeSent as exc:
+            raise JenkinsRequestFailed(f"{exc} while reading {what}") from None
 
     def _get_json(self, path: str, what: str) -> dict[str, Any] | None:
         """GET a JSON document; None for 404. Jenkins-wide problems raise."""
@@ -328,16 +336,16 @@ class JenkinsClient:
             return None
         self._raise_for_jenkins_wide(answer, what)
         if answer.status != 200:
-            raise JenkinsUnavailable(f"Jenkins answered HTTP {answer.status} while reading {what}: {answer_text(answer.text)}")
+            raise JenkinsRequestFailed(f"Jenkins answered HTTP {answer.status} while reading {what}: {answer_text(answer.text)}")
         if answer.oversized:
             # Every read outside the searches asks for a few fields: an answer this large is not Jenkins's.
-            raise JenkinsUnavailable(f"Jenkins's answer to the read of {what} is larger than {_LIMIT_TEXT}")
+            raise JenkinsRequestFailed(f"Jenkins's answer to the read of {what} is larger than {_LIMIT_TEXT}")
         try:
             doc = json.loads(answer.text)
         except ValueError:
-            raise JenkinsUnavailable(f"Jenkins answered {what} with something that is not JSON: {answer_text(answer.text, 80)}") from None
+            raise JenkinsRequestFailed(f"Jenkins answered {what} with something that is not JSON: {answer_text(answer.text, 80)}") from None
         if not isinstance(doc, dict):
-            raise JenkinsUnavailable(f"Jenkins answered {what} with JSON that is not an object")
+            raise JenkinsRequestFailed(f"Jenkins answered {what} with JSON that is not an object")
         return doc
 
     def _raise_for_jenkins_wide(self, answer: _Answer, what: str) -> None:
@@ -348,8 +356,10 @@ class JenkinsClient:
             raise JenkinsAuthRejected(credentials_rejected_detail(self.user))
         if answer.status >= 500:
             outcome = classify_trigger_answer(answer.status, answer.headers, answer.text, job_name=what, user=self.user)
-            reason = outcome.reason if isinstance(outcome, Unavailable | ServerError | OutcomeUnknown) else f"HTTP {answer.status}"
-            raise JenkinsUnavailable(f"{reason} (while reading {what})")
+            if isinstance(outcome, Unavailable):  # restarting, a busy proxy: Jenkins as a whole
+                raise JenkinsUnavailable(f"{outcome.reason} (while reading {what})")
+            reason = outcome.reason if isinstance(outcome, ServerError | OutcomeUnknown) else f"HTTP {answer.status}"
+            raise JenkinsRequestFailed(f"{reason} (while reading {what})")
 
     def _credentials_work(self, deadline: float) -> bool | None:
         """Whether Jenkins authenticates our requests as our user (``whoAmI/api/json``): False when it answers 401
@@ -716,7 +726,7 @@ class JenkinsClient:
         if answer.status == 500 and "Could not cancel" in answer.text:
             return CancelResult.ALREADY_STARTED
         self._raise_for_jenkins_wide(answer, f"cancel of queue item {queue_id}")
-        raise JenkinsUnavailable(f"Jenkins answered HTTP {answer.status} to the cancel of queue item {queue_id}")
+        raise JenkinsRequestFailed(f"Jenkins answered HTTP {answer.status} to the cancel of queue item {queue_id}")
 
     def stop_build(self, job_name: str, number: int) -> StopResult:
         """``POST job/…/N/stop``: Jenkins answers 302 whether or not the build was still running."""
@@ -726,14 +736,16 @@ class JenkinsClient:
         if answer.status == 404:
             return StopResult.GONE
         self._raise_for_jenkins_wide(answer, f"stop of {job_name} #{number}")
-        raise JenkinsUnavailable(f"Jenkins answered HTTP {answer.status} to the stop of {job_name} #{number}")
+        raise JenkinsRequestFailed(f"Jenkins answered HTTP {answer.status} to the stop of {job_name} #{number}")
 
     def _action_post(self, path: str, what: str) -> _Answer:
         deadline = time.monotonic() + self.timeout_seconds
         try:
             answer = self._post(path, deadline=deadline)
-        except (_NotSent, _MaybeSent) as exc:
+        except _NotSent as exc:
             raise JenkinsUnavailable(f"{exc} during the {what}") from None
+        except _MaybeSent as exc:
+            raise JenkinsRequestFailed(f"{exc} during the {what}") from None
         if answer.status in (401, 403):
             self._raise_for_jenkins_wide(answer, what)
         return answer
