@@ -1,7 +1,9 @@
-"""The README's console examples, run for real, so they cannot drift from what the commands print.
+"""The documentation's console examples, run for real, so they cannot drift from what the commands print.
+
+They live in docs/operating.md (the README links to them; it kept its name from when they lived in README.md).
 
     python -m scripts.readme_examples --check    run them and compare; exit 1 with a diff when they differ
-    python -m scripts.readme_examples --write    run them and put what they printed into README.md
+    python -m scripts.readme_examples --write    run them and put what they printed into docs/operating.md
 
 A marked example is a fenced ``console`` block on the line after ``<!-- example: NAME -->``. Its ``$ `` lines
 are commands, run in order by bash, every block sharing one fresh database (on DATABASE_URL's server, else
@@ -35,7 +37,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
+EXAMPLES_FILE = ROOT / "docs" / "operating.md"
 MARK = re.compile(r"^<!-- example: ([\w-]+) -->$")
 SHOWN_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 COMMAND_TIMEOUT_SECONDS = 60
@@ -60,7 +62,7 @@ class Step:
 @dataclass
 class Example:
     name: str
-    first_line: int  # index in the README's lines of the block's first line inside the fence
+    first_line: int  # index in the document's lines of the block's first line inside the fence
     end_line: int  # index of the closing fence
     steps: list[Step]
 
@@ -74,7 +76,7 @@ def parse_examples(text: str) -> list[Example]:
         if not mark:
             continue
         if index + 1 >= len(lines) or lines[index + 1].strip() != "```console":
-            raise ValueError(f"README line {index + 1}: example {mark.group(1)} is not followed by a ```console block")
+            raise ValueError(f"line {index + 1}: example {mark.group(1)} is not followed by a ```console block")
         end = next(i for i in range(index + 2, len(lines)) if lines[i].strip() == "```")
         steps: list[Step] = []
         for body in lines[index + 2:end]:
@@ -83,7 +85,7 @@ def parse_examples(text: str) -> list[Example]:
             elif steps:
                 steps[-1].output.append(body)
             elif body.strip():
-                raise ValueError(f"README line {index + 3}: example {mark.group(1)} shows output before any command")
+                raise ValueError(f"line {index + 3}: example {mark.group(1)} shows output before any command")
         examples.append(Example(mark.group(1), index + 2, end, steps))
     return examples
 
@@ -103,7 +105,7 @@ class Session:
         bin_dir = str(Path(sys.executable).parent)  # this interpreter's `python` and `jenkins-dispatch` first
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "JENKINS_", "DB_"))}
         self.env["PATH"] = bin_dir + os.pathsep + self.env.get("PATH", "")
-        self.shown: dict[str, str] = {}  # real text → what the README shows instead
+        self.shown: dict[str, str] = {}  # real text → what the document shows instead
         self.background: list[subprocess.Popen] = []
 
     def run(self, command: str) -> list[str]:
@@ -160,7 +162,7 @@ class Session:
 
 
 def run_examples(examples: list[Example], database_url: str) -> list[list[list[str]]]:
-    """What each command of each example printed, as the README would show it."""
+    """What each command of each example printed, as the document would show it."""
     session = Session(database_url)
     try:
         return [[session.run(step.command) for step in example.steps] for example in examples]
@@ -169,14 +171,14 @@ def run_examples(examples: list[Example], database_url: str) -> list[list[list[s
 
 
 def differences(examples: list[Example], printed: list[list[list[str]]]) -> list[str]:
-    """A unified diff per example whose normalised output differs from what the README shows."""
+    """A unified diff per example whose normalised output differs from what the document shows."""
     report = []
     for example, outputs in zip(examples, printed, strict=True):
         shown = [normalise(line) for step in example.steps for line in [f"$ {step.command}", *step.output]]
         real = [normalise(line) for step, out in zip(example.steps, outputs, strict=True)
                 for line in [f"$ {step.command}", *out]]
         if shown != real:
-            report.append("\n".join(difflib.unified_diff(shown, real, f"README.md ({example.name})", "real run",
+            report.append("\n".join(difflib.unified_diff(shown, real, f"{EXAMPLES_FILE.name} ({example.name})", "real run",
                                                          lineterm="")))
     return report
 
@@ -194,21 +196,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m scripts.readme_examples", description=__doc__.splitlines()[0])
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--check", action="store_true", help="exit 1 (with a diff) if an example differs")
-    mode.add_argument("--write", action="store_true", help="put the real output into README.md")
+    mode.add_argument("--write", action="store_true", help=f"put the real output into {EXAMPLES_FILE.relative_to(ROOT)}")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     from tests.pg_server import postgres_server, scratch_database
 
-    text = README.read_text()
+    text = EXAMPLES_FILE.read_text()
     examples = parse_examples(text)
     with ExitStack() as stack:
         admin_url, _ = stack.enter_context(postgres_server())
         printed = run_examples(examples, stack.enter_context(scratch_database(admin_url, prefix="jd_readme")))
     if args.write:
-        README.write_text(rewritten(text, examples, printed))
+        EXAMPLES_FILE.write_text(rewritten(text, examples, printed))
         return 0
     report = differences(examples, printed)
-    print("\n\n".join(report) or f"README.md: {len(examples)} examples match a real run", file=sys.stderr if report else sys.stdout)
+    print("\n\n".join(report) or f"{EXAMPLES_FILE.relative_to(ROOT)}: {len(examples)} examples match a real run", file=sys.stderr if report else sys.stdout)
     return 1 if report else 0
 
 

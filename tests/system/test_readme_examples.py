@@ -1,10 +1,11 @@
-"""The README's console examples are a real run (issue 12 item 10): scripts/readme_examples.py repeats them."""
+"""The documentation's console examples (docs/operating.md, linked from the README) are a real run (issue 12 item 10):
+scripts/readme_examples.py repeats them."""
 
 from __future__ import annotations
 
 import pytest
 
-from scripts.readme_examples import README, differences, parse_examples, rewritten, run_examples
+from scripts.readme_examples import EXAMPLES_FILE, differences, parse_examples, rewritten, run_examples
 
 from ..pg_server import postgres_server, scratch_database
 
@@ -26,16 +27,16 @@ job 103 in postgresql://postgres@127.0.0.1:5432/postgres
 """
 
 
-def test_the_readme_examples_print_what_the_readme_shows(fresh_database_url):
-    examples = parse_examples(README.read_text())
-    assert {"setup", "enqueue", "dispatch", "later"} <= {example.name for example in examples}
+def test_the_documented_examples_print_what_the_document_shows(fresh_database_url):
+    examples = parse_examples(EXAMPLES_FILE.read_text())
+    assert {"setup", "enqueue", "dispatch", "later", "steer", "doctor"} <= {example.name for example in examples}
     report = differences(examples, run_examples(examples, fresh_database_url))
-    assert not report, "README examples drifted (python -m scripts.readme_examples --write):\n" + "\n\n".join(report)
+    assert not report, "docs/operating.md examples drifted (python -m scripts.readme_examples --write):\n" + "\n\n".join(report)
 
 
 def test_a_drifted_example_is_reported_and_rewritten():
     examples = parse_examples(DRIFTED)
-    printed = run_examples(examples, "postgresql://u@db.invalid/scratch")  # mapped back to what the README shows
+    printed = run_examples(examples, "postgresql://u@db.invalid/scratch")  # mapped back to what the document shows
     report = differences(examples, printed)
     assert len(report) == 1 and "-job 103 in postgresql://postgres@127.0.0.1:5432/postgres" in report[0]
     assert "+job 1 in postgresql://postgres@127.0.0.1:5432/postgres" in report[0]

@@ -2,7 +2,7 @@
 (never a browser or driver downloaded at run time). One browser for the module; each test gets its own page
 server and database rows. A failing test leaves a screenshot (its path is in the failure message).
 
-With JD_UI_SCREENSHOTS_TO_DOCS=1 the README's two screenshots (docs/ui-overview.png, docs/ui-job.png) are
+With JD_UI_SCREENSHOTS_TO_DOCS=1 docs/operating.md's two screenshots (docs/ui-overview.png, docs/ui-job.png) are
 written from this run."""
 
 from __future__ import annotations
@@ -227,7 +227,7 @@ def test_the_list_reloads_itself_while_open(browser, make_ui, queue):
 
 
 def test_screenshots_of_the_overview_and_a_job(browser, ui, queue, db, jenkins):
-    """The README's pictures, from a queue with some of everything in it."""
+    """docs/operating.md's pictures, from a queue with some of everything in it."""
     with screenshot_on_failure(browser, "readme"):
         settings = dispatch_settings(jenkins.base_url)
         heartbeat = Heartbeat("serve", dispatcher_id="serve@ops-1:4242")
