@@ -56,3 +56,21 @@ def test_only_the_jenkins_package_builds_a_jenkins_client() -> None:
     """The doctor once built its own and left out the search window and the pool: everyone uses jenkins_client."""
     assert _homes_of_call("JenkinsClient") == ["jenkins/client.py"]
 
+
+# --------------------------------------------------------------------------- DISPATCH_ID and dispatch ids
+
+def _string_constants(tree: ast.Module) -> list[str]:
+    return [node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+
+
+def test_the_dispatch_id_parameter_is_named_once() -> None:
+    homes = [module for module, tree in _sources() if "DISPATCH_ID" in _string_constants(tree)]
+    assert homes == ["jenkins/answers.py"]
+
+
+def test_the_dispatch_id_format_is_written_once_in_python() -> None:
+    """The SQL builds it (tests/integration/test_dispatch_ids.py checks that its output parses); Python only
+    reads it, in store/dispatch_ids.py."""
+    homes = [module for module, tree in _sources()
+             if any(text.startswith(("jd-", "legacy-")) for text in _string_constants(tree))]
+    assert homes == ["store/dispatch_ids.py"]

@@ -18,10 +18,12 @@ from ..errors import Conflict, InvalidInput, NotFound
 from ..jenkins.jobs import job_path_error, loads_parameters
 from . import statements
 from .db import Database, DatabaseError, Row
+from .dispatch_ids import LEGACY_PREFIX
 
 FINAL_STATUSES = ("completed", "failed", "cancelled")
 STATUSES = ("pending", "processing", *FINAL_STATUSES)
-LEGACY_DISPATCH_PREFIX = "legacy-"  # rows the migration found processing under the seed's dispatcher
+# Rows the migration found processing under the seed's dispatcher (the format's home: dispatch_ids.py).
+LEGACY_DISPATCH_PREFIX = LEGACY_PREFIX
 MAX_PARAMETER_FILTERS = 3  # parameter values a job list filters on at once (slots of list_jobs)
 PARAMETER_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")  # parameter names a filter may name (quoted into a JSON path)
 EVERYTHING = "*"  # jenkins_job_pauses.job_name of a pause of every job (Jenkins forbids '*' in item names)
