@@ -14,8 +14,8 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "layers/shared/jenkins_dispatch"
 
-# Every part of the package may use these: errors, settings, logs and metrics.
-FOUNDATION = {"errors", "config", "observability"}
+# Every part of the package may use these: errors, settings, logs and metrics, and how a moment is read.
+FOUNDATION = {"errors", "config", "observability", "moments"}
 GROUPS = {"jenkins", "store", "dispatching", "callbacks", "operating", "runtime", "secrets"} | FOUNDATION
 
 # Group (a subpackage, or a top-level module) -> what it may import besides itself. An entry names a group,
@@ -25,6 +25,7 @@ ALLOWED: dict[str, set[str]] = {
     "secrets": {"errors"},
     "config": {"errors", "secrets"},
     "observability": {"errors", "config"},
+    "moments": {"errors"},
     "jenkins": FOUNDATION,
     "store": FOUNDATION | {"jenkins.jobs"},
     "runtime": FOUNDATION | {"store.db"},

@@ -31,7 +31,7 @@ from ..config import (
 from ..errors import ConfigError, DispatchError, JenkinsError, SchemaMissing
 from ..jenkins.answers import DISPATCH_ID_PARAMETER, JobInfo
 from ..jenkins.jobs import job_path_error
-from .waiting import duration
+from .display import duration
 
 if TYPE_CHECKING:
     from ..jenkins.client import WhoAmIAnswer
