@@ -14,7 +14,7 @@ from jenkins_dispatch import moments
 from jenkins_dispatch.config import DatabaseSettings, JenkinsSettings, Settings, load_tuning, resend_quiet_for
 from jenkins_dispatch.jenkins.client import MIN_POOLED_CONNECTIONS, jenkins_client
 from jenkins_dispatch.moments import from_iso
-from jenkins_dispatch.operating.display import age, cell
+from jenkins_dispatch.operating.display import age, cell, moment
 from jenkins_dispatch.store.queue import _moment, _scheduled_at
 
 PACKAGE = Path(__file__).resolve().parents[2] / "layers/shared/jenkins_dispatch"
@@ -130,7 +130,7 @@ def test_every_reader_of_iso_times_reads_them_alike(text, expected) -> None:
 
 @pytest.mark.parametrize(("value", "shown"), [
     (None, "-"),
-    (datetime(2026, 1, 31, 10, 0, 5, tzinfo=timezone(timedelta(hours=1))), "2026-01-31 09:00:05 UTC"),
+    (datetime(2026, 1, 31, 10, 0, 5, tzinfo=timezone(timedelta(hours=1))), "2026-01-31 09:00:05"),
     (date(2026, 1, 31), "2026-01-31"),
     (2.5, "2.5"),
     (Decimal("2.50"), "2.5"),
@@ -143,5 +143,6 @@ def test_a_cell_shows_a_value_one_way(value, shown) -> None:
     assert cell(value) == shown
 
 
-def test_an_age_is_a_duration_or_nothing() -> None:
+def test_an_age_is_a_duration_or_nothing_and_a_moment_says_its_zone() -> None:
     assert (age(None), age(3 * 3600 + 300)) == ("-", "3h05m")
+    assert (moment(None), moment(datetime(2026, 1, 31, 9, tzinfo=UTC))) == ("-", "2026-01-31 09:00:00 UTC")

@@ -36,13 +36,19 @@ def age(seconds: float | None) -> str:
     return NOTHING if seconds is None else duration(seconds)
 
 
+def moment(value: datetime | None) -> str:
+    """A moment as ``when`` shows it, or '-' for none."""
+    return NOTHING if value is None else when(value)
+
+
 def cell(value: Any) -> str:
-    """A value in a table or a field list: moments as ``when`` shows them, '-' for nothing, numbers without
-    trailing zeros, structures as compact JSON (non-ASCII kept readable), anything else as its text."""
+    """A value in a table or a field list: moments in UTC to the second (the column says which time it is, so
+    the zone is left out, as in the command line's tables), '-' for nothing, numbers without trailing zeros,
+    structures as compact JSON (non-ASCII kept readable), anything else as its text."""
     if value is None:
         return NOTHING
     if isinstance(value, datetime):
-        return when(value)
+        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
     if isinstance(value, date):
         return value.isoformat()
     if isinstance(value, Decimal | float):

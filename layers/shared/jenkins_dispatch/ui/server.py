@@ -68,7 +68,7 @@ def template_environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["cell"] = display.cell
     env.filters["age"] = display.age
-    env.filters["when"] = display.cell  # a moment as `when` shows it, or '-'
+    env.filters["when"] = display.moment
     return env
 
 
