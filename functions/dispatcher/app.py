@@ -1,6 +1,6 @@
 """Lambda handler: the scheduled dispatcher (EventBridge rule, EventBridge Scheduler, or a manual invoke).
 
-The handler reads the event, the package does the work (``jenkins_dispatch.dispatching.dispatcher.run_invocation``), and
+The handler reads the event, the package does the work (``jenkins_dispatch.lambda_entry.run_invocation``), and
 the answer is the last pass's summary. The decorators give every log line the invocation's context and the
 event's id, and flush the metrics once the invocation ends, whatever happened.
 """
@@ -9,8 +9,8 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from jenkins_dispatch.dispatching.dispatcher import run_invocation
 from jenkins_dispatch.errors import InvalidInput
+from jenkins_dispatch.lambda_entry import run_invocation
 from jenkins_dispatch.observability import logger, metrics
 
 # The id of the event that woke the function: an EventBridge rule's event id, or EventBridge Scheduler's

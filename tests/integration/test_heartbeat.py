@@ -186,13 +186,12 @@ class LambdaContext:
 
 
 def test_a_single_pass_lambda_records_its_container(jenkins, queue, no_dispatchers, monkeypatch):
-    from jenkins_dispatch import runtime
-    from jenkins_dispatch.dispatching import dispatcher
-    from jenkins_dispatch.dispatching.dispatcher import run_invocation
+    from jenkins_dispatch import lambda_entry, runtime
+    from jenkins_dispatch.lambda_entry import run_invocation
 
     # A new container: its heartbeat counts passes in this process, and the test may already have run here on
     # the other engine (both_engines), which would make these passes 3 and 4.
-    monkeypatch.setattr(dispatcher, "_heartbeats", {})
+    monkeypatch.setattr(lambda_entry, "_heartbeats", {})
     for key, value in {"JENKINS_URL": jenkins.base_url, "JENKINS_USER": "admin", "JENKINS_API_TOKEN": "admin-token",
                        "LEASE_SECONDS": "3", "JENKINS_TIMEOUT_SECONDS": "1", "DISPATCHER_MODE": "single"}.items():
         monkeypatch.setenv(key, value)

@@ -12,17 +12,17 @@ from jenkins_dispatch.callbacks.notifications import (
     Notification,
     authentication_failure,
     is_authorised,
-    job_path_from_url,
     names_job,
     parse_notification,
     presented_tokens,
     redact_query,
     request_body,
-    row_id_hint,
     token_matches,
     transition_for,
 )
 from jenkins_dispatch.errors import RejectedNotification
+from jenkins_dispatch.jenkins.jobs import job_path_from_url
+from jenkins_dispatch.store.dispatch_ids import row_id_hint
 
 SECRET = "s3cret-token"
 
@@ -126,6 +126,10 @@ def test_multibranch_job_names_are_decoded_once():
         ("job/a/job/b/42/", "a/b"),
         ("https://ci.example.com/jenkins/job/a/job/b%20c/7/", "a/b c"),
         ("job/job/job/x/", "job/x"),  # a folder literally called 'job'
+        ("https://ci.example.com/view/all/job/a/", "a"),  # a view on the way is not part of the name
+        ("job/f/view/v/job/b/", "f/b"),
+        ("job/a/42/job/b/", "a"),  # the names end where the job's own URL does
+        ("job/a/job", "a"),
         ("view/all/", None),
         ("", None),
         (None, None),

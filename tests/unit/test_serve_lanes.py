@@ -52,6 +52,35 @@ def test_the_database_lane_is_as_wide_as_the_pool_and_the_page_gets_its_own():
     assert mounted.lane(RequestHead("POST", "/jenkins/notify", f"token={SECRET}", {})) == "database"
 
 
+class Registry:
+    pass
+
+
+@pytest.mark.parametrize(("mounted", "method", "path", "route"), [
+    (False, "GET", "/healthz", "healthz"),
+    (False, "HEAD", "/healthz", "healthz"),
+    (False, "POST", "/healthz", "webhook"),  # the webhook's 404 names the path to use
+    (False, "GET", "/metrics", "metrics"),
+    (False, "GET", "/jobs", "webhook"),
+    (False, "POST", "/jenkins/notify", "webhook"),
+    (True, "GET", "/jobs", "page"),
+    (True, "POST", "/login", "page"),
+    (True, "GET", "/healthz", "healthz"),
+    (True, "POST", "/jenkins/notify", "webhook"),
+    (True, "GET", "/jenkins/anything", "webhook"),
+])
+def test_serve_routes_each_request_in_one_place(mounted, method, path, route):
+    served = app(ui=MountedPage() if mounted else None)
+    served.registry = Registry()
+    assert served.route(method, path) == route
+    lane = served.lane(RequestHead(method, path, "", {}))
+    assert lane == {"page": "page"}.get(route, "front")
+
+
+def test_without_prometheus_metrics_is_the_webhooks_404():
+    assert app().route("GET", "/metrics") == "webhook"
+
+
 @pytest.mark.parametrize(("idle", "closed_within"), [(20, 26), (2, 4), (1, 3), (60, 66)])
 def test_a_silent_connection_is_closed_within_the_idle_timeout_and_a_sweep(idle, closed_within):
     assert HttpLimits(idle_seconds=idle).closes_within() == closed_within

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from jenkins_dispatch import moments
 from jenkins_dispatch.errors import ConfigError, InvalidInput
-from jenkins_dispatch.operating import moments
 from jenkins_dispatch.operating.overview import hourly, jenkins_health
 from jenkins_dispatch.ui import forms, security
 

@@ -6,7 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from jenkins_dispatch.operating.waiting import JenkinsOutage, duration, why_waiting
+from jenkins_dispatch.operating.display import duration
+from jenkins_dispatch.operating.waiting import JenkinsOutage, held_back, why_waiting
 from jenkins_dispatch.store.queue import Pause
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
@@ -80,3 +81,25 @@ def test_a_wait_until_a_time_says_the_time():
                                                (3 * 3600 + 300, "3h05m"), (2 * 86400 + 4 * 3600, "2d04h")])
 def test_duration(seconds, text):
     assert duration(seconds) == text
+
+
+@pytest.mark.parametrize(("paused", "cap", "in_flight", "pending", "word"), [
+    (False, None, 5, 3, "-"),
+    (True, None, 0, 3, "paused"),
+    (True, 2, 2, 3, "paused"),  # paused says most, as in why_waiting
+    (False, 0, 0, 0, "cap 0"),
+    (False, 2, 2, 1, "cap full"),
+    (False, 2, 3, 1, "cap full"),
+    (False, 2, 2, 0, "-"),  # nothing waits behind the full cap
+    (False, 2, 1, 4, "-"),
+])
+def test_held_back(paused, cap, in_flight, pending, word):
+    assert held_back(paused=paused, cap=cap, in_flight=in_flight, pending=pending) == word
+
+
+@pytest.mark.parametrize(("cap", "in_flight"), [(None, 0), (None, 9), (0, 0), (1, 0), (1, 1), (2, 5)])
+def test_a_job_held_back_by_its_cap_is_what_each_of_its_pending_rows_says(cap, in_flight):
+    """`stats`'s word for a job and `show`'s reason for its pending rows read the same cap rule."""
+    word = held_back(paused=False, cap=cap, in_flight=in_flight, pending=1)
+    reason = why_waiting(row(), NOW, **dict(FREE, job_cap=cap, job_in_flight=in_flight))
+    assert (word != "-") == (reason.code == "job_cap")

@@ -11,10 +11,10 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from decimal import Decimal
 
-from . import __version__
+from . import __version__, moments
 from .config import (
     SERVE_HOST,
     SERVE_INTERVAL_SECONDS,
@@ -29,8 +29,9 @@ from .config import (
     load_tuning,
 )
 from .errors import OPERATION_FAILED, DispatchError, InvalidInput
-from .operating import bulk, moments
-from .operating.waiting import when
+from .operating import bulk
+from .operating.display import age, cell, when
+from .operating.waiting import held_back
 from .store.db import Database
 from .store.migrations import migrate
 from .store.queue import STATUSES, Queue
@@ -177,35 +178,16 @@ def print_json(data) -> None:
     print(json.dumps(data, default=_plain, indent=2, sort_keys=False))
 
 
-def _cell(value) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, datetime):
-        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
-    if isinstance(value, float):
-        return f"{value:.1f}"
-    if isinstance(value, dict):
-        return json.dumps(value, separators=(",", ":"))
-    return str(value)
-
-
 def print_table(rows: Sequence[dict], columns: Sequence[str], empty: str = "(none)") -> None:
     """Print ``rows`` as a table of ``columns`` for people, or ``empty`` when there are none."""
     if not rows:
         print(empty)
         return
-    cells = [[_cell(r.get(c)) for c in columns] for r in rows]
+    cells = [[cell(r.get(c)) for c in columns] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
     print("  ".join(c.upper().ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
     for row in cells:
         print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
-
-
-def age(seconds: float | None) -> str:
-    """A duration in seconds as people read it (45s, 12m, 3h05m, 2d04h); '-' when unknown."""
-    from .operating.waiting import duration
-
-    return "-" if seconds is None else duration(seconds)
 
 
 # --------------------------------------------------------------------------- commands
@@ -315,7 +297,7 @@ def cmd_show(ctx: Context, args) -> None:
     job = details["job"]
     width = max(len(k) for k in job)
     for key, value in job.items():
-        print(f"{key.ljust(width)}  {_cell(value)}")
+        print(f"{key.ljust(width)}  {cell(value)}")
         if key == "status" and details["waiting"]:  # the first thing to know about a pending job
             print(f"{'waiting'.ljust(width)}  {details['waiting']['text']}")
     for label, link in details["links"].items():
@@ -323,17 +305,6 @@ def cmd_show(ctx: Context, args) -> None:
     print()
     print_table(details["history"], ["at", "event", "from_status", "to_status", "actor", "dispatch_id", "detail"],
                 empty="no history")
-
-
-def _held_back(job: dict) -> str:
-    """What keeps a job's pending rows out of Jenkins, for `stats`'s table ('-': nothing of the kind)."""
-    if job["paused"]:
-        return "paused"
-    if job["cap"] == 0:
-        return "cap 0"
-    if job["cap"] is not None and job["in_flight"] >= job["cap"] and job["pending"]:
-        return "cap full"
-    return "-"
 
 
 def _pause_text(pause) -> str:
@@ -370,7 +341,8 @@ def cmd_stats(ctx: Context, args) -> None:
     print()
     rows = [
         dict(r, in_flight=f"{r['in_flight']}/{r['cap'] if r['cap'] is not None else '-'}",
-             oldest_pending=age(r["oldest_pending_seconds"]), held_back=_held_back(r))
+             oldest_pending=age(r["oldest_pending_seconds"]),
+             held_back=held_back(paused=r["paused"], cap=r["cap"], in_flight=r["in_flight"], pending=r["pending"]))
         for r in per_job
     ]
     print_table(rows, ["job_name", "pending", "in_flight", "held_back", "completed_last_hour", "failed_last_hour",

@@ -178,6 +178,12 @@ class JenkinsSettings:
     search_window: int = default_of("JENKINS_SEARCH_WINDOW")
 
 
+def resend_quiet_for(lease_seconds: float) -> float:
+    """RESEND_QUIET_SECONDS unless set: RESEND_QUIET_LEASES leases, so that an original trigger Jenkins acts on
+    late lands while the re-send still waits in its queue."""
+    return float(RESEND_QUIET_LEASES * lease_seconds)
+
+
 @dataclass(frozen=True)
 class Settings:
     """Every setting of the package, read once by ``load_settings`` and passed around."""
@@ -206,8 +212,9 @@ class Settings:
     # A dispatch Jenkins showed no trace of is sent again at most this many times (no attempt spent)...
     max_resends: int = default_of("MAX_RESENDS")
     # ...held this long in Jenkins's queue (a quiet period), so that an original Jenkins acts on late
-    # merges with it instead of building twice. Default: RESEND_QUIET_LEASES leases.
-    resend_quiet_seconds: float = 900.0
+    # merges with it instead of building twice. Default: RESEND_QUIET_LEASES leases of the default length (a
+    # Settings built by hand with another lease says its own; load_settings derives it from LEASE_SECONDS).
+    resend_quiet_seconds: float = resend_quiet_for(default_of("LEASE_SECONDS"))
     # When Jenkins counts as down (dispatching/breaker.py): JENKINS_BREAKER_FAILURES suspect failures in a row
     # about that many different jobs; while down it is tried again after a backoff doubling from
     # JENKINS_RETRY_BASE_SECONDS up to JENKINS_RETRY_MAX_SECONDS (one success starts it again from the base).
@@ -665,7 +672,7 @@ def load_tuning(env: Mapping[str, str] | None = None) -> dict[str, object]:
         http_idle_timeout_seconds=_int(env, "HTTP_IDLE_TIMEOUT_SECONDS"),
         dispatcher_mode=_choice(env, "DISPATCHER_MODE", DISPATCHER_MODES),
         max_resends=_int(env, "MAX_RESENDS"),
-        resend_quiet_seconds=_float(env, "RESEND_QUIET_SECONDS", default=RESEND_QUIET_LEASES * lease),
+        resend_quiet_seconds=_float(env, "RESEND_QUIET_SECONDS", default=resend_quiet_for(lease)),
         jenkins_breaker_failures=_int(env, "JENKINS_BREAKER_FAILURES"),
         jenkins_retry_base_seconds=jenkins_base,
         jenkins_retry_max_seconds=jenkins_max,

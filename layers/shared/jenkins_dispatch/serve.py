@@ -77,32 +77,40 @@ class ServeApp:
             widths["page"] = self.ui.pool_size
         return widths
 
-    def for_ui(self, path: str) -> bool:
-        """With the web page mounted (`serve --ui`), every path but the webhook's and serve's own is the page's."""
-        return self.ui is not None and not path.startswith("/jenkins/") and path not in SERVICE_PATHS
+    def route(self, method: str, path: str) -> str:
+        """Where a request goes, decided here only (its lane and its answer both follow from it): ``page`` (with
+        the web page mounted, every path but the webhook's and serve's own), ``healthz``, ``metrics`` (given a
+        registry), else ``webhook``, whose core answers the notify path, 405 and 404 (``webhook.answer``)."""
+        if self.ui is not None and not path.startswith("/jenkins/") and path not in SERVICE_PATHS:
+            return "page"
+        if method in ("GET", "HEAD") and path == "/healthz":
+            return "healthz"
+        if method in ("GET", "HEAD") and path == "/metrics" and self.registry is not None:
+            return "metrics"
+        return "webhook"
 
     def lane(self, head: RequestHead) -> str:
         """Where a request waits for a thread: only a callback with the right token may need the database."""
-        if webhook.may_need_session(head.method, head.path, head.query, head.headers, self.settings.webhook_secret):
+        route = self.route(head.method.upper(), head.path)
+        if route == "webhook" and webhook.may_need_session(head.method, head.path, head.query, head.headers,
+                                                           self.settings.webhook_secret):
             return "database"
-        if self.for_ui(head.path):
-            return "page"
-        return "front"
+        return "page" if route == "page" else "front"
 
     def __call__(self, environ: dict, start_response) -> list[bytes]:
         method = environ.get("REQUEST_METHOD", "GET").upper()
         path, query = request_target(environ)
-        if self.for_ui(path):
+        route = self.route(method, path)
+        if route == "page":
             return self._page(environ, start_response, method, path, query)
-        if method in ("GET", "HEAD") and path in SERVICE_PATHS:
-            if path == "/healthz":
-                status, doc = self.health.report()
-                return self._send(start_response, method, status, json.dumps(doc, default=str).encode(), {})
-            if self.registry is not None:
-                from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+        if route == "healthz":
+            status, doc = self.health.report()
+            return self._send(start_response, method, status, json.dumps(doc, default=str).encode(), {})
+        if route == "metrics":
+            from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
-                return self._send(start_response, method, 200, generate_latest(self.registry),
-                                  {"Content-Type": CONTENT_TYPE_LATEST})
+            return self._send(start_response, method, 200, generate_latest(self.registry),
+                              {"Content-Type": CONTENT_TYPE_LATEST})
         callback = webhook.Callback(method, path, query, request_headers(environ),
                                     lambda: checked_body(read_body(environ, MAX_BODY_BYTES)))
         answer = webhook.answer(callback)

@@ -22,7 +22,6 @@ import base64
 import binascii
 import hmac
 import json
-import re
 import string
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -31,7 +30,8 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from ..dispatching.decisions import build_error, final_status
 from ..errors import RejectedNotification
-from ..jenkins.answers import header_value
+from ..jenkins.answers import DISPATCH_ID_PARAMETER, header_value
+from ..jenkins.jobs import job_path_from_url
 
 MAX_BODY_BYTES = 256 * 1024
 # Sanity bounds on single fields: far above anything Jenkins sends, far below what could hurt us.
@@ -45,7 +45,6 @@ FINAL_PHASES = ("COMPLETED", "FINALIZED")
 PHASES = PROGRESS_PHASES + FINAL_PHASES
 BUILD_RESULTS = ("SUCCESS", "UNSTABLE", "FAILURE", "NOT_BUILT", "ABORTED")
 
-DISPATCH_ID_PARAMETER = "DISPATCH_ID"
 TOKEN_QUERY_PARAMETER = "token"
 TOKEN_HEADER = "x-jenkins-dispatch-token"
 
@@ -54,12 +53,6 @@ MISSING_OR_WRONG_TOKEN = f"missing or wrong webhook token: give the shared secre
 SEVERAL_TOKENS = f"several different webhook tokens in one request: give exactly one, in one of {TOKEN_PLACES}"
 
 EXPECTED_FORMAT = "expected the Jenkins Notification plugin's JSON payload (endpoint Format: JSON)"
-
-# The claim statement makes dispatch ids 'jd-<row id>-<random>' (migrated rows: 'legacy-<row id>').
-# Reading the row id out of it lets the webhook try the fenced update straight away; it is only a hint,
-# because the update still matches on the whole dispatch id.
-_ROW_ID_IN_DISPATCH_ID = re.compile(r"(?:jd-(\d{1,18})-[0-9a-f]+|legacy-(\d{1,18}))")
-
 
 @dataclass(frozen=True)
 class Notification:
@@ -333,26 +326,6 @@ def _optional_int(container: Mapping[str, Any], key: str, where: str, minimum: i
     return value
 
 
-def job_path_from_url(url: str | None) -> str | None:
-    """``job/team/job/app/`` (or a full or build URL) → ``team/app``; names URL-decoded once, as Jenkins does."""
-    if not url:
-        return None
-    try:
-        path = urlsplit(url).path
-    except ValueError:  # a host urlsplit refuses: parse_notification answers 400 before asking
-        return None
-    segments = [s for s in path.split("/") if s]
-    names = []
-    i = 0
-    while i < len(segments):
-        if segments[i] == "job" and i + 1 < len(segments):
-            names.append(unquote(segments[i + 1]))
-            i += 2
-        else:
-            i += 1
-    return "/".join(names) or None
-
-
 def _parameter(parameters: Mapping[str, Any], name: str) -> Any:
     # Jenkins's EnvVars is case-insensitive, so the key may come back in another case.
     if name in parameters:
@@ -469,11 +442,3 @@ def names_job(notification: Notification, job_name: str) -> bool:
     if notification.job_name is not None:
         return _fold(notification.job_name) == _fold(job_name.rsplit("/", 1)[-1])
     return False
-
-
-def row_id_hint(dispatch_id: str) -> int | None:
-    """The row id a dispatch id was made from, if it has our format (a hint: the fence decides)."""
-    match = _ROW_ID_IN_DISPATCH_ID.fullmatch(dispatch_id)
-    if match is None:
-        return None
-    return int(match.group(1) or match.group(2))

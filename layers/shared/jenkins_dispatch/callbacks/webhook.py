@@ -28,6 +28,7 @@ from .. import runtime
 from ..errors import ConfigError, DatabaseBusy, DatabaseUnavailable, InvalidInput, SchemaMissing
 from ..observability import MetricUnit, logger, metrics
 from ..store.db import DatabaseError
+from ..store.dispatch_ids import row_id_hint
 from ..store.queue import FINAL_STATUSES, Queue
 from .notifications import (
     Notification,
@@ -37,7 +38,6 @@ from .notifications import (
     names_job,
     parse_notification,
     redact_query,
-    row_id_hint,
     token_failure,
     tokens_in,
     transition_for,

@@ -2,6 +2,7 @@
 (``reconciler.py``), cancelling in Jenkins (``cancelling.py``), the pure decisions (``decisions.py``), pass
 after pass (``dispatch_loop.py``), waiting for work (``wakeup.py``) and heartbeats (``heartbeat.py``).
 
-Uses ``jenkins/`` and ``store/`` (never SQL or HTTP of its own). Must not import ``callbacks/``,
-``operating/`` or the entry points (``cli``, ``serve``, ``custom_resource``).
+Uses ``jenkins/`` and ``store/`` (never SQL or HTTP of its own). Knows nothing of Lambda (its entry, the
+container's heartbeat and the invocation's time, is ``lambda_entry.py``). Must not import ``callbacks/``,
+``operating/``, ``runtime`` or the entry points (``cli``, ``serve``, ``custom_resource``, ``lambda_entry``).
 """

@@ -26,11 +26,13 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import ConfigError, DatabaseBusy, DatabaseUnavailable, DispatchError
+from ..jenkins.client import jenkins_client
 from ..observability import logger, metrics
 from ..store.db import Database
 from ..store.queue import Queue
 from .breaker import Breaker, breaker_for
 from .decisions import backoff_seconds
+from .dispatcher import Dispatcher
 from .heartbeat import Heartbeat
 from .wakeup import SLOT, WorkSignal
 
@@ -294,8 +296,6 @@ class DispatchLoop:
 
     def run(self, seconds_left: Callable[[], float] | None = None) -> dict[str, Any]:
         """Run passes until shutdown, a configuration error or ``seconds_left`` runs out; return the summary."""
-        from .dispatcher import jenkins_client
-
         left = seconds_left or (lambda: math.inf)
         summary = LoopSummary()
         last_stop = ""
@@ -323,8 +323,6 @@ class DispatchLoop:
 
     def _one_pass(self, client, left: Callable[[], float], summary: LoopSummary):
         """One pass. Returns (pause before the next one or None, why it stopped, the client to use next)."""
-        from .dispatcher import Dispatcher, jenkins_client
-
         budget = self.pass_budget_seconds
         claim_until = None if budget is None else time.monotonic() + budget
         # Lambda: the invocation's real time left; `serve`: none (its pass ends softly at claim_until).

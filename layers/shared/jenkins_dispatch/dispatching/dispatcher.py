@@ -26,9 +26,8 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .. import runtime
 from ..config import LEASE_SAFETY_SECONDS, Settings, default_of
 from ..errors import (
     DatabaseUnavailable,
@@ -38,7 +37,7 @@ from ..errors import (
     JenkinsRequestFailed,
 )
 from ..jenkins.answers import JobInfo
-from ..jenkins.client import JenkinsClient
+from ..jenkins.client import JenkinsClient, jenkins_client
 from ..jenkins.jobs import job_path_error
 from ..observability import MetricUnit, logger, metrics, subsegment
 from ..store.db import Database
@@ -48,9 +47,6 @@ from .cancelling import settle_stopped, stop_dispatch
 from .decisions import Act, Decision, Evidence, check_job, decide_trigger, retry_delay
 from .heartbeat import Heartbeat
 from .reconciler import Reconciled, Reconciler
-
-if TYPE_CHECKING:
-    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 
 @dataclass
@@ -493,13 +489,6 @@ class Dispatcher:
 # --------------------------------------------------------------------------- entry points
 
 
-def jenkins_client(settings: Settings) -> JenkinsClient:
-    """A Jenkins client built from the settings, pooled for the pass's trigger threads."""
-    js = settings.require_jenkins()
-    return JenkinsClient(js.url, js.user, js.api_token, js.timeout_seconds, verify_tls=js.verify_tls,
-                         search_window=js.search_window, pool_maxsize=max(10, settings.max_parallel_triggers))
-
-
 def run_pass(
     settings: Settings,
     *,
@@ -530,45 +519,3 @@ def run_pass(
     finally:
         if own_db:
             db.close()
-
-
-# A continuous invocation still runs a full pass (the reconciler's turn) at least this often.
-LAMBDA_INTERVAL_SECONDS = 10.0
-
-
-def run_invocation(context: LambdaContext, max_jobs: int | None = None) -> dict[str, Any]:
-    """One invocation of the dispatcher function, its event already parsed (functions/dispatcher/app.py).
-
-    DISPATCHER_MODE=continuous (the template's default): keep dispatching, woken by new work, until the
-    invocation's time is nearly up, so the next scheduled invocation takes over without a gap.
-    DISPATCHER_MODE=single, or a manual invoke's ``max_jobs``: one pass.
-    """
-    from .dispatch_loop import DispatchLoop
-    from .wakeup import work_signal
-
-    settings = runtime.settings()
-    remaining = getattr(context, "get_remaining_time_in_millis", None)
-    if remaining is not None:
-        settings.check_pass_budget(remaining() / 1000, "the dispatcher function's time left (DispatcherTimeoutSeconds)")
-    db = runtime.database()
-    if settings.dispatcher_mode == "single" or max_jobs is not None or remaining is None:
-        return run_pass(settings, max_jobs=max_jobs, remaining_ms=remaining, db=db,
-                        heartbeat=_lambda_heartbeat(context, None))
-    loop = DispatchLoop(settings, db, work_signal(db), interval=LAMBDA_INTERVAL_SECONDS,
-                        heartbeat=_lambda_heartbeat(context, LAMBDA_INTERVAL_SECONDS))
-    return loop.run(seconds_left=lambda: remaining() / 1000)
-
-
-_heartbeats: dict[str | None, Heartbeat] = {}
-
-
-def _lambda_heartbeat(context: LambdaContext, interval: float | None) -> Heartbeat:
-    """This container's heartbeat (its log stream names it), kept between warm invocations: one row per
-    container, its passes adding up."""
-    function = getattr(context, "function_name", None)
-    stream = getattr(context, "log_stream_name", None)
-    instance = f"{function}/{stream}" if isinstance(function, str) and isinstance(stream, str) else None
-    beat = _heartbeats.get(instance)
-    if beat is None:
-        beat = _heartbeats[instance] = Heartbeat("lambda", interval=interval, instance=instance)
-    return beat

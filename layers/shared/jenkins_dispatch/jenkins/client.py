@@ -34,7 +34,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 from urllib3.exceptions import SSLError as Urllib3SSLError
 
-from ..config import default_of
+from ..config import JenkinsSettings, Settings, default_of
 from ..errors import JenkinsAuthRejected, JenkinsRequestFailed, JenkinsUnavailable, SearchInconclusive
 from .answers import (
     DISPATCH_ID_PARAMETER,
@@ -749,3 +749,20 @@ class JenkinsClient:
         if answer.status in (401, 403):
             self._raise_for_jenkins_wide(answer, what)
         return answer
+
+
+# A pass's trigger threads share one client: its connection pool holds at least this many connections.
+MIN_POOLED_CONNECTIONS = 10
+
+
+def jenkins_client(settings: Settings | JenkinsSettings) -> JenkinsClient:
+    """The one way the package builds a Jenkins client from its settings: every Jenkins setting (URL, user, token,
+    timeout, TLS, search window) carried over. Given the whole ``Settings``, the connection pool is sized for the
+    pass's trigger threads (MAX_PARALLEL_TRIGGERS); given only ``JenkinsSettings`` (doctor), for one caller."""
+    if isinstance(settings, Settings):
+        jenkins, threads = settings.require_jenkins(), settings.max_parallel_triggers
+    else:
+        jenkins, threads = settings, 1
+    return JenkinsClient(jenkins.url, jenkins.user, jenkins.api_token, jenkins.timeout_seconds,
+                         verify_tls=jenkins.verify_tls, search_window=jenkins.search_window,
+                         pool_maxsize=max(MIN_POOLED_CONNECTIONS, threads))

@@ -1,5 +1,5 @@
 """A row's job as requests to Jenkins name it: the job's URL path from its name (and the names Jenkins refuses),
-whether a queue item's task URL names it, and the form values its parameters are sent as. Pure, no I/O.
+the job a Jenkins URL names (and whether a queue item's task URL names a row's job), and the form values its parameters are sent as. Pure, no I/O.
 
 Owns no answer of Jenkins (``answers.py`` does); ``store/`` uses it to refuse a job name no Jenkins item can have
 and to read parameters with their numbers kept as text.
@@ -120,19 +120,38 @@ def item_name_key(name: str) -> str:
     return "".join(key)
 
 
+def job_path_from_url(url: str | None) -> str | None:
+    """The job a Jenkins URL names, as folders joined by '/' (``…/job/team/job/app/42/`` → ``team/app``), or None.
+
+    The one reading of job URLs (queue items' ``task.url``, notifications' ``url`` and build URLs): Jenkins
+    spells a job ``job/<name>/`` per folder level after its root (any host and context path). The path's
+    segments are URL-decoded once each, as Jenkins encodes them (``Util.rawEncode``). The names are read from the
+    first ``job`` segment on, passing over ``view/<name>`` (a view is a way to the job, not part of its name), up
+    to the first other segment (a build number, ``console``…). Absolute, relative or malformed (None) alike.
+    """
+    if not url:
+        return None
+    try:
+        segments = [unquote(s) for s in urlsplit(url).path.split("/") if s]
+    except ValueError:  # a host urlsplit refuses
+        return None
+    if "job" not in segments:
+        return None
+    names: list[str] = []
+    rest = segments[segments.index("job"):]
+    while len(rest) >= 2 and rest[0] in ("job", "view"):
+        if rest[0] == "job":
+            names.append(rest[1])
+        rest = rest[2:]
+    return "/".join(names) or None
+
+
 def job_url_matches(task_url: str, job_name: str) -> bool:
     """Whether a queue item's ``task.url`` (absolute, host from Jenkins' own root URL) names ``job_name``.
 
-    Compares only the ``job/…/job/…/`` tail, decoded, so the host and context path do not matter; names compare
-    as Jenkins finds items (``item_name_key``): Jenkins spells the job as it was created, the row as it was
-    enqueued.
+    Names compare as Jenkins finds items (``item_name_key``): Jenkins spells the job as it was created, the row
+    as it was enqueued.
     """
-    segments = [unquote(s) for s in urlsplit(task_url).path.split("/") if s]
-    try:
-        first = segments.index("job")
-    except ValueError:
-        return False
-    tail = segments[first:]
-    if len(tail) % 2 or any(tail[i] != "job" for i in range(0, len(tail), 2)):
-        return False
-    return [item_name_key(n) for n in tail[1::2]] == [item_name_key(n) for n in job_name.split("/")]
+    path = job_path_from_url(task_url)
+    return path is not None and [item_name_key(n) for n in path.split("/")] == \
+        [item_name_key(n) for n in job_name.split("/")]

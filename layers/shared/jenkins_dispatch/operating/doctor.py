@@ -31,7 +31,7 @@ from ..config import (
 from ..errors import ConfigError, DispatchError, JenkinsError, SchemaMissing
 from ..jenkins.answers import DISPATCH_ID_PARAMETER, JobInfo
 from ..jenkins.jobs import job_path_error
-from .waiting import duration
+from .display import duration
 
 if TYPE_CHECKING:
     from ..jenkins.client import WhoAmIAnswer
@@ -446,7 +446,7 @@ def _guarded(name: str, run) -> Check:
 
 
 def _jenkins_checks(env, fetch_secret, found: _Findings) -> list[Check]:
-    from ..jenkins.client import JenkinsClient
+    from ..jenkins.client import jenkins_client
 
     checks: list[Check] = []
     try:
@@ -462,8 +462,7 @@ def _jenkins_checks(env, fetch_secret, found: _Findings) -> list[Check]:
         checks.append(_skip("credentials", "Jenkins is not configured"))
         checks.append(_queued_row(found, "Jenkins is not configured"))
         return checks
-    with JenkinsClient(settings.url, settings.user, settings.api_token, settings.timeout_seconds,
-                       verify_tls=settings.verify_tls) as client:
+    with jenkins_client(settings) as client:
         try:
             reach, credentials = jenkins_checks(client.who_am_i(), settings.user, display_url(settings.url))
         except JenkinsError as exc:

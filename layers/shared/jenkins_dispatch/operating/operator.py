@@ -87,8 +87,8 @@ def cancel_job(queue: Queue, job_id: int, settings: Settings, reason: str = "can
 
     # Jenkins's client only when cancelling, not for `show`.
     from ..dispatching.cancelling import settle_stopped, stop_dispatch
-    from ..dispatching.dispatcher import jenkins_client
     from ..errors import JenkinsError
+    from ..jenkins.client import jenkins_client
 
     with jenkins_client(settings) as client:
         try:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from ..store.queue import Pause
+from .display import duration, when
 
 
 @dataclass(frozen=True)
@@ -37,24 +38,21 @@ class Waiting:
         return {"code": self.code, "text": self.text, "until": self.until}
 
 
-def when(moment: datetime) -> str:
-    """A moment as people read it in this tool: UTC, to the second. A time no datetime can hold (``OddTime``: past
-    the year 9999, BC, a MySQL zero date) is shown as the database wrote it."""
-    if not isinstance(moment, datetime):
-        return str(moment)
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+def cap_full(cap: int | None, in_flight: int) -> bool:
+    """Whether a cap (None: none) holds rows back while ``in_flight`` of its rows are in Jenkins (0: always)."""
+    return cap is not None and in_flight >= cap
 
 
-def duration(seconds: float) -> str:
-    """``45s``, ``12m``, ``3h05m``, ``2d04h``: rounded down, never negative."""
-    seconds = max(int(seconds), 0)
-    if seconds < 120:
-        return f"{seconds}s"
-    if seconds < 7200:
-        return f"{seconds // 60}m"
-    if seconds < 172800:
-        return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
-    return f"{seconds // 86400}d{(seconds % 86400) // 3600:02d}h"
+def held_back(*, paused: bool, cap: int | None, in_flight: int, pending: int) -> str:
+    """What keeps a job's pending rows out of Jenkins, in a word (`stats`'s table): paused, cap 0 or cap full;
+    '-' when nothing of the kind does. The per-job side of ``why_waiting``: the same order, the same cap rule."""
+    if paused:
+        return "paused"
+    if cap == 0:
+        return "cap 0"
+    if pending and cap_full(cap, in_flight):
+        return "cap full"
+    return "-"
 
 
 def _paused(pause: Pause) -> Waiting:
@@ -102,11 +100,11 @@ def why_waiting(
             return Waiting("backing_off", f"backing off until {when(scheduled_at)} (in {left}) after attempt "
                                           f"{row['attempts']} of {row['max_attempts']}{error}", scheduled_at)
         return Waiting("not_due", f"not due until {when(scheduled_at)} (in {left})", scheduled_at)
-    if job_cap is not None and job_in_flight >= job_cap:
+    if cap_full(job_cap, job_in_flight):
         if job_cap == 0:
             return Waiting("job_cap", "job cap full (0/0): a cap of 0 holds this job back")
         return Waiting("job_cap", f"job cap full ({job_in_flight}/{job_cap} in flight)")
-    if global_cap is not None and total_in_flight >= global_cap:
+    if cap_full(global_cap, total_in_flight):
         return Waiting("global_cap", f"global cap full ({total_in_flight}/{global_cap} in flight, MAX_IN_FLIGHT)")
     if jenkins_unavailable is not None:
         return Waiting("jenkins_unavailable",

@@ -16,12 +16,15 @@ from typing import Any
 from ..config import default_of
 from ..errors import Conflict, InvalidInput, NotFound
 from ..jenkins.jobs import job_path_error, loads_parameters
+from ..moments import from_iso
 from . import statements
 from .db import Database, DatabaseError, Row
+from .dispatch_ids import LEGACY_PREFIX
 
 FINAL_STATUSES = ("completed", "failed", "cancelled")
 STATUSES = ("pending", "processing", *FINAL_STATUSES)
-LEGACY_DISPATCH_PREFIX = "legacy-"  # rows the migration found processing under the seed's dispatcher
+# Rows the migration found processing under the seed's dispatcher (the format's home: dispatch_ids.py).
+LEGACY_DISPATCH_PREFIX = LEGACY_PREFIX
 MAX_PARAMETER_FILTERS = 3  # parameter values a job list filters on at once (slots of list_jobs)
 PARAMETER_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")  # parameter names a filter may name (quoted into a JSON path)
 EVERYTHING = "*"  # jenkins_job_pauses.job_name of a pause of every job (Jenkins forbids '*' in item names)
@@ -143,7 +146,7 @@ def _scheduled_at(value: str | datetime | None) -> str | None:
         return None
     if isinstance(value, str):
         try:
-            value = datetime.fromisoformat(value)
+            value = from_iso(value)
         except ValueError:
             raise InvalidInput(f"scheduled_at must be a real time: {value!r} is not one (ISO 8601, e.g. "
                                "2026-11-30T12:00:00Z)") from None
@@ -154,7 +157,7 @@ def _scheduled_at(value: str | datetime | None) -> str | None:
 
 def _timestamp(value: str | datetime | None) -> datetime | None:
     """A timestamp read back from JSON (ISO text) or as itself."""
-    return datetime.fromisoformat(value) if isinstance(value, str) else value
+    return from_iso(value) if isinstance(value, str) else value
 
 
 def _moment(value: str | datetime | None) -> datetime | None:
@@ -162,7 +165,7 @@ def _moment(value: str | datetime | None) -> datetime | None:
     means UTC, as on the command line); MySQL cannot read an ISO text's offset."""
     if isinstance(value, str):
         try:
-            value = datetime.fromisoformat(value)
+            value = from_iso(value)
         except ValueError:
             raise InvalidInput(f"not a time: {value!r} (use ISO 8601, e.g. 2026-11-30T12:00:00Z)") from None
     if value is not None and value.tzinfo is None:

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import urlencode
 
+from .. import moments
 from ..errors import InvalidInput
-from ..operating import bulk, moments
+from ..operating import bulk
 from ..store.queue import MAX_PARAMETER_FILTERS, PARAMETER_KEY, STATUSES
 
 PAGE_SIZE = 50

@@ -10,11 +10,9 @@ import threading
 import traceback
 from contextlib import suppress
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
-from decimal import Decimal
+from datetime import UTC, datetime
 from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
-from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import jinja2
@@ -41,7 +39,7 @@ from ..http_service import (
     stop_on_signals,
 )
 from ..observability import logger
-from ..operating.waiting import duration, when
+from ..operating import display
 from ..store.db import SessionPool
 from . import forms, security
 from .pages import LEVERS, Done, Page, Pages
@@ -64,32 +62,13 @@ class Answer:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-def _cell(value: Any) -> str:
-    """A value as the page shows it: times in UTC to the second, '-' for nothing, JSON for structures."""
-    if value is None:
-        return "-"
-    if isinstance(value, datetime):
-        return when(value)
-    if isinstance(value, date):
-        return value.isoformat()
-    if isinstance(value, Decimal | float):
-        return f"{float(value):g}"
-    if isinstance(value, dict | list):
-        return json.dumps(value, ensure_ascii=False, default=str)
-    return str(value)
-
-
-def _age(seconds: float | None) -> str:
-    return "-" if seconds is None else duration(seconds)
-
-
 def template_environment() -> jinja2.Environment:
     """Jinja2 on the package's templates, every value escaped unless marked safe (none is)."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters["cell"] = _cell
-    env.filters["age"] = _age
-    env.filters["when"] = lambda v: "-" if v is None else when(v)
+    env.filters["cell"] = display.cell
+    env.filters["age"] = display.age
+    env.filters["when"] = display.moment
     return env
 
 

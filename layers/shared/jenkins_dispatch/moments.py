@@ -1,12 +1,13 @@
 """Moments as operators type them: ``1h`` (that long ago), ``+5m`` (that much later) or ISO 8601 (no zone means
-UTC). Pure; shared by the command line's ``--since`` / ``--at`` and the web page's time filter."""
+UTC). Pure; shared by the command line's ``--since`` / ``--at``, the web page's time filter and the queue's
+time arguments (``from_iso``: the one reading of ISO 8601 text in the package)."""
 
 from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
 
-from ..errors import InvalidInput
+from .errors import InvalidInput
 
 _RELATIVE = re.compile(r"^\+?(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)$")
 _UNIT_SECONDS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
@@ -26,9 +27,14 @@ def relative_or_iso(text: str, sign: int, usage: str, now: datetime | None = Non
         except OverflowError:
             raise InvalidInput(f"bad time {text!r}: too far in the {'future' if sign > 0 else 'past'}") from None
     try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return from_iso(text)
     except ValueError:
         raise InvalidInput(f"bad time {text!r}: use {usage}") from None
+
+
+def from_iso(text: str) -> datetime:
+    """ISO 8601 text as a point in time: no zone means UTC (``Z`` is UTC too). ValueError when it is not one."""
+    value = datetime.fromisoformat(text)
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 

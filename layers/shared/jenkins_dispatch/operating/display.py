@@ -1,0 +1,58 @@
+"""Values as people read them, the same on the command line and the web page: moments (UTC, to the second),
+durations (``3h05m``), ages and table cells. Pure."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from typing import Any
+
+NOTHING = "-"  # what a cell with no value shows
+
+
+def when(moment: datetime) -> str:
+    """A moment as people read it in this tool: UTC, to the second. A time no datetime can hold (``OddTime``: past
+    the year 9999, BC, a MySQL zero date) is shown as the database wrote it."""
+    if not isinstance(moment, datetime):
+        return str(moment)
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def duration(seconds: float) -> str:
+    """``45s``, ``12m``, ``3h05m``, ``2d04h``: rounded down, never negative."""
+    seconds = max(int(seconds), 0)
+    if seconds < 120:
+        return f"{seconds}s"
+    if seconds < 7200:
+        return f"{seconds // 60}m"
+    if seconds < 172800:
+        return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
+    return f"{seconds // 86400}d{(seconds % 86400) // 3600:02d}h"
+
+
+def age(seconds: float | None) -> str:
+    """A duration in seconds as ``duration`` shows it; '-' when unknown."""
+    return NOTHING if seconds is None else duration(seconds)
+
+
+def moment(value: datetime | None) -> str:
+    """A moment as ``when`` shows it, or '-' for none."""
+    return NOTHING if value is None else when(value)
+
+
+def cell(value: Any) -> str:
+    """A value in a table or a field list: moments in UTC to the second (the column says which time it is, so
+    the zone is left out, as in the command line's tables), '-' for nothing, numbers without trailing zeros,
+    structures as compact JSON (non-ASCII kept readable), anything else as its text."""
+    if value is None:
+        return NOTHING
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Decimal | float):
+        return f"{float(value):g}"
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return str(value)
