@@ -44,8 +44,8 @@ ALLOWED: dict[str, set[str]] = {
 # Third-party modules that belong to one side: the database driver to store/ (the dialect seam), HTTP clients
 # to jenkins/ (and doctor's probe of the webhook URL).
 THIRD_PARTY_HOMES = {
-    "pg8000": ("store/postgres.py",),
-    "pymysql": ("store/mysql.py",),
+    "pg8000": ("store/dialects/postgresql/",),
+    "pymysql": ("store/dialects/mysql/",),
     "requests": ("jenkins/", "operating/doctor.py"),
     "urllib3": ("jenkins/",),
     "jinja2": ("ui/",),

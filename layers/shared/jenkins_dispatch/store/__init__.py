@@ -1,5 +1,5 @@
 """The database: sessions (``db.py``), every transition of a job row (``queue.py``), the SQL files read by
-name (``statements.py``, ``sql/<dialect>/``) and the schema (``migrations.py``).
+name (``statements.py``, ``dialects/<engine>/``) and the schema (``migrations.py``).
 
 Must not speak HTTP (no ``requests``, no ``jenkins.client``) nor import ``dispatching/``, ``callbacks/``,
 ``operating/``, ``runtime`` or the entry points. The only Jenkins knowledge it uses is ``jenkins.jobs`` (pure: to

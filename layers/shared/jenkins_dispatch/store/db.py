@@ -85,11 +85,11 @@ class Database:
     def __new__(cls, settings: DatabaseSettings, application_name: str = "jenkins-dispatch"):
         if cls is Database:
             if settings.engine == "mysql":
-                from .mysql import MysqlDatabase
+                from .dialects.mysql.session import MysqlDatabase
 
                 cls = MysqlDatabase
             else:
-                from .postgres import PostgresDatabase
+                from .dialects.postgresql.session import PostgresDatabase
 
                 cls = PostgresDatabase
         return super().__new__(cls)

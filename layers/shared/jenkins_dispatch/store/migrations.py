@@ -1,4 +1,4 @@
-"""The schema: applies ``sql/<dialect>/migrations/NNNN_*.sql`` in order and records each in
+"""The schema: applies ``dialects/<engine>/migrations/NNNN_*.sql`` in order and records each in
 ``jenkins_dispatch_migrations``.
 
 Owns only the migration runner; the queue's transitions live in ``queue.py``. Its own statements (the

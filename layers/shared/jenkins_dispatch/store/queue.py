@@ -1,6 +1,6 @@
 """The queue: every transition of a job row, each a Python method named after what it does.
 
-Runs the statements of its database's dialect (``sql/<Database.dialect>/queries.sql``, loaded by name
+Runs the statements of its database's dialect (``dialects/<session.dialect>/queries.sql``, loaded by name
 through ``statements.py``) and never writes SQL itself; callers never see SQL nor learn which database
 they speak to. The schema is ``migrations.py``'s.
 """

@@ -1,7 +1,7 @@
 """Sessions to MySQL 8 and MariaDB 10.6+ through PyMySQL: TLS that always verifies, UTC sessions in READ
 COMMITTED, time limits, clear errors.
 
-The statements live in ``sql/mysql/`` (run by name by ``queue.py`` and ``migrations.py``), written for the
+The statements live in ``queries.sql`` and ``migrations/`` beside it (run by name by ``queue.py`` and ``migrations.py``), written for the
 way this module runs a block:
 
 * a block may hold several statements, each ending with ``;`` at the end of a line. They go to the server
@@ -28,9 +28,9 @@ from functools import lru_cache
 import pymysql
 from pymysql.constants import CLIENT, FIELD_TYPE
 
-from ..config import DatabaseSettings
-from ..errors import DatabaseBusy, DatabaseUnavailable, SchemaMissing
-from .db import Database, DatabaseError, OddTime, Row, _iam_token, tls_context
+from ....config import DatabaseSettings
+from ....errors import DatabaseBusy, DatabaseUnavailable, SchemaMissing
+from ...db import Database, DatabaseError, OddTime, Row, _iam_token, tls_context
 
 # Error numbers after which the session is gone (server shutdown, connection killed, lost, gone away, idle
 # too long) and those that only mean "not now" (a lock wait or statement time limit, a deadlock victim).

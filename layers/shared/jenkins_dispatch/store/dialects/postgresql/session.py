@@ -1,7 +1,7 @@
 """Sessions to PostgreSQL through pg8000: TLS that always verifies, session timeouts, clear errors, and
 waiting for notifications (LISTEN).
 
-The statements live in ``sql/postgresql/`` (run by name by ``queue.py`` and ``migrations.py``); this module
+The statements live in ``queries.sql`` and ``migrations/`` beside it (run by name by ``queue.py`` and ``migrations.py``); this module
 only knows how to open, check and close sessions. ``db.Database(settings)`` makes one for PostgreSQL URLs.
 """
 
@@ -16,9 +16,9 @@ import pg8000.native
 from pg8000.exceptions import DatabaseError as DriverError
 from pg8000.exceptions import InterfaceError
 
-from ..config import DatabaseSettings
-from ..errors import DatabaseBusy, DatabaseUnavailable, SchemaMissing
-from .db import Database, DatabaseError, OddTime, Row, _iam_token, tls_context
+from ....config import DatabaseSettings
+from ....errors import DatabaseBusy, DatabaseUnavailable, SchemaMissing
+from ...db import Database, DatabaseError, OddTime, Row, _iam_token, tls_context
 
 # SQLSTATEs after which the session is gone (the server ended it: failover, pg_terminate_backend,
 # shutdown) and those that only mean "not now" (a lock or statement timeout, a deadlock victim).

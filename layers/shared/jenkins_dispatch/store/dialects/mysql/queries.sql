@@ -1,5 +1,5 @@
 -- Every statement jenkins-dispatch runs on MySQL 8.0 and MariaDB 10.6+, in one place: the same names and
--- parameters as sql/postgresql/queries.sql, whose comments say what each statement is for; the comments
+-- parameters as dialects/postgresql/queries.sql, whose comments say what each statement is for; the comments
 -- here say how each is done without PostgreSQL's means.
 --
 -- Each block starts with "-- name: NAME" and is run under that name by queue.py (the migration runner's by

@@ -1,0 +1,2 @@
+"""MySQL 8 and MariaDB 10.6+ (PyMySQL): the session, its SQL and migrations, and which servers can hold the
+queue."""

@@ -1,0 +1,1 @@
+"""PostgreSQL (pg8000): the session, its SQL and migrations, and what this package asks of the server."""
