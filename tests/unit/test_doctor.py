@@ -29,7 +29,7 @@ from jenkins_dispatch.operating.doctor import (
 )
 from jenkins_dispatch.store.migrations import migration_files
 
-KNOWN = [(version, name) for version, name, _ in migration_files()]
+KNOWN = [(version, name) for version, name, _ in migration_files("postgresql")]
 
 
 NO_TRANSACTION = {"pid": None, "user_name": None, "application_name": None, "state": None, "seconds": None,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from jenkins_dispatch.store.migrations import unsupported_server
+from jenkins_dispatch.store.dialects.mysql.server import unsupported_server
 
 TOO_OLD = "is too old for jenkins-dispatch"
 

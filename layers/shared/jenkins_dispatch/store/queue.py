@@ -17,7 +17,7 @@ from ..config import default_of
 from ..errors import Conflict, InvalidInput, NotFound
 from ..jenkins.jobs import job_path_error, loads_parameters
 from . import statements
-from .db import Database, DatabaseError, Row
+from .db import DatabaseError, Row, Session
 
 FINAL_STATUSES = ("completed", "failed", "cancelled")
 STATUSES = ("pending", "processing", *FINAL_STATUSES)
@@ -230,7 +230,7 @@ def _constraint_message(exc: DatabaseError) -> str:
 class Queue:
     """Queue operations on one database session. Every method is one round trip unless it says so."""
 
-    def __init__(self, db: Database, lease_seconds: int = default_of("LEASE_SECONDS")):
+    def __init__(self, db: Session, lease_seconds: int = default_of("LEASE_SECONDS")):
         self.db = db
         self.lease_seconds = lease_seconds
         self._statements = statements.load(db.dialect)
