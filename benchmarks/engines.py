@@ -17,7 +17,7 @@ from contextlib import ExitStack, contextmanager, suppress
 
 from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.errors import DatabaseUnavailable
-from jenkins_dispatch.store.db import Database, DatabaseError
+from jenkins_dispatch.store.db import Database, DatabaseError, Session
 from jenkins_dispatch.store.migrations import migrate
 from tests.pg_server import postgres_server
 from tests.pg_server import scratch_database as pg_scratch_database
@@ -100,12 +100,9 @@ def scratch_databases(prefix: str = "jd_bench") -> Iterator[tuple[dict[str, str]
         yield urls, missing
 
 
-def server_name(db: Database) -> str:
+def server_name(db: Session) -> str:
     """The server and its version, for a table's engine column (e.g. "MariaDB 10.11.6", "PostgreSQL 16.2")."""
-    if db.dialect == "mysql":
-        version = db.run("SELECT VERSION() AS v")[0]["v"]
-        return ("MariaDB " if "mariadb" in version.lower() else "MySQL ") + version.split("-")[0]
-    return "PostgreSQL " + db.run("SHOW server_version")[0]["server_version"].split()[0]
+    return db.server_label(db.server_version())
 
 
 def empty(db: Database) -> None:

@@ -356,18 +356,19 @@ def test_migrate_waits_for_the_lock_and_refuses_in_one_line_when_it_never_comes(
 
 
 def test_an_old_server_is_refused_before_anything_is_done(mysql_db, monkeypatch):
-    mysql_db.connection()
-    assert migrations.unsupported_server(mysql_db.server_version) is None  # the test server itself passes
+    from jenkins_dispatch.store.dialects.mysql import server
+
+    assert mysql_db.unsupported_server() is None  # the test server itself passes
     seen = []
 
     def as_if_older(version):
         seen.append(version)
         return "MariaDB 10.5.22 is too old for jenkins-dispatch (it has no SKIP LOCKED, ...)"
 
-    monkeypatch.setattr(migrations, "unsupported_server", as_if_older)
+    monkeypatch.setattr(server, "unsupported_server", as_if_older)
     with pytest.raises(MigrationError, match=r"^MariaDB 10.5.22 is too old"):
         migrate(mysql_db)
-    assert seen == [mysql_db.server_version] and "MariaDB" in seen[0]
+    assert seen == [mysql_db.server_version()] and "MariaDB" in seen[0]
     assert _schema(mysql_db)["tables"] == set()  # not even the bookkeeping table
 
 

@@ -129,8 +129,8 @@ def test_the_layer_ships_what_lambda_imports_and_nothing_else(layer):
         relative = _module_file(module).relative_to(PACKAGE.parent)
         assert (site / relative).exists(), f"{relative} is missing from the layer"
     # The SQL the store reads at run time, and no stray source-tree files.
-    assert list((package / "store" / "sql" / "postgresql" / "migrations").glob("0001_*.sql"))
-    assert list((package / "store" / "sql" / "mysql" / "migrations").glob("0001_*.sql"))
+    assert list((package / "store" / "dialects" / "postgresql" / "migrations").glob("0001_*.sql"))
+    assert list((package / "store" / "dialects" / "mysql" / "migrations").glob("0001_*.sql"))
     assert not list(package.rglob("__pycache__/*.cpython-311.pyc"))
 
 

@@ -82,14 +82,14 @@ def test_template_style_overrides_win_over_the_secret(aws):
 
 
 def test_iam_auth_uses_a_generated_token_not_a_secret(aws, monkeypatch):
-    from jenkins_dispatch.store import db as db_module
+    from jenkins_dispatch.store import endpoint
 
     settings = load_settings(
         {"DB_IAM_AUTH": "true", "DB_HOST": "proxy.example.internal", "DB_USER": "dispatch", "DB_NAME": "jobs",
          "AWS_REGION": "us-east-1"}
     ).database
     assert settings.iam_auth and settings.password is None and settings.tls == "verify"
-    token = db_module._iam_token(settings)
+    token = endpoint.iam_token(settings)
     assert token.startswith("proxy.example.internal:5432/?Action=connect") and "DBUser=dispatch" in token
     with pytest.raises(ConfigError, match="DB_USER"):
         load_settings({"DB_IAM_AUTH": "true", "DB_HOST": "h"})

@@ -23,13 +23,17 @@ from jenkins_dispatch.operating.doctor import (
     queued_jobs_summary,
     render,
     schema_check,
-    server_label,
     transaction_check,
     webhook_check,
 )
+from jenkins_dispatch.store.dialects.mysql import server as mysql_server
+from jenkins_dispatch.store.dialects.postgresql import server as postgresql_server
 from jenkins_dispatch.store.migrations import migration_files
 
-KNOWN = [(version, name) for version, name, _ in migration_files()]
+POSTGRESQL_TOOLS = postgresql_server.TRANSACTION_HELP
+MYSQL_TOOLS = mysql_server.TRANSACTION_HELP
+
+KNOWN = [(version, name) for version, name, _ in migration_files("postgresql")]
 
 
 NO_TRANSACTION = {"pid": None, "user_name": None, "application_name": None, "state": None, "seconds": None,
@@ -90,16 +94,16 @@ def test_schema_check(applied, status, words):
     ({**NO_TRANSACTION, "hidden_sessions": 3}, 300, PASS, "3 sessions of other users are hidden"),
 ])
 def test_transaction_check(row, limit, status, words):
-    check = transaction_check(row, limit)
+    check = transaction_check(row, limit, POSTGRESQL_TOOLS)
     assert check.status == status and words in check.detail, check
     if status == FAIL:
         assert "pg_terminate_backend(4242)" in check.fix and "pg_stat_activity" in check.fix
 
 
 def test_transaction_check_on_mysql_names_its_tools():
-    check = transaction_check(OLD, 300, "mysql")
+    check = transaction_check(OLD, 300, MYSQL_TOOLS)
     assert check.status == FAIL and "purge" in check.detail and "KILL 4242" in check.fix, check
-    hidden = transaction_check({**NO_TRANSACTION, "hidden_sessions": 2}, 300, "mysql")
+    hidden = transaction_check({**NO_TRANSACTION, "hidden_sessions": 2}, 300, MYSQL_TOOLS)
     assert "grant PROCESS" in hidden.detail
 
 
@@ -188,16 +192,6 @@ def test_healthy_only_when_nothing_fails_and_render_gives_each_failure_its_fix()
     schema_row = next(i for i, line in enumerate(lines) if line.startswith("schema"))
     assert "FAIL" in lines[schema_row] and lines[schema_row + 1].strip() == "fix: run migrate"
     assert lines[-1] == "1 failed: schema"
-
-
-@pytest.mark.parametrize(("engine", "version", "label"), [
-    ("PostgreSQL", "16.4 (Debian 16.4-1.pgdg120+1)", "PostgreSQL 16.4"),
-    ("MySQL", "8.0.36", "MySQL 8.0.36"),
-    ("MySQL", "10.11.19-MariaDB-0+deb12u1", "MariaDB 10.11.19"),
-    ("MySQL", "8.0.28-log", "MySQL 8.0.28"),
-])
-def test_the_server_is_named_by_its_version_string(engine, version, label) -> None:
-    assert server_label(engine, version) == label
 
 
 ENDS = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

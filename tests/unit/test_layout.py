@@ -48,8 +48,8 @@ ALLOWED: dict[str, set[str]] = {
 # Third-party modules that belong to one side: the database driver to store/ (the dialect seam), HTTP clients
 # to jenkins/ (and doctor's probe of the webhook URL).
 THIRD_PARTY_HOMES = {
-    "pg8000": ("store/postgres.py",),
-    "pymysql": ("store/mysql.py",),
+    "pg8000": ("store/dialects/postgresql/",),
+    "pymysql": ("store/dialects/mysql/",),
     "requests": ("jenkins/", "operating/doctor.py"),
     "urllib3": ("jenkins/",),
     "jinja2": ("ui/",),
@@ -226,6 +226,71 @@ def test_third_party_sides_stay_in_their_folder() -> None:
               for name, homes in THIRD_PARTY_HOMES.items()
               if name in _third_party_imports(path) and not path.relative_to(PACKAGE).as_posix().startswith(homes)]
     assert strays == []
+
+
+# Engine names as code spells them. Outside the engine folders nothing compares with them: an engine difference
+# is a method or a capability of the session (store/session.py), so a third engine is a folder, not an edit
+# everywhere. config.py is the one exception: it turns what URLs, secrets and DB_ENGINE say into an engine name.
+ENGINE_WORDS = {"postgresql", "postgres", "mysql", "mariadb"}
+ENGINE_HOME = "store/dialects/"
+ENGINE_WORDS_READ_IN = ("config.py",)
+
+
+def _names_an_engine(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value.strip().lower() in ENGINE_WORDS
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return any(_names_an_engine(element) for element in node.elts)
+    return False
+
+
+def engine_comparisons(source: str) -> list[str]:
+    """Where ``source`` tells engines apart by name: a comparison (``==``, ``!=``, ``in``) with an engine's name or
+    with ``.dialect`` / ``.engine_name``, or a dict keyed by engine names. As ``line: code``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            if any(_names_an_engine(o) or (isinstance(o, ast.Attribute) and o.attr in ("dialect", "engine_name"))
+                   for o in operands):
+                found.append(f"{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.Dict) and any(key is not None and _names_an_engine(key) for key in node.keys):
+            found.append(f"{node.lineno}: a dict keyed by engine names")
+    return found
+
+
+@pytest.mark.parametrize(("source", "caught"), [
+    ('if db.dialect == "mysql": pass', True),
+    ('if settings.engine != "postgresql": pass', True),
+    ('mariadb = "mariadb" in version.lower()', True),
+    ('if scheme in ("mysql", "mariadb"): pass', True),
+    ('if db.engine_name == name: pass', True),
+    ('TOOLS = {"postgresql": 1, "mysql": 2}', True),
+    ('if db.supports_listen: pass', False),
+    ('label = db.server_label(version)', False),
+    ('message = f"cannot reach MySQL at {where}"', False),
+    ('if state == "pending": pass', False),
+])
+def test_engine_comparisons_are_found(source, caught) -> None:
+    assert bool(engine_comparisons(source)) is caught
+
+
+def test_only_the_engine_folders_tell_engines_apart_by_name() -> None:
+    """Ask the session (``supports_listen``, ``transactional_ddl``, ``server_label``, ...) instead."""
+    found = [f"{path.relative_to(PACKAGE).as_posix()}:{where}" for path in _modules()
+             if not path.relative_to(PACKAGE).as_posix().startswith((ENGINE_HOME, *ENGINE_WORDS_READ_IN))
+             for where in engine_comparisons(path.read_text())]
+    assert found == [], "\n".join(found)
+
+
+def test_the_engine_folders_hold_every_engine() -> None:
+    """Each engine: a folder with its session module, its SQL, its migrations and its server policy."""
+    folders = sorted(p for p in (PACKAGE / ENGINE_HOME).iterdir() if p.is_dir() and p.name != "__pycache__")
+    assert [p.name for p in folders] == ["mysql", "postgresql"]
+    for folder in folders:
+        missing = [name for name in ("__init__.py", "session.py", "server.py", "queries.sql", "migrations")
+                   if not (folder / name).exists()]
+        assert missing == [], f"{folder.name} lacks {missing}"
 
 
 def test_every_module_says_what_it_owns() -> None:

@@ -17,7 +17,7 @@ import pytest
 import jenkins_dispatch
 
 PACKAGE = Path(jenkins_dispatch.__file__).parent
-QUERY_FILES = sorted(p for p in PACKAGE.rglob("sql/*/queries.sql") if "migrations" not in p.parts)
+QUERY_FILES = sorted(p for p in PACKAGE.rglob("dialects/*/queries.sql") if "migrations" not in p.parts)
 # The one method that runs a block by name: Queue._run (queue.py), and any helper of the same name.
 RUNNER = "_run"
 NAME_HEADER = re.compile(r"^-- name: *(\w+) *$", re.M)
@@ -63,7 +63,7 @@ def test_names_are_the_literals_passed_to_the_runner(source, expected):
 
 def test_the_package_runs_named_blocks_at_all():
     """Guards the check itself: if the runner is renamed, say so instead of calling every block dead."""
-    assert QUERY_FILES, f"no sql/<dialect>/queries.sql under {PACKAGE}"
+    assert QUERY_FILES, f"no dialects/<engine>/queries.sql under {PACKAGE}"
     assert len(used_names()) > 10, f"no call to {RUNNER}(...) with a block name found: was the runner renamed?"
 
 

@@ -8,13 +8,13 @@ import pytest
 
 from jenkins_dispatch.errors import StatementError
 from jenkins_dispatch.store import statements
-from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.statements import parse
 
 STORE = Path(statements.__file__).parent
 PACKAGE = STORE.parent
-DIALECT_FILE = STORE / "sql" / Database.dialect / "queries.sql"
-MIGRATIONS = STORE / "sql" / Database.dialect / "migrations"
+DIALECT = "postgresql"
+DIALECT_FILE = STORE / "dialects" / DIALECT / "queries.sql"
+MIGRATIONS = STORE / "dialects" / DIALECT / "migrations"
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -46,7 +46,7 @@ def test_parse_refuses_what_cannot_be_meant(text, message) -> None:
 
 
 def test_statements_come_from_the_dialect_file_by_name() -> None:
-    loaded = statements.load(Database.dialect)
+    loaded = statements.load(DIALECT)
     assert loaded == parse(DIALECT_FILE.read_text())
     assert "claim_batch" in loaded and "{{" not in "".join(loaded.values())
     with pytest.raises(StatementError, match="no SQL for dialect 'oracle'"):
@@ -57,7 +57,7 @@ def test_each_claim_shares_one_definition_of_the_claim_update_and_its_history() 
     text = DIALECT_FILE.read_text()
     assert text.count("SET status = 'processing'") == 1
     assert text.count("SELECT id, 'claimed', 'pending', 'processing'") == 1
-    loaded = statements.load(Database.dialect)
+    loaded = statements.load(DIALECT)
     for name in ("claim_batch", "claim_batch_capped"):
         assert "SET status = 'processing'" in loaded[name]
         assert "SELECT id, 'claimed', 'pending', 'processing'" in loaded[name]
@@ -84,9 +84,10 @@ def test_no_sql_outside_the_sql_files_but_the_session_settings() -> None:
 
 
 def test_only_the_database_side_imports_the_database_driver() -> None:
-    """The dialect seam: each driver is known to its own session module only (postgres.py, mysql.py); the
-    queue and the migrations see neither."""
-    for driver, home in (("pg8000", "store/postgres.py"), ("pymysql", "store/mysql.py")):
+    """The dialect seam: each driver is known to its own engine's session module only; the queue and the
+    migrations see neither."""
+    for driver, home in (("pg8000", "store/dialects/postgresql/session.py"),
+                         ("pymysql", "store/dialects/mysql/session.py")):
         importers = {m.relative_to(PACKAGE).as_posix() for m in PACKAGE.rglob("*.py")
                      if re.search(rf"^\s*(from|import) {driver}", m.read_text(), re.M)}
         assert importers == {home}, driver

@@ -16,11 +16,11 @@ from contextlib import contextmanager
 
 from .config import Settings, load_settings
 from .observability import metrics
-from .store.db import Database, SessionPool
+from .store.db import Session, SessionPool, open_database
 
 _lock = threading.Lock()
 _settings: Settings | None = None
-_database: Database | None = None
+_database: Session | None = None
 _pool: SessionPool | None = None
 _pool_size: int | None = None  # set by `serve`; Lambda keeps one session
 
@@ -41,13 +41,13 @@ def loaded_settings() -> Settings | None:
         return _settings
 
 
-def database() -> Database:
+def database() -> Session:
     """The process's own session (Lambda runs one invocation at a time)."""
     global _database
     current = settings()
     with _lock:
         if _database is None:
-            _database = Database(current.database)
+            _database = open_database(current.database)
         return _database
 
 
@@ -62,7 +62,7 @@ def pool() -> SessionPool:
 
 
 @contextmanager
-def session() -> Iterator[Database]:
+def session() -> Iterator[Session]:
     """A session from the bounded pool, returned when the block ends."""
     with pool().session() as db:
         yield db

@@ -16,7 +16,7 @@ from typing import Protocol
 
 from ..errors import DatabaseUnavailable, DispatchError
 from ..observability import logger
-from ..store.db import Database
+from ..store.db import Session
 from ..store.queue import Queue
 
 CHANNEL = "jenkins_dispatch"
@@ -37,7 +37,7 @@ class NotificationSignal:
     """LISTEN on the dispatcher's own session (no extra session): notifications queue up on it while a
     pass runs statements, and are read here between passes."""
 
-    def __init__(self, db: Database, shutdown: threading.Event | None = None):
+    def __init__(self, db: Session, shutdown: threading.Event | None = None):
         self.db = db
         self.shutdown = shutdown or threading.Event()
         self._connects = -1
@@ -72,7 +72,7 @@ class PollingSignal:
     own deadlines cover: the next row becoming due, the next lease expiring and the periodic pass.
     """
 
-    def __init__(self, db: Database, poll_seconds: float = 1.0, shutdown: threading.Event | None = None):
+    def __init__(self, db: Session, poll_seconds: float = 1.0, shutdown: threading.Event | None = None):
         self.queue = Queue(db)
         self.poll_seconds = poll_seconds
         self.shutdown = shutdown or threading.Event()
@@ -107,8 +107,8 @@ class PollingSignal:
         return moved
 
 
-def work_signal(db: Database, shutdown: threading.Event | None = None, poll_seconds: float = 1.0) -> WorkSignal:
+def work_signal(db: Session, shutdown: threading.Event | None = None, poll_seconds: float = 1.0) -> WorkSignal:
     """What a dispatcher on ``db`` waits on: notifications where the database sends them, else polling."""
-    if db.notifications:
+    if db.supports_listen:
         return NotificationSignal(db, shutdown)
     return PollingSignal(db, poll_seconds, shutdown)

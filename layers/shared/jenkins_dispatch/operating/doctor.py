@@ -35,6 +35,7 @@ from .display import duration
 
 if TYPE_CHECKING:
     from ..jenkins.client import WhoAmIAnswer
+    from ..store.session import TransactionHelp
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 
@@ -104,14 +105,6 @@ def database_unreachable_check(message: str) -> Check:
     return Check("database", FAIL, message, fix)
 
 
-def server_label(engine_name: str, version: str) -> str:
-    """``PostgreSQL 16.4``, ``MySQL 8.0.36``, ``MariaDB 10.11.19``: the server as its version string names it."""
-    number = version.split()[0].split("-")[0] if version.strip() else "?"
-    if "mariadb" in version.lower():
-        return f"MariaDB {number}"
-    return f"{engine_name} {number}"
-
-
 def schema_check(applied: Mapping[int, str] | None, known: Sequence[tuple[int, str]]) -> Check:
     """Applied migrations (None: not even the migrations table) against the migration files of this version."""
     if applied is None:
@@ -130,17 +123,10 @@ def schema_check(applied: Mapping[int, str] | None, known: Sequence[tuple[int, s
     return Check("schema", PASS, f"current: all {len(known)} migrations applied (latest {latest})")
 
 
-# Per dialect: what a long transaction holds back, where its session is listed, how to end it, and the grant
-# that shows other users' transactions.
-_TRANSACTION_TOOLS = {
-    "postgresql": ("vacuum", "pg_stat_activity", "SELECT pg_terminate_backend({pid})", "pg_read_all_stats"),
-    "mysql": ("InnoDB's purge", "information_schema.innodb_trx", "KILL {pid}", "PROCESS"),
-}
-
-
-def transaction_check(oldest: Mapping[str, object], max_age_seconds: float, dialect: str = "postgresql") -> Check:
-    """The oldest open transaction (a row of ``Queue.oldest_transaction``) against the threshold."""
-    holds_back, listed_in, end_it, grant = _TRANSACTION_TOOLS[dialect]
+def transaction_check(oldest: Mapping[str, object], max_age_seconds: float, tools: TransactionHelp) -> Check:
+    """The oldest open transaction (a row of ``Queue.oldest_transaction``) against the threshold; ``tools``: the
+    session's ``long_transaction_help`` (what such a transaction holds back, where to find it, how to end it)."""
+    holds_back, listed_in, end_it, grant = tools.holds_back, tools.listed_in, tools.end_it, tools.grant
     hidden = int(oldest.get("hidden_sessions") or 0)
     note = (f"; {hidden} sessions of other users are hidden from us (grant {grant} to see them)"
             if hidden else "")
@@ -406,7 +392,7 @@ def _database_checks(env, fetch_secret, options: DoctorOptions) -> _Findings:
             found.waiting_unknown_because = "database unreachable"
             return found
         found.checks.append(Check("database", PASS, f"{settings.describe()} as {who['user_name']}, "
-                                                    f"{server_label(db.engine_name, str(who['server_version']))}"))
+                                                    f"{db.server_label(str(who['server_version']))}"))
         try:
             applied: dict[int, str] | None = queue.applied_migrations()
         except SchemaMissing:
@@ -414,7 +400,7 @@ def _database_checks(env, fetch_secret, options: DoctorOptions) -> _Findings:
         schema = schema_check(applied, [(version, name) for version, name, _ in migration_files(db.dialect)])
         found.checks.append(schema)
         found.checks.append(_guarded("oldest transaction", lambda: transaction_check(
-            queue.oldest_transaction(), options.max_transaction_age_seconds, db.dialect)))
+            queue.oldest_transaction(), options.max_transaction_age_seconds, db.long_transaction_help)))
         if applied is None:
             found.waiting_unknown_because = "the schema is not applied"
             return found

@@ -1,8 +1,10 @@
-"""The database: sessions (``db.py``), every transition of a job row (``queue.py``), the SQL files read by
-name (``statements.py``, ``sql/<dialect>/``) and the schema (``migrations.py``).
+"""The database: the session contract (``session.py``) and the factory that opens the right session
+(``db.py``), every transition of a job row (``queue.py``), the SQL files read by name (``statements.py``) and
+the schema (``migrations.py``). Each engine's session, SQL, migrations and server policy live in its own folder,
+``dialects/<engine>/``.
 
 Must not speak HTTP (no ``requests``, no ``jenkins.client``) nor import ``dispatching/``, ``callbacks/``,
 ``operating/``, ``runtime`` or the entry points. The only Jenkins knowledge it uses is ``jenkins.jobs`` (pure: to
-refuse a job name Jenkins could never run, and to read parameters with their numbers kept as text). The database driver is
-imported here and nowhere else: the seam for a second dialect.
+refuse a job name Jenkins could never run, and to read parameters with their numbers kept as text). Each database
+driver is imported in its engine's folder and nowhere else, and only there are engines told apart by name.
 """

@@ -1,6 +1,6 @@
 """The queue: every transition of a job row, each a Python method named after what it does.
 
-Runs the statements of its database's dialect (``sql/<Database.dialect>/queries.sql``, loaded by name
+Runs the statements of its database's dialect (``dialects/<session.dialect>/queries.sql``, loaded by name
 through ``statements.py``) and never writes SQL itself; callers never see SQL nor learn which database
 they speak to. The schema is ``migrations.py``'s.
 """
@@ -18,7 +18,7 @@ from ..errors import Conflict, InvalidInput, NotFound
 from ..jenkins.jobs import job_path_error, loads_parameters
 from ..moments import from_iso
 from . import statements
-from .db import Database, DatabaseError, Row
+from .db import DatabaseError, Row, Session
 from .dispatch_ids import LEGACY_PREFIX
 
 FINAL_STATUSES = ("completed", "failed", "cancelled")
@@ -233,7 +233,7 @@ def _constraint_message(exc: DatabaseError) -> str:
 class Queue:
     """Queue operations on one database session. Every method is one round trip unless it says so."""
 
-    def __init__(self, db: Database, lease_seconds: int = default_of("LEASE_SECONDS")):
+    def __init__(self, db: Session, lease_seconds: int = default_of("LEASE_SECONDS")):
         self.db = db
         self.lease_seconds = lease_seconds
         self._statements = statements.load(db.dialect)

@@ -1,4 +1,4 @@
-"""The SQL files, read by name: ``sql/<dialect>/queries.sql`` holds every statement of one dialect.
+"""The SQL files, read by name: ``dialects/<engine>/queries.sql`` holds every statement of one dialect.
 
 Owns the file format and nothing else; it never runs a statement (``queue.py`` and ``migrations.py`` do).
 A file is a sequence of blocks, each opened by a header line:
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ..errors import StatementError
 
-SQL_DIR = Path(__file__).with_name("sql")
+SQL_DIR = Path(__file__).with_name("dialects")
 _HEADER = re.compile(r"^-- (name|fragment): *(\S+) *$", re.M)
 _LOCK = re.compile(r"^-- lock: *(\w+) *= *(\d+) *$", re.M)
 _INCLUDE = re.compile(r"\{\{(lock:)?(\w+)\}\}")

@@ -1,8 +1,9 @@
 """Sessions to PostgreSQL through pg8000: TLS that always verifies, session timeouts, clear errors, and
 waiting for notifications (LISTEN).
 
-The statements live in ``sql/postgresql/`` (run by name by ``queue.py`` and ``migrations.py``); this module
-only knows how to open, check and close sessions. ``db.Database(settings)`` makes one for PostgreSQL URLs.
+The statements live in ``queries.sql`` and ``migrations/`` beside it (run by name by ``queue.py`` and
+``migrations.py``); this module only knows how to open, check and close sessions, and fulfils the session
+contract (``store/session.py``). ``db.open_database(settings)`` makes one for PostgreSQL URLs.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ import pg8000.native
 from pg8000.exceptions import DatabaseError as DriverError
 from pg8000.exceptions import InterfaceError
 
-from ..config import DatabaseSettings
-from ..errors import DatabaseBusy, DatabaseUnavailable, SchemaMissing
-from .db import Database, DatabaseError, OddTime, Row, _iam_token, tls_context
+from ....config import DatabaseSettings
+from ....errors import DatabaseBusy, DatabaseError, DatabaseUnavailable, SchemaMissing
+from ...endpoint import endpoint
+from ...session import OddTime, Row, Session
+from . import server
 
 # SQLSTATEs after which the session is gone (the server ended it: failover, pg_terminate_backend,
 # shutdown) and those that only mean "not now" (a lock or statement timeout, a deadlock victim).
@@ -43,15 +46,17 @@ def _reason(exc: BaseException) -> str:
     return text.splitlines()[0]
 
 
-class PostgresDatabase(Database):
+class PostgresSession(Session):
     """One session to PostgreSQL, opened lazily and reopened after it breaks.
 
-    Not thread-safe: give each thread its own ``Database``.
+    Not thread-safe: give each thread its own session.
     """
 
     dialect = "postgresql"
     engine_name = "PostgreSQL"
-    notifications = True
+    supports_listen = True  # LISTEN/NOTIFY: a dispatcher sleeps until a row changes
+    transactional_ddl = True  # every migration applies in one transaction, or none does
+    long_transaction_help = server.TRANSACTION_HELP
 
     def __init__(self, settings: DatabaseSettings, application_name: str = "jenkins-dispatch"):
         super().__init__(settings, application_name)
@@ -61,21 +66,16 @@ class PostgresDatabase(Database):
     # ------------------------------------------------------------------ session
     def _connect(self) -> pg8000.native.Connection:
         s = self.settings
-        password = _iam_token(s) if s.iam_auth else s.password
-        kwargs = dict(
-            user=s.user,
-            password=password,
-            database=s.dbname,
-            timeout=s.connect_timeout_seconds,
-            application_name=self.application_name,
-        )
-        if s.unix_socket:
-            kwargs["unix_sock"] = s.unix_socket
+        to = endpoint(s)
+        kwargs = dict(user=to.user, password=to.password, database=to.database, timeout=to.connect_timeout,
+                      application_name=self.application_name)
+        if to.unix_socket:
+            kwargs["unix_sock"] = to.unix_socket
         else:
-            kwargs["host"] = s.host
-            kwargs["port"] = s.port
-            if s.tls == "verify":
-                kwargs["ssl_context"] = tls_context(s)
+            kwargs["host"] = to.host
+            kwargs["port"] = to.port
+            if to.tls is not None:
+                kwargs["ssl_context"] = to.tls
         try:
             conn = pg8000.native.Connection(**kwargs)
         except (InterfaceError, DriverError, OSError, ssl.SSLError) as exc:
@@ -119,6 +119,20 @@ class PostgresDatabase(Database):
     def _forget(self) -> None:
         self._prepared = {}
 
+    # ------------------------------------------------------------------ the server
+    def server_version(self) -> str:
+        """The version the server announced when the session opened (``16.4 (Debian 16.4-1.pgdg120+1)``)."""
+        return str(self.connection().parameter_statuses.get("server_version", ""))
+
+    @classmethod
+    def server_label(cls, version: str) -> str:
+        """``PostgreSQL 16.4``."""
+        return server.label(version)
+
+    def unsupported_server(self) -> str | None:
+        """None: every supported PostgreSQL holds the queue (no round trip is made)."""
+        return server.unsupported_server("")
+
     # ------------------------------------------------------------------ statements
     def run(self, sql: str, **params) -> list[Row]:
         """Run one statement in one round trip; rows come back as dicts keyed by column name.
@@ -129,6 +143,10 @@ class PostgresDatabase(Database):
         """
         with self._awaiting_answer():
             return self._run(sql, params)
+
+    def run_script(self, sql: str) -> None:
+        """Several statements in one round trip (the simple protocol), with no transaction of its own."""
+        self.run(sql)
 
     def _run(self, sql: str, params: dict) -> list[Row]:
         conn = self.connection()

@@ -1,10 +1,10 @@
 -- Every statement jenkins-dispatch runs on MySQL 8.0 and MariaDB 10.6+, in one place: the same names and
--- parameters as sql/postgresql/queries.sql, whose comments say what each statement is for; the comments
+-- parameters as dialects/postgresql/queries.sql, whose comments say what each statement is for; the comments
 -- here say how each is done without PostgreSQL's means.
 --
 -- Each block starts with "-- name: NAME" and is run under that name by queue.py (the migration runner's by
 -- migrations.py); "-- fragment: NAME" blocks are shared text, included as {{NAME}} (statements.py). A block
--- may hold several statements: store/mysql.py sends the whole block in ONE round trip, inside one
+-- may hold several statements: session.py sends the whole block in ONE round trip, inside one
 -- transaction (its own, or the caller's db.transaction()), and returns the rows of its last result set
 -- that has columns. A "-- decode: COLUMN TYPE, ..." line converts result columns MySQL cannot type
 -- (booleans come back as 0/1).
@@ -942,7 +942,7 @@ LIMIT 1
 
 -- name: lock_migrations
 -- 1 once this session holds the lock; 0 after waiting 60 s for another `migrate` (NULL on an error).
--- First, MariaDB's per-session statement time limit (store/mysql.py sets it) is lifted for the rest of the
+-- First, MariaDB's per-session statement time limit (session.py sets it) is lifted for the rest of the
 -- session: it would cut the wait short, or stop an ALTER of a large seed table half-way. MySQL's
 -- own limit covers SELECTs only and it has no such variable, so the SET is prepared from text on MariaDB only.
 SET @jd_sql = IF(VERSION() LIKE '%MariaDB%',

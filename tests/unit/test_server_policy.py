@@ -1,8 +1,11 @@
-"""Which MySQL / MariaDB servers `migrate` accepts, decided from VERSION() alone. Pure: no database."""
+"""Each engine's server policy (store/dialects/<engine>/server.py): which servers `migrate` accepts and how the
+doctor names them, decided from the version string alone. Pure: no database."""
 
 import pytest
 
-from jenkins_dispatch.store.migrations import unsupported_server
+from jenkins_dispatch.store.dialects.mysql import server as mysql_server
+from jenkins_dispatch.store.dialects.mysql.server import unsupported_server
+from jenkins_dispatch.store.dialects.postgresql import server as postgresql_server
 
 TOO_OLD = "is too old for jenkins-dispatch"
 
@@ -31,3 +34,14 @@ def test_servers_without_skip_locked_are_refused_in_one_line(version, refused):
     else:
         assert why is not None and why.startswith(refused) and "\n" not in why
         assert "upgrade to" in why or "needs" in why
+
+
+@pytest.mark.parametrize(("label_of", "version", "label"), [
+    (postgresql_server.label, "16.4 (Debian 16.4-1.pgdg120+1)", "PostgreSQL 16.4"),
+    (mysql_server.label, "8.0.36", "MySQL 8.0.36"),
+    (mysql_server.label, "10.11.19-MariaDB-0+deb12u1", "MariaDB 10.11.19"),
+    (mysql_server.label, "5.5.5-10.11.19-MariaDB-0+deb12u1", "MariaDB 10.11.19"),  # the handshake's form
+    (mysql_server.label, "8.0.28-log", "MySQL 8.0.28"),
+])
+def test_the_server_is_named_by_its_version_string(label_of, version, label) -> None:
+    assert label_of(version) == label

@@ -107,7 +107,7 @@ WITH {{paused}}, picked AS MATERIALIZED (
 
 -- name: queue_fingerprint
 -- Marks that move whenever something a pass would act on changes: the MySQL dispatcher's polling probe (see
--- sql/mysql/queries.sql), kept here so that Queue.fingerprint answers on both engines (a PostgreSQL
+-- dialects/mysql/queries.sql), kept here so that Queue.fingerprint answers on both engines (a PostgreSQL
 -- dispatcher waits on LISTEN instead).
 SELECT (SELECT max(id) FROM jenkins_jobs_queue) AS last_job_id,
        (SELECT max(id) FROM jenkins_job_events) AS last_event_id,
@@ -852,7 +852,7 @@ LIMIT 1
 
 -- ============================================================================ the migration runner
 -- Run by migrations.py, all in one transaction: the lock, the bookkeeping table, then each migration file
--- (sql/postgresql/migrations/NNNN_*.sql) not yet recorded, each recorded as it is applied.
+-- (dialects/postgresql/migrations/NNNN_*.sql) not yet recorded, each recorded as it is applied.
 
 -- name: lock_migrations
 -- Concurrent `migrate` runs queue up here; the next one then finds nothing left to do.

@@ -1,7 +1,7 @@
 """Sessions to MySQL 8 and MariaDB 10.6+ through PyMySQL: TLS that always verifies, UTC sessions in READ
 COMMITTED, time limits, clear errors.
 
-The statements live in ``sql/mysql/`` (run by name by ``queue.py`` and ``migrations.py``), written for the
+The statements live in ``queries.sql`` and ``migrations/`` beside it (run by name by ``queue.py`` and ``migrations.py``), written for the
 way this module runs a block:
 
 * a block may hold several statements, each ending with ``;`` at the end of a line. They go to the server
@@ -28,9 +28,11 @@ from functools import lru_cache
 import pymysql
 from pymysql.constants import CLIENT, FIELD_TYPE
 
-from ..config import DatabaseSettings
-from ..errors import DatabaseBusy, DatabaseUnavailable, SchemaMissing
-from .db import Database, DatabaseError, OddTime, Row, _iam_token, tls_context
+from ....config import DatabaseSettings
+from ....errors import DatabaseBusy, DatabaseError, DatabaseUnavailable, SchemaMissing
+from ...endpoint import endpoint
+from ...session import OddTime, Row, Session
+from . import server
 
 # Error numbers after which the session is gone (server shutdown, connection killed, lost, gone away, idle
 # too long) and those that only mean "not now" (a lock wait or statement time limit, a deadlock victim).
@@ -120,48 +122,50 @@ def _constraint(exc: BaseException) -> str | None:
     return name.rsplit(".", 1)[-1]
 
 
-class MysqlDatabase(Database):
+class MysqlSession(Session):
     """One session to MySQL 8 or MariaDB 10.6+, opened lazily and reopened after it breaks.
 
-    Not thread-safe: give each thread its own ``Database``.
+    Not thread-safe: give each thread its own session.
     """
 
     dialect = "mysql"
     engine_name = "MySQL"
-    notifications = False
+    supports_listen = False  # no LISTEN: a dispatcher polls Queue.fingerprint instead
+    transactional_ddl = False  # DDL commits by itself: migrations apply file by file, each safe to run again
+    long_transaction_help = server.TRANSACTION_HELP
 
     begin = "START TRANSACTION"
 
     def __init__(self, settings: DatabaseSettings, application_name: str = "jenkins-dispatch"):
         super().__init__(settings, application_name)
-        self.server_version = ""  # VERSION() of the server, once connected
-        self.mariadb = False
+        self._version = ""  # VERSION() of the server, once connected
+        self.mariadb = False  # whether that server is MariaDB (its time limits have other names)
 
     # ------------------------------------------------------------------ session
     def _connect(self) -> pymysql.connections.Connection:
         s = self.settings
-        password = _iam_token(s) if s.iam_auth else s.password
+        to = endpoint(s)
         kwargs = dict(
-            user=s.user, password=password or "", database=s.dbname, charset="utf8mb4", autocommit=True,
-            connect_timeout=s.connect_timeout_seconds,
+            user=to.user, password=to.password or "", database=to.database, charset="utf8mb4", autocommit=True,
+            connect_timeout=to.connect_timeout,
             # A statement may legitimately run up to the statement time limit: the socket waits that plus a margin.
             read_timeout=s.statement_timeout_ms / 1000 + 10, write_timeout=s.statement_timeout_ms / 1000 + 10,
             client_flag=CLIENT.MULTI_STATEMENTS | CLIENT.FOUND_ROWS,
             program_name=self.application_name,
         )
-        if s.unix_socket:
-            kwargs["unix_socket"] = s.unix_socket
+        if to.unix_socket:
+            kwargs["unix_socket"] = to.unix_socket
         else:
-            kwargs["host"] = s.host
-            kwargs["port"] = s.port
-            if s.tls == "verify":
-                kwargs["ssl"] = tls_context(s)
+            kwargs["host"] = to.host
+            kwargs["port"] = to.port
+            if to.tls is not None:
+                kwargs["ssl"] = to.tls
         try:
             conn = pymysql.connect(**kwargs)
         except (pymysql.err.MySQLError, OSError, ssl.SSLError) as exc:
             raise DatabaseUnavailable(f"cannot connect to MySQL at {s.describe()}: {_reason(exc)}") from None
         version = conn.get_server_info() or ""
-        mariadb = "mariadb" in version.lower()
+        mariadb = server.is_mariadb(version)
         # MariaDB limits any statement (seconds); MySQL only SELECTs (milliseconds). Every session in UTC, READ
         # COMMITTED (a claim then locks only the rows it takes: no gap locks blocking the application's INSERTs)
         # and strict (a bad value is an error, never a silent truncation).
@@ -182,7 +186,7 @@ class MysqlDatabase(Database):
             with suppress(Exception):
                 conn.close()
             raise DatabaseUnavailable(f"MySQL at {s.describe()} refused the session: {_reason(exc)}") from None
-        self.server_version, self.mariadb = version, mariadb
+        self._version, self.mariadb = version, mariadb
         self.connects += 1
         return conn
 
@@ -196,6 +200,21 @@ class MysqlDatabase(Database):
     def _rollback_now(self) -> None:
         with self._conn.cursor() as cursor:
             cursor.execute("ROLLBACK")
+
+    # ------------------------------------------------------------------ the server
+    def server_version(self) -> str:
+        """``VERSION()`` as the handshake gave it (``10.11.19-MariaDB-0+deb12u1``, ``8.0.36``)."""
+        self.connection()
+        return self._version
+
+    @classmethod
+    def server_label(cls, version: str) -> str:
+        """``MySQL 8.0.36`` or ``MariaDB 10.11.19``."""
+        return server.label(version)
+
+    def unsupported_server(self) -> str | None:
+        """Why this server is too old for the queue (see ``server.py``), None when it is not."""
+        return server.unsupported_server(self.server_version())
 
     # ------------------------------------------------------------------ statements
     def run(self, sql: str, **params) -> list[Row]:
