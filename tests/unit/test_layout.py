@@ -168,10 +168,6 @@ def test_the_imports_are_read_at_all() -> None:
     assert "operating.bulk" in _package_imports(PACKAGE / "cli.py")
 
 
-# Cycles another change removes (issue 22, one folder per engine): tolerated until it lands, never added to.
-KNOWN_CYCLES = [{"store.db", "store.mysql", "store.postgres"}]
-
-
 def import_cycles(graph: dict[str, set[str]]) -> list[set[str]]:
     """The strongly connected groups of more than one module in ``graph`` (module -> modules it imports)."""
     order: dict[str, int] = {}
@@ -217,7 +213,7 @@ def test_no_module_imports_itself_through_others() -> None:
     """No cycle between the package's modules, counting imports made inside functions: a lazy import that closes
     a cycle hides a layering mistake (the dispatcher and its loop importing each other was one)."""
     graph = {_dotted(path): _package_imports(path) for path in _modules()}
-    cycles = [sorted(c) for c in import_cycles(graph) if c not in KNOWN_CYCLES]
+    cycles = [sorted(c) for c in import_cycles(graph)]
     assert cycles == []
 
 
