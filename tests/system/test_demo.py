@@ -27,7 +27,7 @@ def test_demo_runs_on_an_embedded_database_and_exits_0_only_when_correct():
     assert "demo/does-not-exist" in out and "removed" in out
 
 
-def test_demo_with_database_url_never_touches_the_rows_already_there(database_url, db, queue):
+def test_demo_with_database_url_never_touches_the_rows_already_there(database_url, db, queue, tmp_path):
     """Issue 12 #1: with DATABASE_URL exported, the demo dispatched a real pending job and left 102 rows and a
     cap behind. It now works in a database of its own on that server, and drops it."""
     queue.enqueue("real/prod-release", {"VERSION": "1.2.3"})
@@ -36,7 +36,8 @@ def test_demo_with_database_url_never_touches_the_rows_already_there(database_ur
     before = {t: db.run(f"SELECT * FROM {t} ORDER BY 1") for t in tables}
     env = {k: v for k, v in os.environ.items() if k not in ("JENKINS_URL",)}
     env["DATABASE_URL"] = database_url
-    proc = subprocess.run([sys.executable, "-m", "demo", "--jobs", "20", "--timeout", "60"], cwd=ROOT, env=env,
+    proc = subprocess.run([sys.executable, "-m", "demo", "--jobs", "20", "--timeout", "60", "--dir", str(tmp_path)],
+                          cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "a database of its own" in proc.stdout and "dropped" in proc.stdout
