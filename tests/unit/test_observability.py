@@ -184,3 +184,26 @@ def test_every_handler_counts_cold_starts_and_says_why_tracing_and_metrics_are_l
         if name != "migrate":  # the custom resource runs once per deploy: always cold, no metric to add
             assert "@metrics.log_metrics(capture_cold_start_metric=True)" in source, name
         assert "cold start" in source.lower() and "lazy" in source.lower(), name
+
+
+@pytest.mark.parametrize(("value", "terminal", "expected"), [
+    (None, True, "text"), (None, False, "json"), ("auto", True, "text"), ("json", True, "json"),
+    ("text", False, "text"), (" TEXT ", False, "text"), ("yaml", True, "text"), ("yaml", False, "json"),
+])
+def test_log_format_text_on_a_terminal_unless_told(value, terminal, expected):
+    from jenkins_dispatch.config import log_format_wanted
+
+    assert log_format_wanted(terminal, {} if value is None else {"LOG_FORMAT": value}) == expected
+
+
+def test_a_log_record_as_a_line_for_a_person():
+    from jenkins_dispatch.observability import human_line
+
+    line = human_line({"level": "WARNING", "location": "run:12", "message": "pass stopped",
+                       "timestamp": "2026-11-30 15:24:01,123+0000", "service": "jenkins-dispatch",
+                       "reason": "Jenkins answered 503", "job_id": 7, "summary": {"claimed": 2}, "dispatch_id": None})
+    assert line == ('15:24:01,123 WARNING pass stopped  reason="Jenkins answered 503" job_id=7 '
+                    'summary={"claimed": 2}')
+    traced = human_line({"level": "ERROR", "message": "boom", "timestamp": "2026-11-30 15:24:01,123+0000",
+                         "exception": "Traceback (most recent call last):\nZeroDivisionError"})
+    assert traced.splitlines()[1:] == ["Traceback (most recent call last):", "ZeroDivisionError"]

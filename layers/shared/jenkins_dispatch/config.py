@@ -131,6 +131,8 @@ ENVIRONMENT: tuple[Variable, ...] = (
              "the jobs it holds then still count (docs/cutover.md)", 3600.0, minimum=0, maximum=2_592_000),
     Variable("METRICS_EMF", "print metrics as CloudWatch EMF lines on stdout", default_text="true in Lambda only"),
     Variable("AWS_LAMBDA_FUNCTION_NAME", "set by Lambda: metrics default to EMF there"),
+    Variable("LOG_FORMAT", "log lines as `json` (one object a line) or `text` (for a person); `auto`: text when "
+             "the log's stream is a terminal, else JSON", "auto"),
 )
 VARIABLES = {variable.name: variable for variable in ENVIRONMENT}
 
@@ -575,6 +577,17 @@ def emf_wanted(env: Mapping[str, str] | None = None) -> bool:
     if _text(env, "METRICS_EMF") == "":
         return bool(_text(env, "AWS_LAMBDA_FUNCTION_NAME"))
     return _bool(env, "METRICS_EMF")
+
+
+def log_format_wanted(is_terminal: bool, env: Mapping[str, str] | None = None) -> str:
+    """"json" or "text": LOG_FORMAT when it says which, else text only on a terminal (``is_terminal``: the log's
+    stream is one). Read before any Settings exist (the logger is built at import), so an unknown value cannot
+    stop the command: it counts as ``auto``, which keeps machines' logs JSON."""
+    env = os.environ if env is None else env
+    wanted = _text(env, "LOG_FORMAT").lower()
+    if wanted in ("json", "text"):
+        return wanted
+    return "text" if is_terminal else "json"
 
 
 def tracing_wanted() -> bool:

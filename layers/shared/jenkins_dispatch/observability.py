@@ -1,6 +1,7 @@
 """Logger, metrics and tracing shared by every part of the package (Powertools, and Prometheus for `serve`).
 
-Logs are JSON, one line per event, with job id and dispatch id as keys. Every metric goes through one call,
+Logs are JSON, one line per event, with job id and dispatch id as keys; on a terminal (or with LOG_FORMAT=text)
+the same records as lines a person reads (``human_line``), since `serve` is also run by hand. Every metric goes through one call,
 ``metrics.add_metric(name=..., unit=..., value=...)``, which feeds two sinks:
 - CloudWatch EMF lines on stdout (Powertools), which CloudWatch Logs turns into metrics: on in Lambda, off
   elsewhere unless METRICS_EMF=true (config.emf_wanted), where they would only crowd the log;
@@ -11,17 +12,20 @@ Tracing (X-Ray) is loaded only when it is switched on: importing its SDK costs a
 from __future__ import annotations
 
 import functools
+import json
 import re
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from aws_lambda_powertools import Logger
+from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
 
-from .config import emf_wanted, set_powertools_defaults, tracing_wanted
+from .config import emf_wanted, log_format_wanted, set_powertools_defaults, tracing_wanted
 from .errors import ConfigError
 
 SERVICE = "jenkins-dispatch"
@@ -30,7 +34,44 @@ PROMETHEUS_PREFIX = "jenkins_dispatch_"
 
 set_powertools_defaults(SERVICE, NAMESPACE)  # before the Logger below: Powertools reads them at construction
 
-logger = Logger(service=SERVICE)
+# Keys every record carries that a person at a terminal does not need on each line.
+_QUIET_KEYS = ("level", "message", "timestamp", "service", "location", "exception", "exception_name",
+               "stack_trace", "cold_start", "function_name", "function_memory_size", "function_arn",
+               "function_request_id", "xray_trace_id", "sampling_rate")
+
+
+def _shown(value: Any) -> str:
+    """A value as a person reads it: plain words bare, anything with blanks or structure as JSON."""
+    if isinstance(value, str) and value and not any(c.isspace() or c in "\"=" for c in value):
+        return value
+    return json.dumps(value, default=str, ensure_ascii=False)
+
+
+def human_line(record: dict[str, Any]) -> str:
+    """One log record (the dict Powertools would print as JSON) as a line: time, level, message, then the
+    record's own keys as key=value; a traceback follows on its own lines."""
+    stamp = str(record.get("timestamp", ""))
+    clock = stamp[11:23] if len(stamp) >= 23 else stamp  # "2026-11-30 15:24:01,123+0000" -> the time of day
+    keys = " ".join(f"{key}={_shown(value)}" for key, value in record.items()
+                    if key not in _QUIET_KEYS and value is not None)
+    line = f"{clock} {str(record.get('level', '')):<7} {record.get('message', '')}" + (f"  {keys}" if keys else "")
+    if record.get("exception"):
+        line += "\n" + str(record["exception"])
+    return line
+
+
+def _logs_as_text() -> bool:
+    """Human lines when LOG_FORMAT asks for them or (by default) the log goes to a terminal; else JSON."""
+    try:
+        on_terminal = sys.stdout.isatty()  # Powertools writes to stdout
+    except (AttributeError, ValueError):  # stdout replaced or closed
+        on_terminal = False
+    return log_format_wanted(on_terminal) == "text"
+
+
+LOGS_AS_TEXT = _logs_as_text()
+logger = Logger(service=SERVICE, logger_formatter=LambdaPowertoolsFormatter(
+    json_serializer=human_line) if LOGS_AS_TEXT else LambdaPowertoolsFormatter())
 
 
 # --------------------------------------------------------------------------- what each metric means
@@ -83,6 +124,22 @@ CATALOGUE: dict[str, tuple[MetricUnit, str]] = {
     "NotificationLatency": (MetricUnit.Milliseconds, "Time to apply one Jenkins notification."),
 }
 
+# Per-job histograms (`serve` only, from callbacks/timings.py): name -> (Prometheus name, help, buckets in
+# seconds). A queue wait runs from milliseconds to the hours a job can be held back; a build, from seconds to hours.
+JOB_HISTOGRAMS: dict[str, tuple[str, str, tuple[float, ...]]] = {
+    "QueueWait": ("queue_wait_seconds", "Time from a job's insert (or an operator's retry) to the trigger Jenkins "
+                  "accepted, observed when the webhook settles it; label job: its name, or \"other\".",
+                  (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 1800.0, 3600.0, 14400.0)),
+    "BuildDuration": ("build_duration_seconds", "Time from a build's STARTED notification to its settle, observed "
+                      "when the webhook settles it; label job: its name, or \"other\".",
+                      (1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0, 7200.0, 14400.0)),
+}
+# The per-job label's bound: the first JOB_LABEL_LIMIT job names a process sees keep their own label for its
+# life, every later one is counted under OTHER_JOBS. A series per bucket per label value: at most
+# (JOB_LABEL_LIMIT + 1) x (buckets + 4) series per histogram, whatever the number of jobs.
+JOB_LABEL_LIMIT = 50
+OTHER_JOBS = "other"
+
 _WORD_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _TIME_UNITS = {"Milliseconds": 1000.0, "Seconds": 1.0}
 
@@ -123,6 +180,12 @@ class PrometheusSink:
         self.registry.register(self)  # collect() below: the extra families of whoever runs the server
         for name, (unit, _help) in CATALOGUE.items():
             self._family(name, unit)
+        from prometheus_client import Histogram
+
+        self._job_histograms = {
+            name: Histogram(PROMETHEUS_PREFIX + suffix, help_text, ["job"], registry=self.registry, buckets=buckets)
+            for name, (suffix, help_text, buckets) in JOB_HISTOGRAMS.items()}
+        self._job_labels: set[str] = set()
 
     def _family(self, name: str, unit: MetricUnit | str) -> tuple[str, Any, float]:
         with self._lock:
@@ -151,6 +214,20 @@ class PrometheusSink:
             family.set(value / divisor)
         else:
             family.observe(value / divisor)
+
+    def job_label(self, job_name: str) -> str:
+        """The job's label value: its own name while fewer than JOB_LABEL_LIMIT names have one, else "other"."""
+        with self._lock:
+            if job_name in self._job_labels:
+                return job_name
+            if len(self._job_labels) < JOB_LABEL_LIMIT and job_name != OTHER_JOBS:
+                self._job_labels.add(job_name)
+                return job_name
+            return OTHER_JOBS
+
+    def observe_job(self, name: str, job_name: str, seconds: float) -> None:
+        """One observation of a per-job histogram (JOB_HISTOGRAMS), under the job's bounded label."""
+        self._job_histograms[name].labels(job=self.job_label(job_name)).observe(seconds)
 
     def also_collect(self, source: Callable[[], Iterable[Any]] | None) -> None:
         """Add families read at scrape time (`serve`'s health: last pass, Jenkins and database up)."""

@@ -39,7 +39,7 @@ from .http_service import (
     status_line,
     stop_on_signals,
 )
-from .observability import PROMETHEUS_PREFIX, logger, metrics
+from .observability import LOGS_AS_TEXT, PROMETHEUS_PREFIX, logger, metrics
 from .store.db import Database
 
 HEALTH_HELP = {
@@ -180,10 +180,13 @@ def serve(settings: Settings, host: str = SERVE_HOST, port: int = SERVE_PORT, in
         if page is not None:
             page.close()
         raise ConfigError(listen_failure("serve", host, port, exc)) from None
-    print(json.dumps({"message": "serving", "webhook": server.url + "jenkins/notify", "healthz": server.url + "healthz",
-                      "metrics": server.url + "metrics", **({"ui": server.url} if page is not None else {}),
-                      "interval_seconds": interval, "webhook_db_pool_size": settings.webhook_db_pool_size}),
-          flush=True)
+    serving = {"webhook": server.url + "jenkins/notify", "healthz": server.url + "healthz",
+               "metrics": server.url + "metrics", **({"ui": server.url} if page is not None else {}),
+               "interval_seconds": interval, "webhook_db_pool_size": settings.webhook_db_pool_size}
+    if LOGS_AS_TEXT:  # a person at a terminal: where to point Jenkins and a browser, one per line
+        print("serving\n" + "\n".join(f"  {key:<21} {value}" for key, value in serving.items()), flush=True)
+    else:
+        print(json.dumps({"message": "serving", **serving}), flush=True)
 
     stop_on_signals(stop, lambda heard: logger.info("stop requested: finishing the current batch",
                                                    extra={"signal": heard.name}))

@@ -1,0 +1,90 @@
+"""`serve`'s per-job histograms of queue wait and build duration, fed by the emulator's real callbacks, and its
+log as lines for a person when asked (LOG_FORMAT=text) or on a terminal."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+import urllib.request
+
+from ..dispatch_helpers import WEBHOOK_SECRET, wait_for
+from ..serve_helpers import free_port, serve_env, start_serve
+from ..unit.test_observability import _families, _value
+
+SLOW = {"path": "slowish", "parameters": [{"name": "DISPATCH_ID"}], "duration_seconds": 0.8}
+
+
+def _scrape(base: str) -> dict:
+    with urllib.request.urlopen(base + "/metrics", timeout=5) as answer:
+        return _families(answer.read().decode())
+
+
+def test_queue_wait_and_build_duration_per_job_from_real_callbacks(make_jenkins, database_url, queue, tmp_path):
+    port = free_port()
+    jenkins = make_jenkins(jobs=[SLOW], notification={
+        "url": f"http://127.0.0.1:{port}/jenkins/notify?token={WEBHOOK_SECRET}"})
+    served = start_serve(serve_env(database_url, jenkins.base_url, LOG_FORMAT="json"), tmp_path / "serve.log",
+                         "--interval", "0.3", port=port)
+    try:
+        ids = [queue.enqueue("slowish", {"N": n}).id for n in range(2)] + [queue.enqueue("deploy").id]
+        assert wait_for(lambda: all(queue.get(i)["status"] == "completed" for i in ids), timeout=30), [
+            (queue.get(i)["status"], queue.get(i)["last_error"]) for i in ids]
+        time.sleep(0.3)  # the last callback's answer is sent after its observation; be generous
+        families = _scrape(served.base)
+    finally:
+        assert served.stop() == 0
+    wait, build = "jenkins_dispatch_queue_wait_seconds", "jenkins_dispatch_build_duration_seconds"
+    assert _value(families, wait, wait + "_count", job="slowish") == 2
+    assert _value(families, wait, wait + "_count", job="deploy") == 1
+    assert 0 < _value(families, wait, wait + "_sum", job="slowish") < 20
+    assert _value(families, build, build + "_count", job="slowish") == 2
+    # two builds of 0.8 s each, timed from STARTED to the settle: at least their length, not much more
+    assert 1.5 <= _value(families, build, build + "_sum", job="slowish") < 10
+    assert _value(families, build, build + "_bucket", job="slowish", le="1.0") <= 2
+
+
+def test_serve_logs_lines_for_a_person_when_asked(jenkins, database_url, tmp_path):
+    served = start_serve(serve_env(database_url, jenkins.base_url, LOG_FORMAT="text"), tmp_path / "serve.log",
+                         "--interval", "0.3")
+    try:
+        time.sleep(1)
+    finally:
+        assert served.stop() == 0
+    lines = [line for line in served.log().splitlines() if line.strip()]
+    assert lines[0] == "serving" and any(line.split()[:1] == ["webhook"] for line in lines[1:5])
+    logged = [line for line in lines if " INFO " in line]
+    assert any("pass finished  summary=" in line for line in logged), lines[:20]
+    for line in lines:
+        assert not line.startswith("{"), line  # no JSON at all
+
+
+def test_serve_on_a_terminal_logs_lines_for_a_person(jenkins, database_url):
+    """No LOG_FORMAT: text because stdout is a terminal (a pseudo-terminal here), as when run by hand."""
+    env = serve_env(database_url, jenkins.base_url)
+    env.pop("LOG_FORMAT", None)
+    main, child = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "jenkins_dispatch.cli", "serve", "--port", str(free_port()),
+                             "--interval", "0.3"], env=env, stdout=child, stderr=child, stdin=subprocess.DEVNULL)
+    os.close(child)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and b"pass finished" not in seen:
+            if select.select([main], [], [], 0.5)[0]:
+                try:
+                    seen += os.read(main, 65536)
+                except OSError:
+                    break
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        os.close(main)
+    text = seen.decode(errors="replace")
+    assert "pass finished  summary=" in text, text[-2000:]
+    assert '"message"' not in text
+    assert json.dumps({"message": "serving"})[:-1] not in text
