@@ -43,8 +43,9 @@ def test_queue_wait_and_build_duration_per_job_from_real_callbacks(make_jenkins,
     assert _value(families, wait, wait + "_count", job="deploy") == 1
     assert 0 < _value(families, wait, wait + "_sum", job="slowish") < 20
     assert _value(families, build, build + "_count", job="slowish") == 2
-    # two builds of 0.8 s each, timed from STARTED to the settle: at least their length, not much more
-    assert 1.5 <= _value(families, build, build + "_sum", job="slowish") < 10
+    # Two builds of 0.8 s each, timed from the STARTED callback's arrival to the settle: about their length. The
+    # STARTED callback is sent once the build has begun, so each can read a little short (0.73 s seen here).
+    assert 1.2 <= _value(families, build, build + "_sum", job="slowish") < 10
     assert _value(families, build, build + "_bucket", job="slowish", le="1.0") <= 2
 
 
