@@ -565,7 +565,7 @@ def cmd_ui(ctx: Context, args) -> None:
 
 def cmd_doctor(ctx: Context, args) -> int:
     """`doctor`: run every check; exit 1 when one fails."""
-    from .operating.doctor import FAIL, DoctorOptions, healthy, render, run_checks
+    from .operating.doctor import DoctorOptions, failure_line, healthy, render, run_checks
 
     checks = run_checks(DoctorOptions(webhook_url=args.webhook_url, max_transaction_age_seconds=args.max_transaction_age,
                                       max_jobs_checked=args.max_jobs))
@@ -576,9 +576,8 @@ def cmd_doctor(ctx: Context, args) -> int:
         print(render(checks))
     if ok:
         return 0
-    failed = [c.name for c in checks if c.status == FAIL]
-    print(f"jenkins-dispatch: error: {len(failed)} of {len(checks)} checks failed: {', '.join(failed)}",
-          file=sys.stderr)
+    sys.stdout.flush()  # the report, then its verdict under it
+    print(f"jenkins-dispatch: error: {failure_line(checks)}", file=sys.stderr)
     return EXIT_FAILED
 
 
