@@ -128,3 +128,19 @@ def test_the_error_a_run_with_failures_ends_on():
 ])
 def test_how_an_error_on_one_row_counts(error, kind, stop):
     assert bulk.error_outcome(error) == (kind, stop)
+
+
+@pytest.mark.parametrize("action, status, expected", [
+    ("cancel", "pending", bulk.ACT),
+    ("cancel", "processing", bulk.ACT),
+    ("cancel", "cancelled", bulk.ALREADY),
+    ("cancel", "completed", bulk.IMPOSSIBLE),
+    ("cancel", "failed", bulk.IMPOSSIBLE),
+    ("retry", "completed", bulk.ACT),
+    ("retry", "failed", bulk.ACT),
+    ("retry", "cancelled", bulk.ACT),
+    ("retry", "pending", bulk.ALREADY),
+    ("retry", "processing", bulk.IMPOSSIBLE),
+])
+def test_what_a_request_for_one_job_comes_to(action, status, expected):
+    assert bulk.verdict(action, status) == expected

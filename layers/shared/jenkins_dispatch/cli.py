@@ -439,13 +439,15 @@ def cmd_cancel(ctx: Context, args) -> int:
 
 def cmd_retry(ctx: Context, args) -> int:
     """`retry`: one final job by id back to pending, or many by filters through ``bulk``."""
+    from .operating.operator import retry_job
+
     if not _one_id(args):
         return run_bulk(ctx, args, bulk.RETRY)
-    ctx.queue.retry_final(args.ids[0])
+    outcome = retry_job(ctx.queue, args.ids[0])
     if args.json:
-        print_json({"id": args.ids[0], "status": "pending"})
+        print_json(outcome)
     else:
-        print(f"job {args.ids[0]} is pending again")
+        print(outcome["message"])
     return 0
 
 
@@ -516,13 +518,11 @@ def cmd_limits_set(ctx: Context, args) -> None:
 
 def cmd_limits_rm(ctx: Context, args) -> None:
     """`limits rm JOB`: remove the job's cap."""
-    removed = ctx.queue.remove_limit(args.job)
-    if not removed:
-        raise InvalidInput(f"no cap is set for {args.job!r}")
+    removed = ctx.queue.remove_limit(args.job)  # none to remove: already as asked, exit 0 and say so
     if args.json:
-        print_json({"job_name": args.job, "removed": True})
+        print_json({"job_name": args.job, "removed": removed})
     else:
-        print(f"{args.job}: no cap")
+        print(f"{args.job}: no cap" if removed else f"{args.job} had no cap; nothing changed")
 
 
 def cmd_limits_ls(ctx: Context, args) -> None:

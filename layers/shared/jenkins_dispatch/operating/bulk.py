@@ -77,6 +77,22 @@ class Outcome:
 
 # --------------------------------------------------------------------------- pure decisions
 
+# What a request for one job comes to, by the job's status (the rule every command follows, docs/operating.md):
+ACT = "act"  # the job can go where it is asked to: do it, exit 0
+ALREADY = "already"  # it is already in the state asked for: change nothing, say so, exit 0
+IMPOSSIBLE = "impossible"  # no such transition from its status: change nothing, exit 2
+ALREADY_STATUS = {RETRY: "pending", CANCEL: "cancelled"}  # where each action leads
+
+
+def verdict(action: str, status: str) -> str:
+    """``ACT``, ``ALREADY`` or ``IMPOSSIBLE``: what ``action`` on a job in ``status`` comes to. Cancelling a
+    cancelled job, or retrying a pending one, asks for what already holds; cancelling a finished job or retrying
+    one in Jenkins asks for a transition there is not."""
+    if status in ELIGIBLE_STATUSES[action]:
+        return ACT
+    return ALREADY if status == ALREADY_STATUS[action] else IMPOSSIBLE
+
+
 
 def _join(words: Sequence[str]) -> str:
     return ", ".join(words[:-1]) + " or " + words[-1] if len(words) > 1 else "".join(words)
@@ -181,15 +197,12 @@ def select_targets(queue: Queue, action: str, filters: Filters, limit: int) -> S
     return Selection([Target(r["id"], r["updated_at"]) for r in rows], total)
 
 
-def _act_on_one(queue: Queue, settings: Settings, action: str, target: Target, reason: str,
-                actor: str) -> tuple[str, str]:
-    if action == RETRY:
-        queue.retry_final(target.id, actor=actor, unchanged_since=target.updated_at)
-        return "pending", f"job {target.id} is pending again"
-    from .operator import cancel_job
+def _act_on_one(queue: Queue, settings: Settings, action: str, target: Target, reason: str, actor: str) -> dict:
+    from .operator import cancel_job, retry_job
 
-    outcome = cancel_job(queue, target.id, settings, reason=reason, actor=actor)
-    return outcome["status"], outcome["message"]
+    if action == RETRY:
+        return retry_job(queue, target.id, actor=actor, unchanged_since=target.updated_at)
+    return cancel_job(queue, target.id, settings, reason=reason, actor=actor)
 
 
 def act(queue: Queue, settings: Settings, action: str, targets: Sequence[Target], *,
@@ -205,8 +218,10 @@ def act(queue: Queue, settings: Settings, action: str, targets: Sequence[Target]
             result = Outcome(target.id, "not_attempted", None, f"job {target.id} not attempted: stopped after a failure")
         else:
             try:
-                status, message = _act_on_one(queue, settings, action, target, reason, actor)
-                result = Outcome(target.id, "done", status, message)
+                outcome = _act_on_one(queue, settings, action, target, reason, actor)
+                # A job already where it was asked to go is left as it was: skipped, not done.
+                result = Outcome(target.id, "done" if outcome["changed"] else "skipped",
+                                 outcome["status"] if outcome["changed"] else None, outcome["message"])
             except DispatchError as error:
                 kind, stopped = error_outcome(error)
                 result = Outcome(target.id, kind, None, str(error))
