@@ -16,7 +16,7 @@ from jenkins_dispatch.errors import (
     NotFound,
     SchemaMissing,
 )
-from jenkins_dispatch.operating import bulk
+from jenkins_dispatch.operating import bulk, transitions
 from jenkins_dispatch.store.queue import like_contains
 
 # --------------------------------------------------------------------------- pure parts
@@ -131,16 +131,16 @@ def test_how_an_error_on_one_row_counts(error, kind, stop):
 
 
 @pytest.mark.parametrize("action, status, expected", [
-    ("cancel", "pending", bulk.ACT),
-    ("cancel", "processing", bulk.ACT),
-    ("cancel", "cancelled", bulk.ALREADY),
-    ("cancel", "completed", bulk.IMPOSSIBLE),
-    ("cancel", "failed", bulk.IMPOSSIBLE),
-    ("retry", "completed", bulk.ACT),
-    ("retry", "failed", bulk.ACT),
-    ("retry", "cancelled", bulk.ACT),
-    ("retry", "pending", bulk.ALREADY),
-    ("retry", "processing", bulk.IMPOSSIBLE),
+    ("cancel", "pending", transitions.ACT),
+    ("cancel", "processing", transitions.ACT),
+    ("cancel", "cancelled", transitions.ALREADY),
+    ("cancel", "completed", transitions.IMPOSSIBLE),
+    ("cancel", "failed", transitions.IMPOSSIBLE),
+    ("retry", "completed", transitions.ACT),
+    ("retry", "failed", transitions.ACT),
+    ("retry", "cancelled", transitions.ACT),
+    ("retry", "pending", transitions.ALREADY),
+    ("retry", "processing", transitions.IMPOSSIBLE),
 ])
 def test_what_a_request_for_one_job_comes_to(action, status, expected):
-    assert bulk.verdict(action, status) == expected
+    assert transitions.verdict(action, status) == expected

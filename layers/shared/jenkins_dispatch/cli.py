@@ -29,6 +29,7 @@ from .config import (
     load_tuning,
 )
 from .errors import OPERATION_FAILED, DispatchError, InvalidInput
+from .jenkins.jobs import JsonNumber
 from .operating import bulk
 from .operating.display import age, cell, when
 from .operating.waiting import held_back
@@ -116,7 +117,7 @@ def parse_key_value(text: str) -> tuple[str, str]:
 def parse_json_object(text: str) -> dict:
     """``--params`` as a dict: valid JSON, and an object."""
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_float=JsonNumber, parse_int=JsonNumber)  # numbers kept as written
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"--params is not valid JSON: {exc}") from None
     if not isinstance(value, dict):
@@ -173,9 +174,23 @@ def _plain(value):
     return value
 
 
+def json_text(value, level: int = 0) -> str:
+    """``value`` as JSON indented by two spaces, as ``json.dumps(indent=2)`` writes it (dates as text, decimals
+    as numbers), but a parameter's number (JsonNumber) written as its digits: 1.50 stays 1.50."""
+    if isinstance(value, JsonNumber):
+        return str(value)
+    inner, outer = "  " * (level + 1), "  " * level
+    if isinstance(value, dict) and value:
+        items = (f"{inner}{json.dumps(str(k))}: {json_text(v, level + 1)}" for k, v in value.items())
+        return "{\n" + ",\n".join(items) + f"\n{outer}}}"
+    if isinstance(value, list | tuple) and value:
+        return "[\n" + ",\n".join(f"{inner}{json_text(v, level + 1)}" for v in value) + f"\n{outer}]"
+    return json.dumps(value, default=_plain)
+
+
 def print_json(data) -> None:
     """Print ``data`` as indented JSON (dates and decimals as text), for ``--json``."""
-    print(json.dumps(data, default=_plain, indent=2, sort_keys=False))
+    print(json_text(data))
 
 
 def print_table(rows: Sequence[dict], columns: Sequence[str], empty: str = "(none)") -> None:

@@ -3,10 +3,11 @@ durations (``3h05m``), ages and table cells. Pure."""
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
+
+from ..jenkins.jobs import dumps_parameters
 
 NOTHING = "-"  # what a cell with no value shows
 
@@ -53,6 +54,17 @@ def cell(value: Any) -> str:
         return value.isoformat()
     if isinstance(value, Decimal | float):
         return f"{float(value):g}"
-    if isinstance(value, dict | list):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    if isinstance(value, dict | list):  # parameters: numbers as written (JsonNumber), never through a float
+        return dumps_parameters(_readable(value))
+    return str(value)
+
+
+def _readable(value: Any) -> Any:
+    """Inside a structure: what compact JSON cannot hold (a moment, say) as its text."""
+    if isinstance(value, dict):
+        return {k: _readable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_readable(v) for v in value]
+    if value is None or isinstance(value, str | bool | int | float):
+        return value
     return str(value)

@@ -8,7 +8,7 @@ from typing import Any
 from ..config import Settings
 from ..errors import Conflict, DispatchError
 from ..store.queue import FINAL_STATUSES, Queue
-from .bulk import ALREADY, CANCEL, RETRY, verdict
+from .transitions import ALREADY, CANCEL, RETRY, verdict
 from .waiting import JenkinsOutage, Waiting, why_waiting
 
 

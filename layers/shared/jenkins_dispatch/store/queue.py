@@ -15,7 +15,7 @@ from typing import Any
 
 from ..config import default_of
 from ..errors import Conflict, InvalidInput, NotFound
-from ..jenkins.jobs import job_path_error, loads_parameters
+from ..jenkins.jobs import dumps_parameters, job_path_error, loads_parameters
 from ..moments import from_iso
 from . import statements
 from .db import Database, DatabaseError, Row
@@ -270,7 +270,7 @@ class Queue:
         rows = self._run(
             "enqueue",
             job_name=job_name,
-            parameters=json.dumps(parameters),
+            parameters=dumps_parameters(parameters),  # numbers read as JsonNumber (CLI --params) kept as written
             priority=priority,
             scheduled_at=scheduled_at,
             max_attempts=max_attempts,
@@ -534,8 +534,8 @@ class Queue:
         before_id: int | None = None, limit: int = 50, error_like: str | None = None,
         parameters: dict[str, str] | None = None,
     ) -> list[Row]:
-        """Rows newest first, filtered by status, job, time and id, at most ``limit``. ``error_like``:
-        ``last_error`` contains this text, ignoring case; ``parameters``: each named parameter, as text,
+        """Rows newest first (every column ``get`` reads), filtered by status, job, time and id, at most ``limit``.
+        ``error_like``: ``last_error`` contains this text, ignoring case; ``parameters``: each named parameter, as text,
         equals the value given (at most ``MAX_PARAMETER_FILTERS``, keys of letters, digits, ``_``, ``-``, ``.``)."""
         if status is not None and status not in STATUSES:
             raise InvalidInput(f"unknown status {status!r}: use one of {', '.join(STATUSES)}")
@@ -550,8 +550,11 @@ class Queue:
         slots: dict[str, str | None] = {}
         for n in range(1, MAX_PARAMETER_FILTERS + 1):  # unused slots are NULL: the statement skips them
             slots[f"param_key_{n}"], slots[f"param_value_{n}"] = given[n - 1] if n <= len(given) else (None, None)
-        return self._run("list_jobs", **filters, **slots,
+        rows = self._run("list_jobs", **filters, **slots,
                          error_pattern=like_contains(error_like) if error_like is not None else None)
+        for row in rows:
+            row["parameters"] = _json(row["parameters"])
+        return rows
 
     def oldest_pending(self) -> Row | None:
         """The pending row scheduled earliest (paused or not), or None when nothing is pending."""

@@ -595,8 +595,10 @@ LIMIT :limit;
 
 -- name: list_jobs
 -- A parameter's key is quoted into a JSON path (callers allow only letters, digits, '_', '-' and '.' in it).
-SELECT id, job_name, status, priority, scheduled_at, attempts, max_attempts, dispatch_id, jenkins_queue_id,
-       build_number, build_url, jenkins_result, last_error, created_at, updated_at, finished_at
+-- Every column get_job reads (ls --json carries all that show does).
+SELECT id, job_name, parameters, status, priority, scheduled_at, attempts, max_attempts, resends,
+       cancel_requested_at, dispatch_id, jenkins_queue_id, build_number, build_url, jenkins_result, last_error,
+       dedupe_key, lease_expires_at, started_at, created_at, updated_at, finished_at
 FROM jenkins_jobs_queue
 WHERE (:status IS NULL OR status = :status)
   AND (:job_name IS NULL OR job_name = :job_name)
