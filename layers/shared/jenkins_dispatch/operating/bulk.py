@@ -11,7 +11,7 @@ the operator confirms with ``--yes``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 from ..config import Settings
@@ -32,7 +32,7 @@ from .transitions import CANCEL, ELIGIBLE_STATUSES, RETRY
 DEFAULT_LIMIT = 1000
 IDS_SHOWN = 10  # a dry run names this many of the ids it matched
 PAST_TENSE = {RETRY: "retried", CANCEL: "cancelled"}
-FILTER_OPTIONS = "--status, --job, --since or --error-like"
+FILTER_OPTIONS = "--status, --job, --since, --error-like or --param"
 
 
 @dataclass(frozen=True)
@@ -43,10 +43,12 @@ class Filters:
     job_name: str | None = None
     since: datetime | None = None  # changed (updated_at) at or after
     error_like: str | None = None  # last_error contains this text, ignoring case; % and _ are literal
+    parameters: dict[str, str] = field(default_factory=dict)  # each parameter, as text, equals its value
 
     def given(self) -> bool:
         """Whether any filter was given (bulk needs ids or at least one filter)."""
-        return any(value is not None for value in (self.status, self.job_name, self.since, self.error_like))
+        return any(value is not None for value in (self.status, self.job_name, self.since, self.error_like)) \
+            or bool(self.parameters)
 
 
 @dataclass(frozen=True)
@@ -176,7 +178,8 @@ def failure_line(action: str, outcomes: Sequence[Outcome]) -> str | None:
 def select_targets(queue: Queue, action: str, filters: Filters, limit: int) -> Selection:
     """One statement: the rows ``filters`` select for ``action``, by id, at most ``limit``."""
     rows, total = queue.jobs_matching(final=action == RETRY, status=filters.status, job_name=filters.job_name,
-                                      since=filters.since, error_like=filters.error_like, limit=limit)
+                                      since=filters.since, error_like=filters.error_like,
+                                      parameters=filters.parameters, limit=limit)
     return Selection([Target(r["id"], r["updated_at"]) for r in rows], total)
 
 

@@ -68,3 +68,30 @@ def _readable(value: Any) -> Any:
     if value is None or isinstance(value, str | bool | int | float):
         return value
     return str(value)
+
+
+ELLIPSIS = "…"
+
+
+def one_line(text: str) -> str:
+    """A cell's text on one line: runs of whitespace (an error's newlines) as one space."""
+    return " ".join(text.split())
+
+
+def clip(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, the cut shown by a final '…'."""
+    return text if len(text) <= width else text[:max(width - 1, 0)] + ELLIPSIS
+
+
+def fit_widths(widths: list[int], flexible: list[bool], minimums: list[int], total: int, gap: int = 2) -> list[int]:
+    """Column widths whose table (columns ``gap`` apart) fits in ``total`` characters: the widest flexible
+    column gives up a character at a time, never below its minimum; the others keep theirs. When even the
+    minimums do not fit, the table is as narrow as they allow."""
+    fitted = list(widths)
+    while sum(fitted) + gap * (len(fitted) - 1) > total:
+        shrinkable = [i for i, f in enumerate(fitted) if flexible[i] and f > minimums[i]]
+        if not shrinkable:
+            break
+        widest = max(shrinkable, key=lambda i: fitted[i])
+        fitted[widest] -= 1
+    return fitted

@@ -565,7 +565,8 @@ FROM jenkins_job_events WHERE job_id = :id ORDER BY id;
 
 -- name: select_jobs_matching
 -- Bulk retry (final rows) and cancel (unfinished ones): what the filters select, by id, bounded; `total`
--- counts every match (the window is computed before LIMIT). The pattern escapes its wildcards with '\'.
+-- counts every match (the window is computed before LIMIT). The pattern escapes its wildcards with '\'; the
+-- parameter slots are list_jobs's.
 SELECT id, job_name, status, updated_at, count(*) OVER () AS total
 FROM jenkins_jobs_queue
 WHERE (status IN ('completed', 'failed', 'cancelled')) = CAST(:final AS boolean)
@@ -573,6 +574,12 @@ WHERE (status IN ('completed', 'failed', 'cancelled')) = CAST(:final AS boolean)
   AND (CAST(:job_name AS text) IS NULL OR lower(job_name) = lower(CAST(:job_name AS text)))
   AND (CAST(:since AS timestamptz) IS NULL OR updated_at >= CAST(:since AS timestamptz))
   AND (CAST(:error_pattern AS text) IS NULL OR last_error ILIKE CAST(:error_pattern AS text) ESCAPE '\')
+  AND (CAST(:param_key_1 AS text) IS NULL
+       OR parameters ->> CAST(:param_key_1 AS text) = CAST(:param_value_1 AS text))
+  AND (CAST(:param_key_2 AS text) IS NULL
+       OR parameters ->> CAST(:param_key_2 AS text) = CAST(:param_value_2 AS text))
+  AND (CAST(:param_key_3 AS text) IS NULL
+       OR parameters ->> CAST(:param_key_3 AS text) = CAST(:param_value_3 AS text))
 ORDER BY id
 LIMIT :limit;
 
