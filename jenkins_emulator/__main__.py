@@ -7,6 +7,7 @@ Owns the command line only: reading the config file, the start-up lines and exit
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import sys
 import threading
@@ -80,7 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         base_url = emulator.start()
     except OSError as exc:
-        print(f"{PROG}: error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        taken = " (another process listens there: stop it, or choose another --port)" \
+            if exc.errno == errno.EADDRINUSE else ""
+        print(f"{PROG}: error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}{taken}", file=sys.stderr)
         return 2
     print(base_url, credentials_line(emulator.config), notifications_line(emulator.config), sep="\n", flush=True)
     try:

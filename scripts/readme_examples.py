@@ -44,6 +44,7 @@ COMMAND_TIMEOUT_SECONDS = 60
 
 NORMALISERS = [
     (re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d:\d\d|Z)?"), "<time>"),
+    (re.compile(r"\d{4}-[\d:T -]*…"), "<time>…"),  # a time `ls` cut short to fit its line
     (re.compile(r"\b(jd-\d+-)[0-9a-f]{6,}\b"), r"\1<hex>"),
     (re.compile(r'("duration_ms": )\d+'), r"\1<ms>"),
     (re.compile(r"(?<![\w.])\d+(\.\d+)?(ms|s|m|h|d)\b"), "<age>"),

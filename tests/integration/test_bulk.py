@@ -173,7 +173,7 @@ def test_several_ids_act_without_yes_and_count_what_could_not(capsys, queue, db)
     report = json.loads(out)
     assert [(j["id"], j["outcome"]) for j in report["jobs"]] == [
         (failed, "done"), (done, "done"), (pending, "skipped"), (424242, "skipped")]
-    assert "only completed, failed or cancelled" in report["jobs"][2]["message"]
+    assert report["jobs"][2]["message"] == f"job {pending} is already pending; nothing changed"
     assert "no job with id 424242" in report["jobs"][3]["message"]
     assert queue.get(failed)["status"] == queue.get(done)["status"] == "pending"
 
@@ -183,7 +183,7 @@ def test_one_id_works_as_before(capsys, queue, db):
     code, out, _ = run(capsys, "retry", str(job_id))
     assert (code, out) == (0, f"job {job_id} is pending again\n")
     code, out, _ = run(capsys, "cancel", str(job_id), "--json")
-    assert code == 0 and json.loads(out) == {"id": job_id, "status": "cancelled",
+    assert code == 0 and json.loads(out) == {"id": job_id, "status": "cancelled", "changed": True,
                                              "message": f"job {job_id} cancelled (it was pending)"}
 
 

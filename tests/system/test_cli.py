@@ -59,3 +59,15 @@ def test_a_dispatch_stopped_by_jenkins_exits_1(jenkins, queue, database_url):
     assert summary["jenkins_unavailable"] is True and summary["released"] == 1
     assert proc.stderr.strip().splitlines()[-1].startswith("jenkins-dispatch: error: the pass stopped")
     assert "wrong" not in proc.stderr
+
+
+def test_doctor_says_its_failure_once():
+    """Issue 25 #5: the failure summary came twice, on stdout ("3 failed: ...") and on stderr."""
+    env = dict(os.environ, DATABASE_URL="postgresql://ops@127.0.0.1:9/queue", JENKINS_URL="http://127.0.0.1:9/",
+               JENKINS_USER="a", JENKINS_API_TOKEN="b", JENKINS_TIMEOUT_SECONDS="2")
+    env.pop("WEBHOOK_SECRET", None)
+    proc = subprocess.run([sys.executable, "-m", "jenkins_dispatch.cli", "doctor"], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 1
+    assert proc.stderr == "jenkins-dispatch: error: 3 of 9 checks failed: database, jenkins, webhook secret\n"
+    assert "failed" not in proc.stdout and proc.stdout.splitlines()[0].split() == ["CHECK", "RESULT", "DETAIL"]

@@ -76,3 +76,18 @@ def test_module_refuses_a_malformed_config_in_one_line_with_exit_2(tmp_path) -> 
     assert proc.stderr.splitlines() == [
         f'python -m jenkins_emulator: error: {config}: jobs[1] has no "path": {{"parameters": ["DISPATCH_ID"]}}'
     ]
+
+
+def test_a_taken_port_is_one_line_naming_the_option() -> None:
+    """Issue 25 #5: following the README, the emulator and `serve` both wanted 8080; each listening command
+    says which option moves it (serve's and ui's: tests/system/test_http_limits.py)."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        proc = subprocess.run([sys.executable, "-m", "jenkins_emulator", "--port", str(port)], capture_output=True,
+                              text=True, timeout=30)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc
+    assert f"127.0.0.1:{port}" in proc.stderr and "Address already in use" in proc.stderr and "--port" in proc.stderr

@@ -16,7 +16,7 @@ from jenkins_dispatch.errors import (
     NotFound,
     SchemaMissing,
 )
-from jenkins_dispatch.operating import bulk
+from jenkins_dispatch.operating import bulk, transitions
 from jenkins_dispatch.store.queue import like_contains
 
 # --------------------------------------------------------------------------- pure parts
@@ -31,10 +31,12 @@ def outcome(kind, job_id=1):
     ("retry", [], bulk.Filters(job_name="deploy"), None),
     ("retry", [], bulk.Filters(since=datetime(2026, 1, 1, tzinfo=UTC)), None),
     ("retry", [], bulk.Filters(error_like="timeout"), None),
+    ("retry", [], bulk.Filters(parameters={"VERSION": "v1"}), None),
+    ("cancel", [5], bulk.Filters(parameters={"VERSION": "v1"}), "job ids or filters, not both"),
     ("cancel", [], bulk.Filters(status="processing", job_name="deploy"), None),
     ("retry", [5], bulk.Filters(), None),
     ("cancel", [5, 6], bulk.Filters(), None),
-    ("retry", [], bulk.Filters(), "name job ids or select jobs with --status, --job, --since or --error-like"),
+    ("retry", [], bulk.Filters(), "name job ids or select jobs with --status, --job, --since, --error-like or --param"),
     ("cancel", [], bulk.Filters(), "name job ids or select jobs with"),
     ("retry", [5], bulk.Filters(status="failed"), "job ids or filters, not both"),
     ("cancel", [5], bulk.Filters(job_name="deploy"), "job ids or filters, not both"),
@@ -128,3 +130,19 @@ def test_the_error_a_run_with_failures_ends_on():
 ])
 def test_how_an_error_on_one_row_counts(error, kind, stop):
     assert bulk.error_outcome(error) == (kind, stop)
+
+
+@pytest.mark.parametrize("action, status, expected", [
+    ("cancel", "pending", transitions.ACT),
+    ("cancel", "processing", transitions.ACT),
+    ("cancel", "cancelled", transitions.ALREADY),
+    ("cancel", "completed", transitions.IMPOSSIBLE),
+    ("cancel", "failed", transitions.IMPOSSIBLE),
+    ("retry", "completed", transitions.ACT),
+    ("retry", "failed", transitions.ACT),
+    ("retry", "cancelled", transitions.ACT),
+    ("retry", "pending", transitions.ALREADY),
+    ("retry", "processing", transitions.IMPOSSIBLE),
+])
+def test_what_a_request_for_one_job_comes_to(action, status, expected):
+    assert transitions.verdict(action, status) == expected

@@ -11,7 +11,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 
 from . import __version__, moments
@@ -29,8 +29,9 @@ from .config import (
     load_tuning,
 )
 from .errors import OPERATION_FAILED, DispatchError, InvalidInput
+from .jenkins.jobs import JsonNumber
 from .operating import bulk
-from .operating.display import age, cell, when
+from .operating.display import age, cell, clip, fit_widths, one_line, when
 from .operating.waiting import held_back
 from .store.db import Database
 from .store.migrations import migrate
@@ -106,7 +107,8 @@ def parse_since(text: str) -> datetime:
 
 
 def parse_key_value(text: str) -> tuple[str, str]:
-    """``--param KEY=VALUE`` as a (key, value) pair."""
+    """``KEY=VALUE`` as a (key, value) pair: the one reading of enqueue's ``-p`` and the filters' ``--param``
+    (the queue checks the key a filter names)."""
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
         raise argparse.ArgumentTypeError(f"bad parameter {text!r}: expected KEY=VALUE")
@@ -116,7 +118,7 @@ def parse_key_value(text: str) -> tuple[str, str]:
 def parse_json_object(text: str) -> dict:
     """``--params`` as a dict: valid JSON, and an object."""
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_float=JsonNumber, parse_int=JsonNumber)  # numbers kept as written
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"--params is not valid JSON: {exc}") from None
     if not isinstance(value, dict):
@@ -173,21 +175,39 @@ def _plain(value):
     return value
 
 
+def json_text(value, level: int = 0) -> str:
+    """``value`` as JSON indented by two spaces, as ``json.dumps(indent=2)`` writes it (dates as text, decimals
+    as numbers), but a parameter's number (JsonNumber) written as its digits: 1.50 stays 1.50."""
+    if isinstance(value, JsonNumber):
+        return str(value)
+    inner, outer = "  " * (level + 1), "  " * level
+    if isinstance(value, dict) and value:
+        items = (f"{inner}{json.dumps(str(k))}: {json_text(v, level + 1)}" for k, v in value.items())
+        return "{\n" + ",\n".join(items) + f"\n{outer}}}"
+    if isinstance(value, list | tuple) and value:
+        return "[\n" + ",\n".join(f"{inner}{json_text(v, level + 1)}" for v in value) + f"\n{outer}]"
+    return json.dumps(value, default=_plain)
+
+
 def print_json(data) -> None:
     """Print ``data`` as indented JSON (dates and decimals as text), for ``--json``."""
-    print(json.dumps(data, default=_plain, indent=2, sort_keys=False))
+    print(json_text(data))
 
 
-def print_table(rows: Sequence[dict], columns: Sequence[str], empty: str = "(none)") -> None:
-    """Print ``rows`` as a table of ``columns`` for people, or ``empty`` when there are none."""
+def print_table(rows: Sequence[dict], columns: Sequence[str], empty: str = "(none)", *, width: int | None = None,
+                flexible: Sequence[str] = ()) -> None:
+    """Print ``rows`` as a table of ``columns`` for people, or ``empty`` when there are none. With ``width``, the
+    ``flexible`` columns give up characters (their cells cut with '…') until each line fits in it."""
     if not rows:
         print(empty)
         return
-    cells = [[cell(r.get(c)) for c in columns] for r in rows]
+    cells = [[one_line(cell(r.get(c))) for c in columns] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    if width is not None:
+        widths = fit_widths(widths, [c in flexible for c in columns], [len(c) for c in columns], width)
     print("  ".join(c.upper().ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
     for row in cells:
-        print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+        print("  ".join(clip(v, w).ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
 
 
 # --------------------------------------------------------------------------- commands
@@ -267,21 +287,38 @@ def cmd_enqueue(ctx: Context, args) -> None:
         print(f"job {result.id} with dedupe key {args.dedupe_key!r} is already queued; nothing added")
 
 
-LIST_COLUMNS = ["id", "job_name", "status", "priority", "attempts", "scheduled_at", "build_number",
-                "jenkins_result", "updated_at", "waiting"]
+LIST_WIDTH = 120  # `ls` fits a line this long; `ls --wide` shows every column whole
+LIST_COLUMNS = ["id", "job_name", "status", "attempts", "build", "result", "updated", "waiting", "last_error"]
+LIST_FLEXIBLE = ["job_name", "waiting", "last_error"]  # cut (with '…') so that the line fits; whole in --wide
+WIDE_COLUMNS = ["id", "job_name", "status", "priority", "attempts", "scheduled_at", "dispatch_id", "build_number",
+                "jenkins_result", "updated_at", "waiting", "last_error"]
+
+
+def _list_row(row: dict, now: datetime) -> dict:
+    """A row of `ls` as people read it: attempts of the allowed, the build, how long ago it changed."""
+    updated = row["updated_at"]
+    return dict(row, attempts=f"{row['attempts']}/{row['max_attempts']}",
+                build=None if row["build_number"] is None else f"#{row['build_number']}", result=row["jenkins_result"],
+                updated=f"{age((now - updated).total_seconds())} ago" if isinstance(updated, datetime) else updated,
+                waiting=row["waiting"] and row["waiting"]["text"])
 
 
 def cmd_ls(ctx: Context, args) -> None:
-    """`ls`: list jobs, newest first, each pending one with why it waits."""
-    from .operating.operator import list_jobs_waiting
+    """`ls`: list jobs, newest first, each pending one with why it waits and each with its last error."""
+    from .operating.operator import jenkins_links, list_jobs_waiting
 
     rows = list_jobs_waiting(ctx.queue, ctx.settings.max_in_flight, status=args.status, job_name=args.job,
-                             since=args.since, before_id=args.before, limit=args.limit)
-    if args.json:
-        print_json(rows)
+                             since=args.since, error_like=args.error_like, parameters=dict(args.param or []),
+                             before_id=args.before, limit=args.limit)
+    if args.json:  # every field `show --json` has for the job, its links and why it waits (not its history)
+        print_json([dict(r, links=jenkins_links(ctx.settings, r)) for r in rows])
         return
-    print_table([dict(r, waiting=r["waiting"] and r["waiting"]["text"]) for r in rows], LIST_COLUMNS,
-                empty="no jobs match")
+    now = datetime.now(UTC)
+    shown = [_list_row(r, now) for r in rows]
+    if args.wide:
+        print_table(shown, WIDE_COLUMNS, empty="no jobs match")
+    else:
+        print_table(shown, LIST_COLUMNS, empty="no jobs match", width=LIST_WIDTH, flexible=LIST_FLEXIBLE)
     if len(rows) == args.limit:
         print(f"(more: --before {rows[-1]['id']})")
 
@@ -439,18 +476,21 @@ def cmd_cancel(ctx: Context, args) -> int:
 
 def cmd_retry(ctx: Context, args) -> int:
     """`retry`: one final job by id back to pending, or many by filters through ``bulk``."""
+    from .operating.operator import retry_job
+
     if not _one_id(args):
         return run_bulk(ctx, args, bulk.RETRY)
-    ctx.queue.retry_final(args.ids[0])
+    outcome = retry_job(ctx.queue, args.ids[0])
     if args.json:
-        print_json({"id": args.ids[0], "status": "pending"})
+        print_json(outcome)
     else:
-        print(f"job {args.ids[0]} is pending again")
+        print(outcome["message"])
     return 0
 
 
 def _filters(args) -> bulk.Filters:
-    return bulk.Filters(status=args.status, job_name=args.job, since=args.since, error_like=args.error_like)
+    return bulk.Filters(status=args.status, job_name=args.job, since=args.since, error_like=args.error_like,
+                        parameters=dict(args.param or []))
 
 
 def _one_id(args) -> bool:
@@ -516,13 +556,11 @@ def cmd_limits_set(ctx: Context, args) -> None:
 
 def cmd_limits_rm(ctx: Context, args) -> None:
     """`limits rm JOB`: remove the job's cap."""
-    removed = ctx.queue.remove_limit(args.job)
-    if not removed:
-        raise InvalidInput(f"no cap is set for {args.job!r}")
+    removed = ctx.queue.remove_limit(args.job)  # none to remove: already as asked, exit 0 and say so
     if args.json:
-        print_json({"job_name": args.job, "removed": True})
+        print_json({"job_name": args.job, "removed": removed})
     else:
-        print(f"{args.job}: no cap")
+        print(f"{args.job}: no cap" if removed else f"{args.job} had no cap; nothing changed")
 
 
 def cmd_limits_ls(ctx: Context, args) -> None:
@@ -565,7 +603,7 @@ def cmd_ui(ctx: Context, args) -> None:
 
 def cmd_doctor(ctx: Context, args) -> int:
     """`doctor`: run every check; exit 1 when one fails."""
-    from .operating.doctor import FAIL, DoctorOptions, healthy, render, run_checks
+    from .operating.doctor import DoctorOptions, failure_line, healthy, render, run_checks
 
     checks = run_checks(DoctorOptions(webhook_url=args.webhook_url, max_transaction_age_seconds=args.max_transaction_age,
                                       max_jobs_checked=args.max_jobs))
@@ -576,9 +614,8 @@ def cmd_doctor(ctx: Context, args) -> int:
         print(render(checks))
     if ok:
         return 0
-    failed = [c.name for c in checks if c.status == FAIL]
-    print(f"jenkins-dispatch: error: {len(failed)} of {len(checks)} checks failed: {', '.join(failed)}",
-          file=sys.stderr)
+    sys.stdout.flush()  # the report, then its verdict under it
+    print(f"jenkins-dispatch: error: {failure_line(checks)}", file=sys.stderr)
     return EXIT_FAILED
 
 
@@ -592,6 +629,14 @@ def http_url(text: str) -> str:
 # --------------------------------------------------------------------------- parser
 
 
+def add_text_filters(p: argparse.ArgumentParser, prefix: str = "") -> None:
+    """The filters on a job's error and parameters, the same for `ls`, `retry` and `cancel` (and the page)."""
+    p.add_argument("--error-like", metavar="TEXT",
+                   help=f"{prefix}last_error contains TEXT, ignoring case (%% and _ match themselves)")
+    p.add_argument("--param", action="append", type=parse_key_value, metavar="KEY=VALUE",
+                   help=f"{prefix}the parameter KEY, as text, equals VALUE (repeatable, up to 3)")
+
+
 def add_bulk_arguments(p: argparse.ArgumentParser, action: str) -> None:
     """Job ids, or filters that select jobs for ``action`` (shown until --yes)."""
     eligible = ", ".join(bulk.ELIGIBLE_STATUSES[action])
@@ -601,8 +646,7 @@ def add_bulk_arguments(p: argparse.ArgumentParser, action: str) -> None:
     p.add_argument("--job", metavar="NAME", help="filter: exact job_name")
     p.add_argument("--since", type=parse_since, metavar="TIME",
                    help="filter: changed at or after TIME: 1h, 30m, 2d (that long ago) or ISO 8601")
-    p.add_argument("--error-like", metavar="TEXT",
-                   help="filter: last_error contains TEXT, ignoring case (%% and _ match themselves)")
+    add_text_filters(p, "filter: ")
     p.add_argument("--limit", type=positive_int, default=bulk.DEFAULT_LIMIT, metavar="N",
                    help="with filters: act on at most the first N matching jobs, by id")
     p.add_argument("--yes", action="store_true",
@@ -643,8 +687,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--job", help="exact job_name")
     p.add_argument("--since", type=parse_since, metavar="TIME",
                    help="changed at or after TIME: 1h, 30m, 2d (that long ago) or ISO 8601")
+    add_text_filters(p)
     p.add_argument("--limit", type=positive_int, default=50, help="at most this many jobs")
     p.add_argument("--before", type=positive_int, metavar="ID", help="page: jobs with a smaller id")
+    p.add_argument("-w", "--wide", action="store_true",
+                   help=f"every column, nothing cut (by default the table fits {LIST_WIDTH} columns)")
 
     p = command("show", cmd_show, "every field of a job, its Jenkins links and its history")
     p.add_argument("id", type=positive_int, help="the job's id")

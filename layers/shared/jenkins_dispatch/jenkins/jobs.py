@@ -73,6 +73,12 @@ def loads_parameters(text: str) -> dict[str, Any]:
     return value
 
 
+def dumps_parameters(value: Any) -> str:
+    """Compact JSON text (no spaces, non-ASCII as is) in which a JsonNumber is written as its digits: parameters
+    read by ``loads_parameters`` written back (or shown) as they were written."""
+    return _json_text(value)
+
+
 def _json_text(value: Any) -> str:
     """Compact JSON text (no spaces, non-ASCII as is) in which a JsonNumber is written as its digits."""
     if isinstance(value, JsonNumber):

@@ -1,5 +1,6 @@
 """What operators ask for beyond the queue's own statements: one job's details and its cancel
-(``operator.py``), retry and cancel by filters (``bulk.py``), why a job is still waiting (``waiting.py``,
+(``operator.py``), what a retry or cancel of one job comes to (``transitions.py``, pure), retry and cancel by
+filters (``bulk.py``), why a job is still waiting (``waiting.py``,
 pure) and every health check (``doctor.py``).
 
 Uses ``store/``, ``jenkins/`` and ``dispatching/`` (cancelling in Jenkins, the client a pass would use).

@@ -11,7 +11,7 @@ the operator confirms with ``--yes``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 from ..config import Settings
@@ -26,15 +26,13 @@ from ..errors import (
     NotFound,
     SchemaMissing,
 )
-from ..store.queue import FINAL_STATUSES, Queue
+from ..store.queue import Queue
+from .transitions import CANCEL, ELIGIBLE_STATUSES, RETRY
 
-RETRY, CANCEL = "retry", "cancel"
-UNFINISHED_STATUSES = ("pending", "processing")
-ELIGIBLE_STATUSES = {RETRY: FINAL_STATUSES, CANCEL: UNFINISHED_STATUSES}
 DEFAULT_LIMIT = 1000
 IDS_SHOWN = 10  # a dry run names this many of the ids it matched
 PAST_TENSE = {RETRY: "retried", CANCEL: "cancelled"}
-FILTER_OPTIONS = "--status, --job, --since or --error-like"
+FILTER_OPTIONS = "--status, --job, --since, --error-like or --param"
 
 
 @dataclass(frozen=True)
@@ -45,10 +43,12 @@ class Filters:
     job_name: str | None = None
     since: datetime | None = None  # changed (updated_at) at or after
     error_like: str | None = None  # last_error contains this text, ignoring case; % and _ are literal
+    parameters: dict[str, str] = field(default_factory=dict)  # each parameter, as text, equals its value
 
     def given(self) -> bool:
         """Whether any filter was given (bulk needs ids or at least one filter)."""
-        return any(value is not None for value in (self.status, self.job_name, self.since, self.error_like))
+        return any(value is not None for value in (self.status, self.job_name, self.since, self.error_like)) \
+            or bool(self.parameters)
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,7 @@ class Outcome:
 
 
 # --------------------------------------------------------------------------- pure decisions
+
 
 
 def _join(words: Sequence[str]) -> str:
@@ -177,19 +178,17 @@ def failure_line(action: str, outcomes: Sequence[Outcome]) -> str | None:
 def select_targets(queue: Queue, action: str, filters: Filters, limit: int) -> Selection:
     """One statement: the rows ``filters`` select for ``action``, by id, at most ``limit``."""
     rows, total = queue.jobs_matching(final=action == RETRY, status=filters.status, job_name=filters.job_name,
-                                      since=filters.since, error_like=filters.error_like, limit=limit)
+                                      since=filters.since, error_like=filters.error_like,
+                                      parameters=filters.parameters, limit=limit)
     return Selection([Target(r["id"], r["updated_at"]) for r in rows], total)
 
 
-def _act_on_one(queue: Queue, settings: Settings, action: str, target: Target, reason: str,
-                actor: str) -> tuple[str, str]:
-    if action == RETRY:
-        queue.retry_final(target.id, actor=actor, unchanged_since=target.updated_at)
-        return "pending", f"job {target.id} is pending again"
-    from .operator import cancel_job
+def _act_on_one(queue: Queue, settings: Settings, action: str, target: Target, reason: str, actor: str) -> dict:
+    from .operator import cancel_job, retry_job
 
-    outcome = cancel_job(queue, target.id, settings, reason=reason, actor=actor)
-    return outcome["status"], outcome["message"]
+    if action == RETRY:
+        return retry_job(queue, target.id, actor=actor, unchanged_since=target.updated_at)
+    return cancel_job(queue, target.id, settings, reason=reason, actor=actor)
 
 
 def act(queue: Queue, settings: Settings, action: str, targets: Sequence[Target], *,
@@ -205,8 +204,10 @@ def act(queue: Queue, settings: Settings, action: str, targets: Sequence[Target]
             result = Outcome(target.id, "not_attempted", None, f"job {target.id} not attempted: stopped after a failure")
         else:
             try:
-                status, message = _act_on_one(queue, settings, action, target, reason, actor)
-                result = Outcome(target.id, "done", status, message)
+                outcome = _act_on_one(queue, settings, action, target, reason, actor)
+                # A job already where it was asked to go is left as it was: skipped, not done.
+                result = Outcome(target.id, "done" if outcome["changed"] else "skipped",
+                                 outcome["status"] if outcome["changed"] else None, outcome["message"])
             except DispatchError as error:
                 kind, stopped = error_outcome(error)
                 result = Outcome(target.id, kind, None, str(error))

@@ -3,10 +3,11 @@ durations (``3h05m``), ages and table cells. Pure."""
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
+
+from ..jenkins.jobs import dumps_parameters
 
 NOTHING = "-"  # what a cell with no value shows
 
@@ -53,6 +54,44 @@ def cell(value: Any) -> str:
         return value.isoformat()
     if isinstance(value, Decimal | float):
         return f"{float(value):g}"
-    if isinstance(value, dict | list):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    if isinstance(value, dict | list):  # parameters: numbers as written (JsonNumber), never through a float
+        return dumps_parameters(_readable(value))
     return str(value)
+
+
+def _readable(value: Any) -> Any:
+    """Inside a structure: what compact JSON cannot hold (a moment, say) as its text."""
+    if isinstance(value, dict):
+        return {k: _readable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_readable(v) for v in value]
+    if value is None or isinstance(value, str | bool | int | float):
+        return value
+    return str(value)
+
+
+ELLIPSIS = "…"
+
+
+def one_line(text: str) -> str:
+    """A cell's text on one line: runs of whitespace (an error's newlines) as one space."""
+    return " ".join(text.split())
+
+
+def clip(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, the cut shown by a final '…'."""
+    return text if len(text) <= width else text[:max(width - 1, 0)] + ELLIPSIS
+
+
+def fit_widths(widths: list[int], flexible: list[bool], minimums: list[int], total: int, gap: int = 2) -> list[int]:
+    """Column widths whose table (columns ``gap`` apart) fits in ``total`` characters: the widest flexible
+    column gives up a character at a time, never below its minimum; the others keep theirs. When even the
+    minimums do not fit, the table is as narrow as they allow."""
+    fitted = list(widths)
+    while sum(fitted) + gap * (len(fitted) - 1) > total:
+        shrinkable = [i for i, f in enumerate(fitted) if flexible[i] and f > minimums[i]]
+        if not shrinkable:
+            break
+        widest = max(shrinkable, key=lambda i: fitted[i])
+        fitted[widest] -= 1
+    return fitted

@@ -325,7 +325,8 @@ def probe_notification(dispatch_id: str) -> dict:
 
 
 def render(checks: Sequence[Check]) -> str:
-    """The report for people: CHECK, RESULT, DETAIL columns, a `fix:` line under each failure, and a verdict."""
+    """The report for people: CHECK, RESULT, DETAIL columns, a `fix:` line under each failure, and the verdict
+    when every check passes (a failure's verdict is ``failure_line``, which the command prints on stderr)."""
     name_width = max([len("CHECK"), *(len(c.name) for c in checks)])
     result_width = len("RESULT")
     lines = [f"{'CHECK'.ljust(name_width)}  {'RESULT'.ljust(result_width)}  DETAIL"]
@@ -334,13 +335,19 @@ def render(checks: Sequence[Check]) -> str:
         lines.append(f"{check.name.ljust(name_width)}  {result.ljust(result_width)}  {check.detail}")
         if check.status == FAIL and check.fix:
             lines.append(f"{''.ljust(name_width)}  {''.ljust(result_width)}  fix: {check.fix}")
-    failed = [c.name for c in checks if c.status == FAIL]
-    passed = sum(c.status == PASS for c in checks)
-    skipped = sum(c.status == SKIP for c in checks)
-    lines.append("")
-    lines.append(f"{len(failed)} failed: {', '.join(failed)}" if failed else
-                 f"all {passed} checks pass" + (f" ({skipped} skipped)" if skipped else ""))
+    if healthy(checks):
+        passed = sum(c.status == PASS for c in checks)
+        skipped = sum(c.status == SKIP for c in checks)
+        lines += ["", f"all {passed} checks pass" + (f" ({skipped} skipped)" if skipped else "")]
+    else:
+        lines.append("")  # the verdict of a failure is the command's one line on stderr (``failure_line``), not here too
     return "\n".join(lines)
+
+
+def failure_line(checks: Sequence[Check]) -> str:
+    """The verdict of a run with failures, said once: how many of the checks failed, and which."""
+    failed = [c.name for c in checks if c.status == FAIL]
+    return f"{len(failed)} of {len(checks)} checks failed: {', '.join(failed)}"
 
 
 # --------------------------------------------------------------------------- the checks, with their I/O

@@ -8,6 +8,7 @@ from typing import Any
 from ..config import Settings
 from ..errors import Conflict, DispatchError
 from ..store.queue import FINAL_STATUSES, Queue
+from .transitions import ALREADY, CANCEL, RETRY, verdict
 from .waiting import JenkinsOutage, Waiting, why_waiting
 
 
@@ -67,6 +68,24 @@ def job_details(queue: Queue, job_id: int, settings: Settings,
             "history": queue.events(job_id)}
 
 
+def unchanged(job_id: int, status: str) -> dict:
+    """The answer to a request for what already holds (``bulk.ALREADY``): nothing changed, and it says so."""
+    return {"id": job_id, "status": status, "changed": False,
+            "message": f"job {job_id} is already {status}; nothing changed"}
+
+
+def retry_job(queue: Queue, job_id: int, *, actor: str = "operator", unchanged_since: datetime | None = None) -> dict:
+    """A finished job back to pending with fresh attempts; a job already pending is left as it is (and says
+    so); one in Jenkins cannot be retried (Conflict). ``unchanged_since``: see ``Queue.retry_final``."""
+    try:
+        queue.retry_final(job_id, actor=actor, unchanged_since=unchanged_since)
+    except Conflict:
+        if verdict(RETRY, queue.get(job_id)["status"]) == ALREADY:  # someone retried it first, or it never ended
+            return unchanged(job_id, "pending")
+        raise
+    return {"id": job_id, "status": "pending", "changed": True, "message": f"job {job_id} is pending again"}
+
+
 def cancel_job(queue: Queue, job_id: int, settings: Settings, reason: str = "cancelled by operator", *,
                actor: str = "operator") -> dict:
     """Pending: cancelled at once. Processing: the Jenkins queue item is cancelled or the build stopped
@@ -74,13 +93,16 @@ def cancel_job(queue: Queue, job_id: int, settings: Settings, reason: str = "can
     finished settles the row with its real result. A row whose trigger is still in flight (Jenkins shows
     nothing yet) keeps processing with the cancel recorded: the dispatcher or the reconciler cancels it in
     Jenkins as soon as it lands there, then settles it. ``actor``: who the job's history names (the CLI's
-    ``operator``, the web page's ``ui``)."""
+    ``operator``, the web page's ``ui``). A job already cancelled is left as it is (``changed`` False)."""
     row = queue.get(job_id)
     if row["status"] in FINAL_STATUSES:
-        raise Conflict(f"job {job_id} is already {row['status']}")
+        if verdict(CANCEL, row["status"]) == ALREADY:
+            return unchanged(job_id, "cancelled")
+        raise Conflict(f"job {job_id} is already {row['status']}: only pending or processing jobs can be cancelled")
     if row["status"] == "pending":
         if queue.cancel_pending(job_id, reason, actor=actor):
-            return {"id": job_id, "status": "cancelled", "message": f"job {job_id} cancelled (it was pending)"}
+            return {"id": job_id, "status": "cancelled", "changed": True,
+                    "message": f"job {job_id} cancelled (it was pending)"}
         row = queue.get(job_id)  # it was claimed meanwhile: cancel it in Jenkins below
         if row["status"] != "processing":
             raise Conflict(f"job {job_id} is now {row['status']}; nothing cancelled")
@@ -103,8 +125,8 @@ def cancel_job(queue: Queue, job_id: int, settings: Settings, reason: str = "can
         if queue.request_cancel(job_id, row["dispatch_id"], reason, actor=actor):
             note = ("cancel requested: its trigger is still on its way to Jenkins; it will be cancelled there as "
                     "soon as it lands (or settled cancelled if it never does)")
-            return {"id": job_id, "status": "processing", "jenkins": "nothing found in Jenkins yet", "message":
-                    f"job {job_id}: {note}"}
+            return {"id": job_id, "status": "processing", "changed": True, "jenkins": "nothing found in Jenkins yet",
+                    "message": f"job {job_id}: {note}"}
         now = queue.get(job_id)
         raise Conflict(f"job {job_id} became {now['status']} while cancelling")
     status = settle_stopped(queue, job_id, row["dispatch_id"], stopped, reason, actor=actor,
@@ -114,4 +136,4 @@ def cancel_job(queue: Queue, job_id: int, settings: Settings, reason: str = "can
         raise Conflict(f"job {job_id} became {now['status']} while cancelling ({stopped.note})")
     message = (f"job {job_id} cancelled: {stopped.note}" if status == "cancelled"
                else f"job {job_id} had already finished: settled {status} ({stopped.note})")
-    return {"id": job_id, "status": status, "jenkins": stopped.note, "message": message}
+    return {"id": job_id, "status": status, "changed": True, "jenkins": stopped.note, "message": message}

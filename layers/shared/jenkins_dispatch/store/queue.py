@@ -15,7 +15,7 @@ from typing import Any
 
 from ..config import default_of
 from ..errors import Conflict, InvalidInput, NotFound
-from ..jenkins.jobs import job_path_error, loads_parameters
+from ..jenkins.jobs import dumps_parameters, job_path_error, loads_parameters
 from ..moments import from_iso
 from . import statements
 from .db import DatabaseError, Row, Session
@@ -200,6 +200,21 @@ def _json(value: Any) -> dict:
     return value
 
 
+def _parameter_slots(parameters: dict[str, str] | None) -> dict[str, str | None]:
+    """A parameter filter as the statements' slots (``param_key_N``, ``param_value_N``); unused slots are NULL,
+    which the statement skips. At most ``MAX_PARAMETER_FILTERS``, keys as ``PARAMETER_KEY`` allows."""
+    given = list((parameters or {}).items())
+    if len(given) > MAX_PARAMETER_FILTERS:
+        raise InvalidInput(f"at most {MAX_PARAMETER_FILTERS} parameter filters at once")
+    for key, _ in given:
+        if not PARAMETER_KEY.match(key):
+            raise InvalidInput(f"bad parameter name {key!r}: use letters, digits, '_', '-' and '.'")
+    slots: dict[str, str | None] = {}
+    for n in range(1, MAX_PARAMETER_FILTERS + 1):
+        slots[f"param_key_{n}"], slots[f"param_value_{n}"] = given[n - 1] if n <= len(given) else (None, None)
+    return slots
+
+
 def _claimed(row: Row) -> ClaimedJob:
     return ClaimedJob(
         id=row["id"],
@@ -270,7 +285,7 @@ class Queue:
         rows = self._run(
             "enqueue",
             job_name=job_name,
-            parameters=json.dumps(parameters),
+            parameters=dumps_parameters(parameters),  # numbers read as JsonNumber (CLI --params) kept as written
             priority=priority,
             scheduled_at=scheduled_at,
             max_attempts=max_attempts,
@@ -517,13 +532,14 @@ class Queue:
 
     def jobs_matching(
         self, *, final: bool, status: str | None = None, job_name: str | None = None,
-        since: datetime | None = None, error_like: str | None = None, limit: int = 1000,
+        since: datetime | None = None, error_like: str | None = None, parameters: dict[str, str] | None = None,
+        limit: int = 1000,
     ) -> tuple[list[Row], int]:
         """Final (``final``) or unfinished rows the filters select, by id, at most ``limit`` of them; and how
-        many match in all. ``error_like``: ``last_error`` contains this text, ignoring case."""
+        many match in all. ``error_like`` and ``parameters``: as in ``list_jobs``."""
         rows = self._run(
             "select_jobs_matching", final=final, status=status, job_name=job_name,
-            since=_moment(since),
+            since=_moment(since), **_parameter_slots(parameters),
             error_pattern=like_contains(error_like) if error_like is not None else None, limit=limit,
         )
         total = rows[0]["total"] if rows else 0
@@ -534,24 +550,17 @@ class Queue:
         before_id: int | None = None, limit: int = 50, error_like: str | None = None,
         parameters: dict[str, str] | None = None,
     ) -> list[Row]:
-        """Rows newest first, filtered by status, job, time and id, at most ``limit``. ``error_like``:
-        ``last_error`` contains this text, ignoring case; ``parameters``: each named parameter, as text,
+        """Rows newest first (every column ``get`` reads), filtered by status, job, time and id, at most ``limit``.
+        ``error_like``: ``last_error`` contains this text, ignoring case; ``parameters``: each named parameter, as text,
         equals the value given (at most ``MAX_PARAMETER_FILTERS``, keys of letters, digits, ``_``, ``-``, ``.``)."""
         if status is not None and status not in STATUSES:
             raise InvalidInput(f"unknown status {status!r}: use one of {', '.join(STATUSES)}")
         filters = dict(status=status, job_name=job_name, since=_moment(since), before_id=before_id, limit=limit)
-        parameters = parameters or {}
-        if len(parameters) > MAX_PARAMETER_FILTERS:
-            raise InvalidInput(f"at most {MAX_PARAMETER_FILTERS} parameter filters at once")
-        for key in parameters:
-            if not PARAMETER_KEY.match(key):
-                raise InvalidInput(f"bad parameter name {key!r}: use letters, digits, '_', '-' and '.'")
-        given = list(parameters.items())
-        slots: dict[str, str | None] = {}
-        for n in range(1, MAX_PARAMETER_FILTERS + 1):  # unused slots are NULL: the statement skips them
-            slots[f"param_key_{n}"], slots[f"param_value_{n}"] = given[n - 1] if n <= len(given) else (None, None)
-        return self._run("list_jobs", **filters, **slots,
+        rows = self._run("list_jobs", **filters, **_parameter_slots(parameters),
                          error_pattern=like_contains(error_like) if error_like is not None else None)
+        for row in rows:
+            row["parameters"] = _json(row["parameters"])
+        return rows
 
     def oldest_pending(self) -> Row | None:
         """The pending row scheduled earliest (paused or not), or None when nothing is pending."""

@@ -581,7 +581,8 @@ FROM jenkins_job_events WHERE job_id = :id ORDER BY id;
 -- Bulk retry (final rows) and cancel (unfinished ones): what the filters select, by id, bounded; `total`
 -- counts every match (the window is computed before LIMIT). The pattern escapes its wildcards with '\'
 -- (written '\\': a backslash escapes inside MySQL string literals). :final is a literal 1 or 0 once bound,
--- so the optimizer keeps one branch of the status test and reads the rows of those statuses only.
+-- so the optimizer keeps one branch of the status test and reads the rows of those statuses only. The
+-- parameter slots are list_jobs's (a key is quoted into a JSON path: callers allow only [A-Za-z0-9_.-]).
 SELECT id, job_name, status, updated_at, count(*) OVER () AS total
 FROM jenkins_jobs_queue
 WHERE ((:final AND status IN ('completed', 'failed', 'cancelled'))
@@ -590,13 +591,21 @@ WHERE ((:final AND status IN ('completed', 'failed', 'cancelled'))
   AND (:job_name IS NULL OR job_name = :job_name)
   AND (:since IS NULL OR updated_at >= :since)
   AND (:error_pattern IS NULL OR lower(last_error) LIKE lower(:error_pattern) ESCAPE '\\')
+  AND (:param_key_1 IS NULL
+       OR JSON_UNQUOTE(JSON_EXTRACT(parameters, CONCAT('$."', :param_key_1, '"'))) = :param_value_1)
+  AND (:param_key_2 IS NULL
+       OR JSON_UNQUOTE(JSON_EXTRACT(parameters, CONCAT('$."', :param_key_2, '"'))) = :param_value_2)
+  AND (:param_key_3 IS NULL
+       OR JSON_UNQUOTE(JSON_EXTRACT(parameters, CONCAT('$."', :param_key_3, '"'))) = :param_value_3)
 ORDER BY id
 LIMIT :limit;
 
 -- name: list_jobs
 -- A parameter's key is quoted into a JSON path (callers allow only letters, digits, '_', '-' and '.' in it).
-SELECT id, job_name, status, priority, scheduled_at, attempts, max_attempts, dispatch_id, jenkins_queue_id,
-       build_number, build_url, jenkins_result, last_error, created_at, updated_at, finished_at
+-- Every column get_job reads (ls --json carries all that show does).
+SELECT id, job_name, parameters, status, priority, scheduled_at, attempts, max_attempts, resends,
+       cancel_requested_at, dispatch_id, jenkins_queue_id, build_number, build_url, jenkins_result, last_error,
+       dedupe_key, lease_expires_at, started_at, created_at, updated_at, finished_at
 FROM jenkins_jobs_queue
 WHERE (:status IS NULL OR status = :status)
   AND (:job_name IS NULL OR job_name = :job_name)

@@ -537,7 +537,8 @@ WITH old AS (
 SELECT id FROM changed;
 
 -- name: get_job
-SELECT id, job_name, parameters, status, priority, scheduled_at, attempts, max_attempts, resends, cancel_requested_at,
+-- parameters as text: its numbers are read as written (1.50 stays 1.50), not through the driver's floats.
+SELECT id, job_name, parameters::text AS parameters, status, priority, scheduled_at, attempts, max_attempts, resends, cancel_requested_at,
        dispatch_id,
        jenkins_queue_id, build_number, build_url, jenkins_result, last_error, dedupe_key, lease_expires_at,
        started_at, created_at, updated_at, finished_at
@@ -564,7 +565,8 @@ FROM jenkins_job_events WHERE job_id = :id ORDER BY id;
 
 -- name: select_jobs_matching
 -- Bulk retry (final rows) and cancel (unfinished ones): what the filters select, by id, bounded; `total`
--- counts every match (the window is computed before LIMIT). The pattern escapes its wildcards with '\'.
+-- counts every match (the window is computed before LIMIT). The pattern escapes its wildcards with '\'; the
+-- parameter slots are list_jobs's.
 SELECT id, job_name, status, updated_at, count(*) OVER () AS total
 FROM jenkins_jobs_queue
 WHERE (status IN ('completed', 'failed', 'cancelled')) = CAST(:final AS boolean)
@@ -572,6 +574,12 @@ WHERE (status IN ('completed', 'failed', 'cancelled')) = CAST(:final AS boolean)
   AND (CAST(:job_name AS text) IS NULL OR lower(job_name) = lower(CAST(:job_name AS text)))
   AND (CAST(:since AS timestamptz) IS NULL OR updated_at >= CAST(:since AS timestamptz))
   AND (CAST(:error_pattern AS text) IS NULL OR last_error ILIKE CAST(:error_pattern AS text) ESCAPE '\')
+  AND (CAST(:param_key_1 AS text) IS NULL
+       OR parameters ->> CAST(:param_key_1 AS text) = CAST(:param_value_1 AS text))
+  AND (CAST(:param_key_2 AS text) IS NULL
+       OR parameters ->> CAST(:param_key_2 AS text) = CAST(:param_value_2 AS text))
+  AND (CAST(:param_key_3 AS text) IS NULL
+       OR parameters ->> CAST(:param_key_3 AS text) = CAST(:param_value_3 AS text))
 ORDER BY id
 LIMIT :limit;
 
@@ -580,8 +588,10 @@ LIMIT :limit;
 -- contains :error_pattern (ILIKE, its wildcards escaped with '\'); up to three parameter values
 -- (:param_key_N's value, as text, equals :param_value_N). Newest first, paged by id; a filter no index
 -- serves walks the id index back until the page is full.
-SELECT id, job_name, status, priority, scheduled_at, attempts, max_attempts, dispatch_id, jenkins_queue_id,
-       build_number, build_url, jenkins_result, last_error, created_at, updated_at, finished_at
+-- Every column get_job reads (ls --json carries all that show does).
+SELECT id, job_name, parameters::text AS parameters, status, priority, scheduled_at, attempts, max_attempts, resends,
+       cancel_requested_at, dispatch_id, jenkins_queue_id, build_number, build_url, jenkins_result, last_error,
+       dedupe_key, lease_expires_at, started_at, created_at, updated_at, finished_at
 FROM jenkins_jobs_queue
 WHERE (CAST(:status AS text) IS NULL OR status = CAST(:status AS text))
   AND (CAST(:job_name AS text) IS NULL OR lower(job_name) = lower(CAST(:job_name AS text)))

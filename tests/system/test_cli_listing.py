@@ -1,0 +1,100 @@
+"""Issue 25 #5, as users run them (the CLI as a subprocess on the real database, both engines): parameters printed
+as written, `ls` within 120 columns with the error, the same filters as `retry`/`cancel` and the page, and
+`ls --json` carrying everything `show --json` does."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.both_engines
+
+
+def cli(database_url, *argv, code=0):
+    env = dict(os.environ, DATABASE_URL=database_url, JENKINS_URL="http://127.0.0.1:9/", JENKINS_USER="a",
+               JENKINS_API_TOKEN="b", POWERTOOLS_LOG_LEVEL="ERROR")
+    proc = subprocess.run([sys.executable, "-m", "jenkins_dispatch.cli", *argv], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == code, proc
+    return proc.stdout
+
+
+def test_parameters_print_as_written(database_url, queue):
+    """`show` printed a number enqueued as 1.50 as 1.5, and 1e3 or 10 given as a float as 10.0 / 1000.0."""
+    cli(database_url, "enqueue", "deploy", "--params", '{"N": 10, "F": 1.50, "A": 10.0, "S": "10", "L": [2.50]}',
+        "-p", "V=10")
+    shown = cli(database_url, "show", "1")
+    [line] = [line for line in shown.splitlines() if line.startswith("parameters ")]
+    for written in ('"N":10', '"F":1.50', '"A":10.0', '"S":"10"', '"L":[2.50]', '"V":"10"'):
+        assert written in line, line
+    as_json = cli(database_url, "show", "1", "--json")
+    for written in ('"N": 10', '"F": 1.50', '"A": 10.0', '"S": "10"', '"V": "10"'):
+        assert written in as_json, as_json
+    assert json.loads(as_json)["job"]["parameters"]["F"] == 1.5  # and a JSON number, not a string
+
+
+LONG_ERROR = ("Jenkins answered 500 to buildWithParameters: java.lang.IllegalStateException: no executor available "
+              "on any node labelled linux-large")
+JOBS = ["team/app/deploy", "platform/payments/deploy-production-eu-west-1", "team/checkout-service/integration-tests"]
+
+
+def realistic(queue):
+    """Rows as a busy queue has them: long job names, every status, dispatch ids, builds, long errors."""
+    for n in range(30):
+        queue.enqueue(JOBS[n % 3], {"VERSION": f"v1.4.{n}", "ENV": "prod" if n % 2 else "staging"}, priority=n % 3)
+    claimed = queue.claim_batch(12)
+    for n, job in enumerate(claimed[:4]):
+        queue.mark_triggered(job, 100 + n, build_number=4000 + n)
+    for n, job in enumerate(claimed[4:]):
+        queue.settle(job.id, job.dispatch_id, ("completed", "failed")[n % 2], result=("SUCCESS", "FAILURE")[n % 2],
+                     error=None if n % 2 == 0 else f"{LONG_ERROR} (job {job.id})", build_number=5000 + n)
+    return [job.id for job in claimed[4:]][1::2]  # the failed ones
+
+
+def test_ls_fits_120_columns_and_shows_the_error(database_url, queue):
+    """`ls` was about 180 columns wide and had no LAST_ERROR column; `-w` shows every column whole."""
+    failed = realistic(queue)
+    out = cli(database_url, "ls")
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 120, "\n".join(lines)
+    assert lines[0].split()[-1] == "LAST_ERROR"
+    row = next(line for line in lines if line.startswith(f"{failed[0]} "))
+    assert "Jenkins answered 500" in row and row.endswith("…")
+    wide = cli(database_url, "ls", "--wide").splitlines()
+    assert "DISPATCH_ID" in wide[0].split() and "PRIORITY" in wide[0].split()
+    assert f"{LONG_ERROR} (job {failed[0]})" in next(line for line in wide if line.startswith(f"{failed[0]} "))
+    assert cli(database_url, "ls", "-w").splitlines()[0] == wide[0]
+
+
+def test_ls_filters_as_retry_and_cancel_do(database_url, queue):
+    """`ls` lacked --error-like and --param, which the page has; retry and cancel lacked --param."""
+    failed = realistic(queue)
+    shown = json.loads(cli(database_url, "ls", "--error-like", "NO EXECUTOR", "--json"))
+    assert sorted(r["id"] for r in shown) == sorted(failed)
+    first = queue.get(failed[0])
+    selected = json.loads(cli(database_url, "ls", "--error-like", "executor", "--param",
+                              f"VERSION={first['parameters']['VERSION']}", "--json"))
+    assert [r["id"] for r in selected] == [failed[0]]
+    assert cli(database_url, "ls", "--param", "VERSION=v9", "--param", "ENV=prod").strip() == "no jobs match"
+    dry = json.loads(cli(database_url, "retry", "--param", f"VERSION={first['parameters']['VERSION']}", "--json"))
+    assert dry["matched"] == 1 and dry["ids"] == [failed[0]]
+    pending = json.loads(cli(database_url, "cancel", "--param", "ENV=prod", "--json"))
+    assert pending["matched"] == len([r for r in json.loads(cli(database_url, "ls", "--param", "ENV=prod",
+                                                                "--status", "pending", "--json"))]) + \
+        len(json.loads(cli(database_url, "ls", "--param", "ENV=prod", "--status", "processing", "--json")))
+    cli(database_url, "ls", "--param", "bad key=1", code=2)
+
+
+def test_ls_json_carries_everything_show_json_does(database_url, queue):
+    """`ls --json` left out parameters (and more): each row has every key `show --json` gives for the job."""
+    realistic(queue)
+    rows = json.loads(cli(database_url, "ls", "--json", "--limit", "100"))
+    for row in rows:
+        show = json.loads(cli(database_url, "show", str(row["id"]), "--json"))
+        assert set(row) >= set(show["job"]) | {"links", "waiting"}, set(show["job"]) - set(row)
+        assert {k: row[k] for k in show["job"]} == show["job"] and row["links"] == show["links"]
+        assert row["waiting"] == show["waiting"] or row["status"] == "pending"  # its age moves on
+        if row["id"] > 3:
+            break
