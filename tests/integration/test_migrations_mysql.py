@@ -25,7 +25,7 @@ TABLES = {"jenkins_jobs_queue", "jenkins_job_events", "jenkins_job_limits", "jen
           "jenkins_dispatchers", "jenkins_dispatch_locks", "jenkins_dispatch_migrations"}
 QUEUE_CHECKS = {f"jenkins_jobs_queue_{c}_check" for c in (
     "status", "job_name", "parameters", "attempts", "max_attempts", "result", "processing", "final")}
-QUEUE_INDEXES = {"PRIMARY", "jenkins_jobs_queue_dispatch_id_key", "jenkins_jobs_queue_claim_idx",
+QUEUE_INDEXES = {"PRIMARY", "jenkins_jobs_queue_dispatch_id_key", "jenkins_jobs_queue_claim_by_controller_idx",
                  "jenkins_jobs_queue_in_flight_idx", "jenkins_jobs_queue_lease_idx", "jenkins_jobs_queue_dedupe_key",
                  "jenkins_jobs_queue_finished_idx", "jenkins_jobs_queue_status_finished_idx",
                  "jenkins_jobs_queue_jenkins_queue_id_idx", "jenkins_jobs_queue_due_idx",
@@ -166,7 +166,7 @@ def test_a_migration_that_stopped_part_way_is_resumed(mysql_url, mysql_db):
     # As if 0001 had stopped part-way: pieces missing from the middle and the end, nothing recorded (the
     # trigger, already there, must be replaced without an error).
     mysql_db.run("ALTER TABLE jenkins_jobs_queue DROP CONSTRAINT jenkins_jobs_queue_final_check, "
-                 "DROP INDEX jenkins_jobs_queue_claim_idx, DROP INDEX jenkins_jobs_queue_dedupe_key, "
+                 "DROP INDEX jenkins_jobs_queue_claim_by_controller_idx, DROP INDEX jenkins_jobs_queue_dedupe_key, "
                  "DROP COLUMN open_dedupe_key, DROP COLUMN cancel_requested_at")
     mysql_db.run("DROP TABLE jenkins_job_pauses")
     mysql_db.run("DELETE FROM jenkins_dispatch_locks WHERE name = 'pauses'")

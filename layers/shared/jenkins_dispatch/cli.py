@@ -16,6 +16,7 @@ from decimal import Decimal
 
 from . import __version__, moments
 from .config import (
+    DEFAULT_CONTROLLER,
     SERVE_HOST,
     SERVE_INTERVAL_SECONDS,
     SERVE_PORT,
@@ -277,7 +278,7 @@ def cmd_enqueue(ctx: Context, args) -> None:
     parameters.update(dict(args.param or []))
     result = ctx.queue.enqueue(
         args.job, parameters, priority=args.priority, scheduled_at=args.at,
-        max_attempts=args.max_attempts, dedupe_key=args.dedupe_key,
+        max_attempts=args.max_attempts, dedupe_key=args.dedupe_key, controller=args.controller,
     )
     if args.json:
         print_json({"id": result.id, "created": result.created})
@@ -309,7 +310,7 @@ def cmd_ls(ctx: Context, args) -> None:
 
     rows = list_jobs_waiting(ctx.queue, ctx.settings.max_in_flight, status=args.status, job_name=args.job,
                              since=args.since, error_like=args.error_like, parameters=dict(args.param or []),
-                             before_id=args.before, limit=args.limit)
+                             before_id=args.before, limit=args.limit, controller=args.controller)
     if args.json:  # every field `show --json` has for the job, its links and why it waits (not its history)
         print_json([dict(r, links=jenkins_links(ctx.settings, r)) for r in rows])
         return
@@ -569,7 +570,7 @@ def cmd_limits_ls(ctx: Context, args) -> None:
     if args.json:
         print_json(rows)
     else:
-        print_table(rows, ["job_name", "max_in_flight", "in_flight"], empty="no per-job caps")
+        print_table(rows, ["job_name", "controller", "max_in_flight", "in_flight"], empty="no per-job caps")
 
 
 def cmd_dispatch(ctx: Context, args) -> int:
@@ -681,6 +682,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--at", type=parse_time, metavar="TIME", help="not before: ISO 8601 or +5m")
     p.add_argument("--max-attempts", type=positive_int, default=3, help="dispatch attempts allowed")
     p.add_argument("--dedupe-key", metavar="K", help="at most one unfinished job per key")
+    p.add_argument("--controller", default=DEFAULT_CONTROLLER, metavar="NAME",
+                   help="the Jenkins controller that runs it (JENKINS_CONTROLLERS; default: default)")
 
     p = command("ls", cmd_ls, "list jobs, newest first")
     p.add_argument("--status", choices=STATUSES, help="only jobs in this status")
@@ -692,6 +695,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--before", type=positive_int, metavar="ID", help="page: jobs with a smaller id")
     p.add_argument("-w", "--wide", action="store_true",
                    help=f"every column, nothing cut (by default the table fits {LIST_WIDTH} columns)")
+    p.add_argument("--controller", metavar="NAME", help="only jobs of this Jenkins controller")
 
     p = command("show", cmd_show, "every field of a job, its Jenkins links and its history")
     p.add_argument("id", type=positive_int, help="the job's id")

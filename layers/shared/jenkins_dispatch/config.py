@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -33,6 +34,11 @@ SERVE_PORT = 8080
 UI_PORT = 8081
 UI_REFRESH_SECONDS = 10
 DISPATCHER_MODES = ("continuous", "single")
+# Several Jenkins controllers (docs/controllers.md): JENKINS_URL & co. are the one named DEFAULT_CONTROLLER.
+DEFAULT_CONTROLLER = "default"
+CONTROLLER_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+CONTROLLER_KEYS = ("url", "user", "api_token", "max_in_flight")
+CONTROLLER_MAX_IN_FLIGHT = (1, 10_000_000)  # a controller's own cap, as MAX_IN_FLIGHT's range
 
 
 @dataclass(frozen=True)
@@ -91,6 +97,10 @@ ENVIRONMENT: tuple[Variable, ...] = (
     Variable("JENKINS_USER", "Jenkins user"),
     Variable("JENKINS_API_TOKEN", "that user's API token"),
     Variable("JENKINS_SECRET_ARN", "on AWS: secret JSON with url, user, api_token"),
+    Variable("JENKINS_CONTROLLERS", "more Jenkins controllers, JSON: {\"NAME\": {\"url\": …, \"user\": …, "
+             "\"api_token\": …, \"max_in_flight\": N}}; names lower-case [a-z0-9][a-z0-9_-]*; "
+             "JENKINS_URL & co. are the one named `default` (docs/controllers.md)"),
+    Variable("JENKINS_CONTROLLERS_SECRET_ARN", "on AWS: secret holding JENKINS_CONTROLLERS' JSON"),
     Variable("JENKINS_TIMEOUT_SECONDS", "HTTP timeout towards Jenkins (must be shorter than LEASE_SECONDS)", 10.0,
              minimum=0.1, maximum=3600),
     Variable("JENKINS_VERIFY_TLS", "verify Jenkins's TLS certificate", True),
@@ -178,6 +188,10 @@ class JenkinsSettings:
     timeout_seconds: float = default_of("JENKINS_TIMEOUT_SECONDS")
     verify_tls: bool = default_of("JENKINS_VERIFY_TLS")
     search_window: int = default_of("JENKINS_SEARCH_WINDOW")
+    # Which controller this is (rows name it in their `controller` column) and its own cap on jobs in flight
+    # (beside MAX_IN_FLIGHT; None: none).
+    name: str = DEFAULT_CONTROLLER
+    max_in_flight: int | None = None
 
 
 def resend_quiet_for(lease_seconds: float) -> float:
@@ -190,7 +204,10 @@ def resend_quiet_for(lease_seconds: float) -> float:
 class Settings:
     """Every setting of the package, read once by ``load_settings`` and passed around."""
     database: DatabaseSettings
-    jenkins: JenkinsSettings | None = None
+    jenkins: JenkinsSettings | None = None  # the `default` controller (JENKINS_URL & co.), None if not set
+    # Every controller, `default` included when configured, in a stable order (default first, then by name).
+    # Empty in a Settings built by hand: then ``jenkins`` alone (see ``controllers_by_name``).
+    controllers: tuple[JenkinsSettings, ...] = ()
     webhook_secret: str | None = field(default=None, repr=False)
     # The web page's login token (`jenkins-dispatch ui`); never rendered or logged.
     ui_token: str | None = field(default=None, repr=False)
@@ -232,13 +249,26 @@ class Settings:
     metrics_emf: bool = False
 
     def require_jenkins(self) -> JenkinsSettings:
-        """The Jenkins settings, or ConfigError naming the variables to set."""
-        if self.jenkins is None:
+        """The Jenkins settings (the default controller's, else the first controller's), or ConfigError naming the
+        variables to set."""
+        found = self.jenkins or next(iter(self.controllers), None)
+        if found is None:
             raise ConfigError(
                 "Jenkins is not configured: set JENKINS_URL, JENKINS_USER and JENKINS_API_TOKEN "
-                "(or JENKINS_SECRET_ARN)"
+                "(or JENKINS_SECRET_ARN, or JENKINS_CONTROLLERS)"
             )
-        return self.jenkins
+        return found
+
+    def controllers_by_name(self) -> dict[str, JenkinsSettings]:
+        """Every configured controller by name (the default one alone when JENKINS_CONTROLLERS is unset)."""
+        if self.controllers:
+            return {c.name: c for c in self.controllers}
+        return {} if self.jenkins is None else {self.jenkins.name: self.jenkins}
+
+    def for_controller(self, name: str) -> Settings:
+        """These settings with ``jenkins`` set to controller ``name``'s: what one controller's pass, client and
+        breaker are built from."""
+        return replace(self, jenkins=self.controllers_by_name()[name])
 
     def check_pass_budget(self, budget_seconds: float, where: str) -> None:
         """Refuse a pass that could never send a trigger: it must fit the margin plus one timeout."""
@@ -547,14 +577,8 @@ def _jenkins(env: Mapping[str, str], fetch: SecretFetcher | None, timeout: float
         raise ConfigError("JENKINS_URL is not set (nor 'url' in the secret named by JENKINS_SECRET_ARN)")
     if "@" in url:  # checked first, and the URL never echoed: it may hold a password or token
         raise ConfigError("JENKINS_URL must not carry credentials: use JENKINS_USER and JENKINS_API_TOKEN")
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - urlsplit checks the port only when it is read
-        well_formed = bool(parts.hostname)
-    except ValueError:  # an unclosed "[", a port that is not a number or out of range
-        well_formed = False
-    if not well_formed or parts.scheme not in ("http", "https"):
-        raise ConfigError("JENKINS_URL must be an http(s) URL such as https://ci.example.com/jenkins/")
+    if problem := _url_problem(url, "JENKINS_URL"):
+        raise ConfigError(problem)
     if not user:
         raise ConfigError("JENKINS_USER is not set (nor 'user' in the secret named by JENKINS_SECRET_ARN)")
     if not token:
@@ -567,6 +591,111 @@ def _jenkins(env: Mapping[str, str], fetch: SecretFetcher | None, timeout: float
         verify_tls=_bool(env, "JENKINS_VERIFY_TLS"),
         search_window=_int(env, "JENKINS_SEARCH_WINDOW"),
     )
+
+
+def _url_problem(url: str, name: str) -> str | None:
+    """Why ``url`` cannot be a Jenkins base URL (None: it can); ``name`` says where it was given. Never echoes it."""
+    if "@" in url:  # checked first, and the URL never echoed: it may hold a password or token
+        return f"{name} must not carry credentials: give the user and API token apart"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - urlsplit checks the port only when it is read
+        well_formed = bool(parts.hostname)
+    except ValueError:  # an unclosed "[", a port that is not a number or out of range
+        well_formed = False
+    if not well_formed or parts.scheme not in ("http", "https"):
+        return f"{name} must be an http(s) URL such as https://ci.example.com/jenkins/"
+    return None
+
+
+def same_jenkins_key(url: str) -> str:
+    """A Jenkins base URL as two spellings of the same one compare (scheme and host ignore case, one slash)."""
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/") + "/"
+    return f"{parts.scheme.lower()}://{(parts.netloc or '').lower()}{path}"
+
+
+def _controller(name: str, entry: object, timeout: float, env: Mapping[str, str],
+                problems: list[str]) -> JenkinsSettings | None:
+    """One entry of JENKINS_CONTROLLERS, or None with its problems appended (one line each)."""
+    where = f"JENKINS_CONTROLLERS[{name!r}]"
+    if not CONTROLLER_NAME.match(name):
+        problems.append(f"JENKINS_CONTROLLERS: bad controller name {name!r}: use lower-case letters, digits, '_' "
+                        "and '-', starting with a letter or digit (at most 64 characters)")
+        return None
+    if not isinstance(entry, dict):
+        problems.append(f"{where} must be a JSON object with url, user and api_token")
+        return None
+    before = len(problems)
+    unknown = sorted(set(entry) - set(CONTROLLER_KEYS))
+    if unknown:
+        problems.append(f"{where} has unknown keys {unknown}: use {', '.join(CONTROLLER_KEYS)}")
+    texts: dict[str, str] = {}
+    for key in ("url", "user", "api_token"):
+        value = entry.get(key)
+        if value is not None and not isinstance(value, str):
+            problems.append(f"{where}: {key} must be a string")
+            value = None
+        texts[key] = (value or "").strip()
+    for key in ("url", "user", "api_token"):
+        if not texts[key]:
+            problems.append(f"{where} has no {key}")
+    if texts["url"] and (problem := _url_problem(texts["url"], f"{where}'s url")):
+        problems.append(problem)
+    cap = entry.get("max_in_flight")
+    low, high = CONTROLLER_MAX_IN_FLIGHT
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or not low <= cap <= high):
+        problems.append(f"{where}: max_in_flight must be a whole number from {low} to {high}")
+    if len(problems) > before:
+        return None
+    return JenkinsSettings(
+        url=texts["url"].rstrip("/") + "/", user=texts["user"], api_token=texts["api_token"],
+        timeout_seconds=timeout, verify_tls=_bool(env, "JENKINS_VERIFY_TLS"),
+        search_window=_int(env, "JENKINS_SEARCH_WINDOW"), name=name, max_in_flight=cap,
+    )
+
+
+def _controllers(env: Mapping[str, str], fetch: SecretFetcher | None, timeout: float,
+                 default: JenkinsSettings | None) -> tuple[JenkinsSettings, ...]:
+    """Every controller: ``default`` (JENKINS_URL & co.) and JENKINS_CONTROLLERS' (or its secret's). Every problem
+    is found before any is reported: ConfigError holds one line per problem, each naming the variable."""
+    raw = _text(env, "JENKINS_CONTROLLERS")
+    given = "JENKINS_CONTROLLERS"
+    if not raw and (arn := _text(env, "JENKINS_CONTROLLERS_SECRET_ARN")):
+        if fetch is None:
+            raise ConfigError("JENKINS_CONTROLLERS_SECRET_ARN is set but no secrets source is available")
+        raw = json.dumps(_secret_json(fetch, "JENKINS_CONTROLLERS_SECRET_ARN", arn))
+        given = "the secret named by JENKINS_CONTROLLERS_SECRET_ARN"
+    if not raw:
+        return () if default is None else (default,)
+    try:
+        entries = json.loads(raw)
+    except ValueError:
+        raise ConfigError(f"{given} must be JSON: {{\"NAME\": {{\"url\": ..., \"user\": ..., "
+                          "\"api_token\": ...}}") from None
+    if not isinstance(entries, dict) or not entries:
+        raise ConfigError(f"{given} must be a non-empty JSON object: {{\"NAME\": {{\"url\": ..., \"user\": ..., "
+                          "\"api_token\": ...}}")
+    problems: list[str] = []
+    found: list[JenkinsSettings] = [] if default is None else [default]
+    for name, entry in entries.items():
+        if name == DEFAULT_CONTROLLER and default is not None:
+            problems.append("JENKINS_CONTROLLERS defines 'default', which JENKINS_URL (or JENKINS_SECRET_ARN) "
+                            "already is: define it in one place")
+            continue
+        controller = _controller(name, entry, timeout, env, problems)
+        if controller is not None:
+            found.append(controller)
+    seen: dict[str, str] = {}
+    for controller in found:
+        key = same_jenkins_key(controller.url)
+        if key in seen:
+            problems.append(f"JENKINS_CONTROLLERS: controllers {seen[key]!r} and {controller.name!r} have the same "
+                            "url: each Jenkins is one controller")
+        seen.setdefault(key, controller.name)
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return tuple(sorted(found, key=lambda c: (c.name != DEFAULT_CONTROLLER, c.name)))
 
 
 def emf_wanted(env: Mapping[str, str] | None = None) -> bool:
@@ -609,7 +738,7 @@ def _sources(env: Mapping[str, str] | None, fetch_secret: SecretFetcher | None) 
     """The environment to read (``os.environ`` by default) and, when a ``*_SECRET_ARN`` is set, Secrets Manager."""
     env = os.environ if env is None else env
     if fetch_secret is None and any(_text(env, k) for k in ("DB_SECRET_ARN", "JENKINS_SECRET_ARN", "WEBHOOK_SECRET_ARN",
-                                                                 "UI_TOKEN_SECRET_ARN")):
+                                                                 "UI_TOKEN_SECRET_ARN", "JENKINS_CONTROLLERS_SECRET_ARN")):
         from .secrets import fetch_secret_string
 
         fetch_secret = fetch_secret_string
@@ -628,6 +757,14 @@ def load_jenkins_settings(env: Mapping[str, str] | None = None,
     """The Jenkins part of the settings alone; None when no JENKINS_* variable (nor JENKINS_SECRET_ARN) is set."""
     env, fetch_secret = _sources(env, fetch_secret)
     return _jenkins(env, fetch_secret, _float(env, "JENKINS_TIMEOUT_SECONDS"))
+
+
+def load_controllers(env: Mapping[str, str] | None = None, fetch_secret: SecretFetcher | None = None,
+                     default: JenkinsSettings | None = None) -> tuple[JenkinsSettings, ...]:
+    """Every Jenkins controller: ``default`` (JENKINS_URL & co., as ``load_jenkins_settings`` read it) and those
+    of JENKINS_CONTROLLERS (or JENKINS_CONTROLLERS_SECRET_ARN), validated together."""
+    env, fetch_secret = _sources(env, fetch_secret)
+    return _controllers(env, fetch_secret, _float(env, "JENKINS_TIMEOUT_SECONDS"), default)
 
 
 def _token(name: str, arn_name: str, env: Mapping[str, str] | None,
@@ -699,9 +836,11 @@ def load_settings(env: Mapping[str, str] | None = None, fetch_secret: SecretFetc
     """Read and validate every setting. Raises ConfigError naming the variable at fault."""
     env, fetch_secret = _sources(env, fetch_secret)
     tuning = load_tuning(env)
+    jenkins = load_jenkins_settings(env, fetch_secret)
     return Settings(
         database=load_database_settings(env, fetch_secret),
-        jenkins=load_jenkins_settings(env, fetch_secret),
+        jenkins=jenkins,
+        controllers=load_controllers(env, fetch_secret, jenkins),
         webhook_secret=load_webhook_secret(env, fetch_secret),
         ui_token=load_ui_token(env, fetch_secret),
         **tuning,

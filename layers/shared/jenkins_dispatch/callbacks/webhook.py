@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import runtime
+from ..config import DEFAULT_CONTROLLER
 from ..errors import ConfigError, DatabaseBusy, DatabaseUnavailable, InvalidInput, SchemaMissing
+from ..jenkins.jobs import controller_of_url
 from ..observability import MetricUnit, logger, metrics
 from ..store.db import DatabaseError
 from ..store.dispatch_ids import row_id_hint
@@ -142,11 +144,28 @@ def check(callback: Callback, *, secret: str,
     return notification, transition
 
 
-def apply(queue: Queue, notification: Notification, transition: Transition) -> WebhookAnswer:
-    """Apply a checked notification's transition to its row. Raises only for an unusable database."""
+def apply(queue: Queue, notification: Notification, transition: Transition,
+          controllers: Mapping[str, str] | None = None) -> WebhookAnswer:
+    """Apply a checked notification's transition to its row. Raises only for an unusable database.
+    ``controllers`` (name → base URL), when several are configured: the build's URL must belong to the row's
+    controller, else the notification is ignored (200), as a downstream build's is."""
     if notification.dispatch_id is not None:
-        return _apply_by_dispatch_id(queue, notification, transition)
-    return _apply_by_queue_id(queue, notification, transition)
+        return _apply_by_dispatch_id(queue, notification, transition, controllers)
+    return _apply_by_queue_id(queue, notification, transition, controllers)
+
+
+def _other_controller(n: Notification, row: Mapping[str, Any], controllers: Mapping[str, str] | None) -> str | None:
+    """Why the notification is not for the row's controller (None: it is, or only one controller is configured)."""
+    if not controllers or len(controllers) < 2:
+        return None
+    owner = controller_of_url(n.build_url, controllers)
+    mine = row.get("controller") or DEFAULT_CONTROLLER
+    if owner == mine:
+        return None
+    if owner is None:
+        return (f"ignored: the build's URL does not belong to controller {mine!r} (several controllers are "
+                "configured: Jenkins must send an absolute build URL, so set its root URL)")
+    return f"ignored: the build belongs to controller {owner!r}, job is on controller {mine!r}"
 
 
 def process(callback: Callback, *, secret: str, queue: Queue, unstable_is_success: bool = True) -> WebhookAnswer:
@@ -183,12 +202,14 @@ def _apply(queue: Queue, job_id: int, dispatch_id: str, t: Transition, n: Notifi
     )
 
 
-def _apply_by_dispatch_id(queue: Queue, n: Notification, t: Transition) -> WebhookAnswer:
+def _apply_by_dispatch_id(queue: Queue, n: Notification, t: Transition,
+                          controllers: Mapping[str, str] | None = None) -> WebhookAnswer:
     dispatch_id = n.dispatch_id
     answer = dict(dispatch_id=dispatch_id, phase=n.phase, build_number=n.build_number, job=n.job)
     if n.job is None:
         return WebhookAnswer(400, "malformed", NAMES_NO_JOB_MESSAGE, **answer)
-    hinted_id = row_id_hint(dispatch_id)
+    # Several controllers: the row is read first (its controller decides), never changed blind by its id hint.
+    hinted_id = row_id_hint(dispatch_id) if not controllers or len(controllers) < 2 else None
     if hinted_id is not None and _apply(queue, hinted_id, dispatch_id, t, n):
         return WebhookAnswer(200, "applied", f"job {hinted_id}: {t.describe()} recorded", job_id=hinted_id, **answer)
 
@@ -206,12 +227,15 @@ def _apply_by_dispatch_id(queue: Queue, n: Notification, t: Transition) -> Webho
         # Another job's build carrying this DISPATCH_ID: a downstream job started with the dispatched
         # build's parameters. 200, so that nobody retries it; the row is not its to change.
         return WebhookAnswer(200, "ignored", IGNORED_MESSAGE, job_id=row["id"], **answer)
+    if (elsewhere := _other_controller(n, row, controllers)) is not None:
+        return WebhookAnswer(200, "ignored", elsewhere, job_id=row["id"], **answer)
     if row["status"] == "processing" and row["id"] != hinted_id and _apply(queue, row["id"], dispatch_id, t, n):
         return WebhookAnswer(200, "applied", f"job {row['id']}: {t.describe()} recorded", job_id=row["id"], **answer)
     return _unchanged(row, t, answer)
 
 
-def _apply_by_queue_id(queue: Queue, n: Notification, t: Transition) -> WebhookAnswer:
+def _apply_by_queue_id(queue: Queue, n: Notification, t: Transition,
+                       controllers: Mapping[str, str] | None = None) -> WebhookAnswer:
     answer = dict(phase=n.phase, build_number=n.build_number, job=n.job)
     if n.job_path is None or n.queue_id is None:
         return WebhookAnswer(
@@ -228,6 +252,8 @@ def _apply_by_queue_id(queue: Queue, n: Notification, t: Transition) -> WebhookA
             **answer,
         )
     answer["dispatch_id"] = row["dispatch_id"]
+    if (elsewhere := _other_controller(n, row, controllers)) is not None:
+        return WebhookAnswer(200, "ignored", elsewhere, job_id=row["id"], **answer)
     if row["status"] == "processing" and _apply(queue, row["id"], row["dispatch_id"], t, n):
         return WebhookAnswer(200, "applied", f"job {row['id']}: {t.describe()} recorded", job_id=row["id"], **answer)
     return _unchanged(row, t, answer)
@@ -289,7 +315,8 @@ def notify(callback: Callback) -> WebhookAnswer:
             result = checked
         else:
             with runtime.session() as db:
-                result = apply(Queue(db, settings.lease_seconds), *checked)
+                result = apply(Queue(db, settings.lease_seconds), *checked,
+                               controllers={c.name: c.url for c in settings.controllers_by_name().values()})
     except ConfigError as exc:
         # The caller may not be authenticated yet: the detail goes to the logs, not into the answer.
         logger.error("webhook configuration error", extra={"reason": str(exc)})

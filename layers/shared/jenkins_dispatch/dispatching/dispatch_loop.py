@@ -24,15 +24,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ..config import Settings
+from ..config import DEFAULT_CONTROLLER, Settings
 from ..errors import ConfigError, DatabaseBusy, DatabaseUnavailable, DispatchError
-from ..jenkins.client import jenkins_client
+from ..jenkins.client import JenkinsClient, jenkins_client
 from ..observability import logger, metrics
 from ..store.db import Database
 from ..store.queue import Queue
 from .breaker import Breaker, breaker_for
 from .decisions import backoff_seconds
-from .dispatcher import Dispatcher
+from .dispatcher import Dispatcher, combine_summaries
 from .heartbeat import Heartbeat
 from .wakeup import SLOT, WorkSignal
 
@@ -87,7 +87,8 @@ class Health:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.database = Condition()
-        self.jenkins: Breaker | None = None  # the loop's breaker, once the loop runs
+        self.jenkins: Breaker | None = None  # the loop's breaker (its first controller's), once the loop runs
+        self.controllers: dict[str, Breaker] = {}  # every controller's breaker, by name, once the loop runs
         self.passes = 0
         self.last_pass_at: str | None = None
         self.last_pass_unix: float | None = None  # the same moment, for Prometheus
@@ -165,6 +166,9 @@ class Health:
             return {"status": "unknown", "reason": None, "since": None, "consecutive_failures": 0}
         return self.jenkins.snapshot()
 
+    def _controllers_now(self) -> dict[str, dict[str, Any]]:
+        return {name: dict(breaker.snapshot(), url=breaker.url) for name, breaker in self.controllers.items()}
+
     def readings(self) -> dict[str, float | None]:
         """Numbers for metrics: 1/0 per dependency (None: not known yet), and the last pass's Unix time."""
         with self._lock:
@@ -181,11 +185,15 @@ class Health:
         callbacks must keep arriving while Jenkins rejects our triggers."""
         with self._lock:
             database, jenkins, dispatcher = self._database_now(), self._jenkins_now(), self._dispatcher_now()
-            troubled = jenkins["status"] == "unavailable" or dispatcher["status"] == "overdue"
+            controllers = self._controllers_now()
+            # One controller down is "degraded": the others' rows still go out.
+            troubled = (jenkins["status"] == "unavailable" or dispatcher["status"] == "overdue"
+                        or any(c["status"] == "unavailable" for c in controllers.values()))
             doc = {
                 "status": "unavailable" if database["status"] == "unavailable" else ("degraded" if troubled else "ok"),
                 "database": database,
                 "jenkins": jenkins,
+                "controllers": controllers,
                 "dispatcher": dispatcher,
                 "passes": self.passes,
                 "last_pass_at": self.last_pass_at,
@@ -280,12 +288,19 @@ class DispatchLoop:
         self.interval = interval
         self.shutdown = shutdown or threading.Event()
         self.rng = rng or random.Random()
-        # One per Jenkins, kept across passes: whether it is down, and when to try it again.
-        self.breaker = breaker or breaker_for(settings, rng=self.rng)
+        # One breaker per controller (per Jenkins), kept across passes: whether it is down, and when to try it
+        # again. A controller whose breaker is open is left out of the pass: its rows are not even claimed.
+        self.controllers = list(settings.controllers_by_name()) or [DEFAULT_CONTROLLER]
+        self.breakers: dict[str, Breaker] = {}
+        for name in self.controllers:
+            given = breaker if breaker is not None and name == self.controllers[0] else None
+            self.breakers[name] = given or breaker_for(self._settings_of(name), rng=self.rng)
+        self.breaker = self.breakers[self.controllers[0]]
         self.health = health or Health()
         self.health.statements_sent = lambda: db.statements
         self.health.watch_database(db.waiting_seconds, settings.db_stall_seconds)
         self.health.jenkins = self.breaker
+        self.health.controllers = self.breakers
         self.pass_budget_seconds = pass_budget_seconds or default_pass_budget(settings)
         self.heartbeat = heartbeat  # None: this loop records no heartbeat (tests)
         self.gauges: dict[str, Any] | None = None
@@ -294,12 +309,16 @@ class DispatchLoop:
         # Below this much time left a pass could not send a single trigger: stop (Lambda only).
         self.reserve_seconds = settings.time_margin_seconds + timeout
 
+    def _settings_of(self, name: str) -> Settings:
+        """The settings of one controller's passes (``jenkins`` is that controller)."""
+        return self.settings.for_controller(name) if self.settings.controllers_by_name() else self.settings
+
     def run(self, seconds_left: Callable[[], float] | None = None) -> dict[str, Any]:
         """Run passes until shutdown, a configuration error or ``seconds_left`` runs out; return the summary."""
         left = seconds_left or (lambda: math.inf)
         summary = LoopSummary()
         last_stop = ""
-        client = jenkins_client(self.settings)
+        clients = {name: jenkins_client(self._settings_of(name)) for name in self.controllers}
         try:
             while True:
                 if self.shutdown.is_set():
@@ -308,79 +327,95 @@ class DispatchLoop:
                 if left() < self.reserve_seconds:
                     summary.stopped_because = "time nearly up"
                     break
-                pause, last_stop, client = self._one_pass(client, left, summary)
+                pause, last_stop = self._one_pass(clients, left, summary)
                 if pause is not None:  # a dependency failed: wait it out, whatever the news says
                     self.shutdown.wait(max(0.0, min(pause, left() - self.reserve_seconds)))
                     continue
                 self._wait_for_work(left, last_stop)
         finally:
-            client.close()
+            for client in clients.values():
+                client.close()
         # `serve` shutting down says so (not live any more), unless the database is away: not worth a wait.
         if summary.stopped_because == "stop requested" and self.heartbeat is not None \
                 and self.health.database.ok is not False:
             self.heartbeat.stopped(Queue(self.db))
         return summary.as_dict()
 
-    def _one_pass(self, client, left: Callable[[], float], summary: LoopSummary):
-        """One pass. Returns (pause before the next one or None, why it stopped, the client to use next)."""
+    def _one_pass(self, clients: dict[str, JenkinsClient], left: Callable[[], float], summary: LoopSummary):
+        """One pass over every controller whose breaker lets it be tried: each its own Dispatcher (its rows, client
+        and breaker). Returns (pause before the next one or None, why it stopped); ``clients`` of controllers that
+        went down are replaced by fresh ones."""
+        ready = [name for name in self.controllers if self.breakers[name].retry_in() <= 0]
+        if not ready:  # every controller is down and none is due for another try yet
+            return min(b.retry_in() for b in self.breakers.values()), "Jenkins unavailable"
         budget = self.pass_budget_seconds
         claim_until = None if budget is None else time.monotonic() + budget
         # Lambda: the invocation's real time left; `serve`: none (its pass ends softly at claim_until).
         remaining_ms = None if left() == math.inf else (lambda: int(left() * 1000))
-        dispatcher = Dispatcher(self.settings, self.db, client, remaining_ms=remaining_ms, stop=self.shutdown,
-                                rng=self.rng, claim_until=claim_until, breaker=self.breaker)
         timeout = self.settings.jenkins.timeout_seconds if self.settings.jenkins else 0.0
         self.health.pass_started(budget, OVERDUE_BUDGETS * budget + timeout)
-        jenkins_was_down = self.breaker.is_open
+        was_down = {name for name in ready if self.breakers[name].is_open}
+        results: dict[str, dict[str, Any]] = {}
+        dispatchers: list[Dispatcher] = []
         try:
-            result = dispatcher.run()
+            for n, name in enumerate(ready):
+                dispatcher = Dispatcher(self._settings_of(name), self.db, clients[name], remaining_ms=remaining_ms,
+                                        stop=self.shutdown, rng=self.rng, claim_until=claim_until,
+                                        breaker=self.breakers[name], fail_unknown_controllers=n == 0)
+                dispatchers.append(dispatcher)
+                results[name] = dispatcher.run()
         except ConfigError:
             raise
         except DatabaseBusy as exc:
             logger.warning("pass ended early: the database is busy; trying again shortly", extra={"reason": str(exc)})
             self.health.database_ok()
             self._beat("database_busy", str(exc))
-            return BUSY_RETRY_SECONDS, "database busy", client
+            return BUSY_RETRY_SECONDS, "database busy"
         except DatabaseUnavailable as exc:
             failures = self.health.database_failed(str(exc))
             pause = backoff_seconds(failures, *DATABASE_RETRY, self.rng)
             logger.error("pass ended: the database is unavailable; retrying",
                          extra={"reason": str(exc), "retry_in_seconds": round(pause, 2)})
-            return pause, "database unavailable", client
+            return pause, "database unavailable"
         except DispatchError as exc:
             logger.error("pass failed", extra={"reason": str(exc)})
             self._beat("failed", str(exc))
-            return backoff_seconds(1, *DATABASE_RETRY, self.rng), str(exc), client
+            return backoff_seconds(1, *DATABASE_RETRY, self.rng), str(exc)
         except Exception as exc:  # a defect: keep serving callbacks, say what broke, try again later
             logger.exception("pass crashed", extra={"reason": f"{type(exc).__name__}: {exc}"})
             self._beat("crashed", f"{type(exc).__name__}: {exc}")
-            return backoff_seconds(3, *DATABASE_RETRY, self.rng), "crashed", client
+            return backoff_seconds(3, *DATABASE_RETRY, self.rng), "crashed"
         finally:
             self.health.pass_ended()
             try:
                 metrics.flush_if_any()
             except Exception as exc:  # metrics must never end the loop
                 logger.warning("could not publish the pass's metrics", extra={"reason": f"{type(exc).__name__}: {exc}"})
+        result = combine_summaries(results)
         self.health.database_ok()
         self.health.record_pass(result)
-        self.gauges = dispatcher.gauges
-        self.watching = dispatcher.summary.reconciled.watching
+        self.gauges = dispatchers[-1].gauges
+        self.watching = sum(d.summary.reconciled.watching for d in dispatchers)
         summary.passes += 1
-        add_up(summary.totals, {k: v for k, v in result.items() if k != "stopped_because"})
+        add_up(summary.totals, {k: v for k, v in result.items() if k not in ("stopped_because", "controllers")})
         stopped = result.get("stopped_because", "")
-        if self.breaker.is_open:
-            # The breaker opened (or stayed open): the pass released what it had not sent. The next pass, once
-            # the breaker's backoff is over, asks Jenkins itself first.
-            self._beat_after(result, talked_to_jenkins=True)
-            pause = self.breaker.retry_in()
+        talked = any(d.talked_to_jenkins for d in dispatchers)
+        down = [name for name in ready if self.breakers[name].is_open]
+        for name in down:
+            # The breaker opened (or stayed open): the pass released what it had not sent to this controller. Its
+            # next pass, once the breaker's backoff is over, asks it first; its rows wait, the others' do not.
+            breaker = self.breakers[name]
             logger.error("Jenkins unavailable: the pass released what it had not sent; retrying",
-                         extra={"reason": self.breaker.why or stopped, "retry_in_seconds": round(pause, 2)})
-            client.close()  # a fresh HTTP session (and crumb, and identity check) for the next try
-            return pause, stopped, jenkins_client(self.settings)
-        if jenkins_was_down:
-            logger.info("Jenkins answers again", extra={"jenkins": self.breaker.url})
-        self._beat_after(result, talked_to_jenkins=dispatcher.talked_to_jenkins)
-        return None, stopped, client
+                         extra={"controller": name, "reason": breaker.why or stopped,
+                                "retry_in_seconds": round(breaker.retry_in(), 2)})
+            clients[name].close()  # a fresh HTTP session (and crumb, and identity check) for the next try
+            clients[name] = jenkins_client(self._settings_of(name))
+        for name in was_down - set(down):
+            logger.info("Jenkins answers again", extra={"controller": name, "jenkins": self.breakers[name].url})
+        self._beat_after(result, talked_to_jenkins=talked or bool(down))
+        if all(b.is_open for b in self.breakers.values()):
+            return min(b.retry_in() for b in self.breakers.values()), stopped
+        return None, stopped
 
     def _beat(self, outcome: str, detail: str, **jenkins) -> None:
         """Record how the pass ended (not called when the database is unreachable: that write would fail too)."""
@@ -395,6 +430,10 @@ class DispatchLoop:
         if last_stop in MORE_TO_DO:
             return  # the pass stopped on its own budget with work left: no reason to sleep
         wait = seconds_until_next_pass(self.gauges, self.interval)
+        # A controller that is down is tried again when its breaker says, even while the others are idle.
+        retries = [b.retry_in() for b in self.breakers.values() if b.is_open]
+        if retries:
+            wait = min(wait, max(min(retries), MIN_WAIT_SECONDS))
         if self.watching:  # a lost re-send may land any moment: look while it still waits in Jenkins's queue
             wait = min(wait, self.settings.lease_seconds / 2)
         wake_at = time.monotonic() + wait

@@ -28,7 +28,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..config import LEASE_SAFETY_SECONDS, Settings, default_of
+from ..config import DEFAULT_CONTROLLER, LEASE_SAFETY_SECONDS, Settings, default_of
 from ..errors import (
     DatabaseUnavailable,
     DispatchError,
@@ -106,8 +106,14 @@ class Dispatcher:
         rng: random.Random | None = None,
         claim_until: float | None = None,
         breaker: Breaker | None = None,
+        fail_unknown_controllers: bool = False,
     ):
+        # One controller's pass: ``settings.jenkins`` is that controller (Settings.for_controller), and only its
+        # rows are claimed, triggered and reconciled, with its client and its breaker.
         self.settings = settings
+        self.controller = settings.jenkins.name if settings.jenkins else DEFAULT_CONTROLLER
+        # The pass's first controller also fails the rows that name no configured controller (nothing sent).
+        self.fail_unknown_controllers = fail_unknown_controllers
         # Whether this Jenkins is down, across passes (`serve` and the continuous Lambda keep one per Jenkins;
         # a single pass starts from a closed one).
         self.breaker = breaker or breaker_for(settings)
@@ -161,6 +167,8 @@ class Dispatcher:
         statements_before = self.db.statements
         self._started_at = self.breaker.now()
         try:
+            if self.fail_unknown_controllers:
+                self._fail_rows_of_unknown_controllers()
             if self.breaker.retry_in() > 0:  # open, and not yet time to try again
                 raise _PassStopped(self.breaker.why or "Jenkins unavailable")
             self.reconcile()
@@ -177,6 +185,16 @@ class Dispatcher:
         self.summary.db_statements = self.db.statements - statements_before  # the gauges read included
         logger.info("pass finished", extra={"summary": self.summary.as_dict()})
         return self.summary.as_dict()
+
+    def _fail_rows_of_unknown_controllers(self) -> None:
+        known = list(self.settings.controllers_by_name())
+        if not known:  # no Jenkins at all: nothing can be told apart (the pass fails on its own)
+            return
+        failed = self.queue.fail_unknown_controllers(known)
+        self.summary.failed += len(failed)
+        for row in failed:
+            logger.warning("failed: its controller is not configured",
+                           extra={"job_id": row["id"], "controller": row["controller"]})
 
     def _emit_metrics(self) -> None:
         s = self.summary
@@ -281,7 +299,8 @@ class Dispatcher:
         """Claim and trigger batch after batch. The next batch is claimed (and its jobs checked) while the
         last triggers of the previous one are still on the wire, so the trigger threads never wait on the
         database; at most one batch is claimed-but-unsent besides the triggers in flight."""
-        capped = self.queue.caps_in_force(self.settings.max_in_flight)
+        capped = self.queue.caps_in_force(self.settings.max_in_flight) or bool(
+            self.settings.jenkins and self.settings.jenkins.max_in_flight is not None)
         budget = math.inf if max_jobs is None else max_jobs
         in_flight: _Batch | None = None
         with ThreadPoolExecutor(max_workers=self.settings.max_parallel_triggers, thread_name_prefix="trigger") as pool:
@@ -299,7 +318,11 @@ class Dispatcher:
                         in_flight.wait_until_all_started(self.settings.max_parallel_triggers)
                     started = time.monotonic()
                     with subsegment("db.claim_batch"):
-                        jobs = self.queue.claim_batch(size, capped=capped, max_in_flight=self.settings.max_in_flight)
+                        jobs = self.queue.claim_batch(
+                            size, capped=capped, max_in_flight=self.settings.max_in_flight,
+                            controller=self.controller,
+                            controller_max_in_flight=self.settings.jenkins.max_in_flight if self.settings.jenkins
+                            else None)
                     if not jobs:
                         self.summary.stopped_because = self._why_nothing_claimed(capped)
                         break
@@ -502,20 +525,53 @@ def run_pass(
     ``heartbeat``, the dispatcher's row records how it ended."""
     own_db = db is None
     db = db or Database(settings.database, application_name="jenkins-dispatch-dispatcher")
+    names = list(settings.controllers_by_name()) or [DEFAULT_CONTROLLER]
+    per_controller: dict[str, dict[str, Any]] = {}
+    talked = False
     try:
-        with jenkins_client(settings) as client:
-            dispatcher = Dispatcher(settings, db, client, remaining_ms=remaining_ms, stop=stop)
-            try:
-                summary = dispatcher.run(max_jobs)
-            except DatabaseUnavailable:
-                raise  # nowhere to record it
-            except DispatchError as exc:
-                if heartbeat is not None:
-                    heartbeat.record(dispatcher.queue, "failed", str(exc))
-                raise
-            if heartbeat is not None:
-                heartbeat.after_pass(dispatcher.queue, summary, dispatcher.talked_to_jenkins)
-            return summary
+        for n, name in enumerate(names):  # each controller on its own: one down holds back only its rows
+            one = settings.for_controller(name) if settings.controllers_by_name() else settings
+            with jenkins_client(one) as client:
+                dispatcher = Dispatcher(one, db, client, remaining_ms=remaining_ms, stop=stop,
+                                        fail_unknown_controllers=n == 0)
+                try:
+                    per_controller[name] = dispatcher.run(max_jobs)
+                except DatabaseUnavailable:
+                    raise  # nowhere to record it
+                except DispatchError as exc:
+                    if heartbeat is not None:
+                        heartbeat.record(dispatcher.queue, "failed", str(exc))
+                    raise
+                talked = talked or dispatcher.talked_to_jenkins
+        summary = combine_summaries(per_controller)
+        if heartbeat is not None:
+            heartbeat.after_pass(Queue(db), summary, talked)
+        return summary
     finally:
         if own_db:
             db.close()
+
+
+def combine_summaries(per_controller: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """One pass's summary over its controllers: with one, its own summary as it is; with several, the counts
+    added up (a Jenkins-wide failure of any says so, with its reason) and each controller's under ``controllers``."""
+    if len(per_controller) == 1:
+        return next(iter(per_controller.values()))
+    total: dict[str, Any] = {}
+    for summary in per_controller.values():
+        for key, value in summary.items():
+            if isinstance(value, dict):
+                inner = total.setdefault(key, {})
+                for k, v in value.items():
+                    inner[k] = inner.get(k, 0) + v
+            elif isinstance(value, bool):
+                total[key] = total.get(key, False) or value
+            elif isinstance(value, int | float):
+                total[key] = total.get(key, 0) + value
+            elif value and not total.get(key):
+                total[key] = value
+    down = [name for name, s in per_controller.items() if s.get("jenkins_unavailable")]
+    if down:
+        total["stopped_because"] = "; ".join(f"{name}: {per_controller[name]['stopped_because']}" for name in down)
+    total["controllers"] = per_controller
+    return total

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from ..config import Settings
+from ..config import DEFAULT_CONTROLLER, Settings
 from ..errors import DispatchError, JenkinsError, JenkinsRequestFailed, SearchInconclusive
 from ..jenkins.client import LOOK_BACK_ITEMS, CancelResult, JenkinsClient
 from ..jenkins.jobs import job_path_error
@@ -84,6 +84,8 @@ class Reconciler:
         self.resend = resend
         self.log = log
         self.breaker = breaker
+        # The pass's controller: only its rows are taken (the client speaks to it alone).
+        self.controller = settings.jenkins.name if settings.jenkins else DEFAULT_CONTROLLER
         # Looks back for a person's cancel share one HTTP timeout per pass: under a burst of lost answers they
         # must not hold up the pass (its watches of settled rows come only at the next pass's start).
         self._look_back_seconds = client.timeout_seconds
@@ -93,7 +95,7 @@ class Reconciler:
         self._watch_recently_finished()
         while keep_going():
             with subsegment("db.take_expired_leases"):
-                expired = self.queue.take_expired_leases(EXPIRED_PER_TAKE)
+                expired = self.queue.take_expired_leases(EXPIRED_PER_TAKE, controller=self.controller)
             self.counts.checked += len(expired)
             self.reconcile(expired)
             if len(expired) < EXPIRED_PER_TAKE:

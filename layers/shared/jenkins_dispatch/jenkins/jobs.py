@@ -161,3 +161,25 @@ def job_url_matches(task_url: str, job_name: str) -> bool:
     path = job_path_from_url(task_url)
     return path is not None and [item_name_key(n) for n in path.split("/")] == \
         [item_name_key(n) for n in job_name.split("/")]
+
+
+def controller_of_url(url: str | None, controllers: Mapping[str, str]) -> str | None:
+    """Which controller (name → base URL) an absolute Jenkins URL belongs to: the one whose base URL it starts
+    with (the longest, should one contain another's path), scheme and host ignoring case; None for a relative
+    URL or one under no controller."""
+    if not url:
+        return None
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    if not parts.scheme or not parts.netloc:
+        return None
+    here = f"{parts.scheme.lower()}://{parts.netloc.lower()}{parts.path}"
+    best: tuple[int, str] | None = None
+    for name, base in controllers.items():
+        b = urlsplit(base)
+        prefix = f"{b.scheme.lower()}://{b.netloc.lower()}{b.path.rstrip('/')}/"
+        if (here + ("/" if not here.endswith("/") else "")).startswith(prefix) and (best is None or len(prefix) > best[0]):
+            best = (len(prefix), name)
+    return best[1] if best else None

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ..config import default_of
+from ..config import DEFAULT_CONTROLLER, default_of
 from ..errors import Conflict, InvalidInput, NotFound
 from ..jenkins.jobs import dumps_parameters, job_path_error, loads_parameters
 from ..moments import from_iso
@@ -237,6 +237,8 @@ def _constraint_message(exc: DatabaseError) -> str:
         "jenkins_job_limits_max_in_flight_check": "a cap must be 0 or more",
         "jenkins_job_limits_job_name_check": "job name must not be empty",
         "jenkins_jobs_queue_dedupe_key": "another unfinished job has the same dedupe key",
+        "jenkins_jobs_queue_controller_check": ("a controller name is lower-case letters, digits, '_' and '-', "
+                                                "starting with a letter or digit"),
         "jenkins_jobs_queue_scheduled_at_check": "scheduled_at must be a real time, not infinity (nor a zero date)",
         "jenkins_jobs_queue_scheduled_at_at_most_9999_12_31": (
             f"scheduled_at must be at most {SCHEDULED_AT_LATEST:%Y-%m-%d %H:%M} UTC (no reader can show a later time; "
@@ -272,8 +274,10 @@ class Queue:
         max_attempts: int = 3,
         dedupe_key: str | None = None,
         actor: str = "operator",
+        controller: str = DEFAULT_CONTROLLER,
     ) -> EnqueueResult:
-        """Add a pending row; with ``dedupe_key``, return the unfinished row with that key instead."""
+        """Add a pending row for ``controller``; with ``dedupe_key``, return the unfinished row with that key
+        instead."""
         parameters = {} if parameters is None else parameters
         if not isinstance(parameters, dict):
             raise InvalidInput("parameters must be a JSON object (a dict)")
@@ -291,6 +295,7 @@ class Queue:
             max_attempts=max_attempts,
             dedupe_key=dedupe_key,
             actor=actor,
+            controller=controller,
         )
         if not rows and dedupe_key is not None:
             # The duplicate committed after our statement's snapshot: look again with a fresh one.
@@ -298,7 +303,7 @@ class Queue:
         if not rows:
             # The row holding the key finished in between; enqueue anew.
             return self.enqueue(job_name, parameters, priority=priority, scheduled_at=scheduled_at,
-                                max_attempts=max_attempts, dedupe_key=dedupe_key, actor=actor)
+                                max_attempts=max_attempts, dedupe_key=dedupe_key, actor=actor, controller=controller)
         return EnqueueResult(id=rows[0]["id"], created=rows[0]["created"])
 
     # ------------------------------------------------------------------ claim
@@ -315,20 +320,24 @@ class Queue:
 
     def claim_batch(
         self, batch_size: int, *, capped: bool = False, max_in_flight: int | None = None,
-        actor: str = "dispatcher",
+        actor: str = "dispatcher", controller: str = DEFAULT_CONTROLLER,
+        controller_max_in_flight: int | None = None,
     ) -> list[ClaimedJob]:
-        """Claim up to ``batch_size`` eligible rows.
+        """Claim up to ``batch_size`` eligible rows of ``controller`` (its rows only: the claim index leads with
+        the controller, so another controller's backlog is never read).
 
-        Uncapped: ONE statement. Capped: the same statement shape after a transaction-scoped advisory
-        lock, so concurrent claimers see each other's claims and no cap is ever exceeded.
+        Uncapped: ONE statement. Capped (``controller_max_in_flight`` needs it too): the same statement shape
+        after a transaction-scoped advisory lock, so concurrent claimers see each other's claims and no cap is
+        ever exceeded.
         """
-        params = dict(batch_size=batch_size, lease_seconds=self.lease_seconds, actor=actor)
-        if not capped:
+        params = dict(batch_size=batch_size, lease_seconds=self.lease_seconds, actor=actor, controller=controller)
+        if not capped and controller_max_in_flight is None:
             rows = self._run("claim_batch", **params)
         else:
             with self.db.transaction():
                 self._run("lock_caps")
-                rows = self._run("claim_batch_capped", max_in_flight=max_in_flight, **params)
+                rows = self._run("claim_batch_capped", max_in_flight=max_in_flight,
+                                 controller_max_in_flight=controller_max_in_flight, **params)
         return [_claimed(r) for r in rows]
 
     # ------------------------------------------------------------------ fenced transitions
@@ -431,9 +440,10 @@ class Queue:
         rows = self._run("release", id=job_id, dispatch_id=dispatch_id, reason=reason, actor=actor)
         return bool(rows)
 
-    def take_expired_leases(self, limit: int = 100) -> list[ExpiredLease]:
-        """Take up to ``limit`` rows whose lease expired, renewing each lease for this reconciler."""
-        rows = self._run("take_expired_leases", limit=limit, lease_seconds=self.lease_seconds)
+    def take_expired_leases(self, limit: int = 100, controller: str = DEFAULT_CONTROLLER) -> list[ExpiredLease]:
+        """Take up to ``limit`` rows of ``controller`` whose lease expired, renewing each lease for this
+        reconciler."""
+        rows = self._run("take_expired_leases", limit=limit, lease_seconds=self.lease_seconds, controller=controller)
         return [
             ExpiredLease(
                 id=r["id"], job_name=r["job_name"], parameters=_json(r["parameters"]), attempts=r["attempts"],
@@ -548,14 +558,15 @@ class Queue:
     def list_jobs(
         self, *, status: str | None = None, job_name: str | None = None, since: datetime | str | None = None,
         before_id: int | None = None, limit: int = 50, error_like: str | None = None,
-        parameters: dict[str, str] | None = None,
+        parameters: dict[str, str] | None = None, controller: str | None = None,
     ) -> list[Row]:
         """Rows newest first (every column ``get`` reads), filtered by status, job, time and id, at most ``limit``.
         ``error_like``: ``last_error`` contains this text, ignoring case; ``parameters``: each named parameter, as text,
         equals the value given (at most ``MAX_PARAMETER_FILTERS``, keys of letters, digits, ``_``, ``-``, ``.``)."""
         if status is not None and status not in STATUSES:
             raise InvalidInput(f"unknown status {status!r}: use one of {', '.join(STATUSES)}")
-        filters = dict(status=status, job_name=job_name, since=_moment(since), before_id=before_id, limit=limit)
+        filters = dict(status=status, job_name=job_name, since=_moment(since), before_id=before_id, limit=limit,
+                       controller=controller)
         rows = self._run("list_jobs", **filters, **_parameter_slots(parameters),
                          error_pattern=like_contains(error_like) if error_like is not None else None)
         for row in rows:
@@ -585,19 +596,28 @@ class Queue:
             if deleted < batch:
                 return total
 
-    def set_limit(self, job_name: str, max_in_flight: int) -> None:
-        """Set a job's cap of rows in flight (0 holds it back)."""
+    def set_limit(self, job_name: str, max_in_flight: int, controller: str = DEFAULT_CONTROLLER) -> None:
+        """Set a job's cap of rows in flight on ``controller`` (0 holds it back)."""
         if max_in_flight < 0:
             raise InvalidInput("a cap must be 0 or more (0 holds the job back)")
-        self._run("set_limit", job_name=job_name, max_in_flight=max_in_flight)
+        self._run("set_limit", job_name=job_name, max_in_flight=max_in_flight, controller=controller)
 
-    def remove_limit(self, job_name: str) -> bool:
-        """Remove a job's cap; False when it had none."""
-        return bool(self._run("remove_limit", job_name=job_name))
+    def remove_limit(self, job_name: str, controller: str = DEFAULT_CONTROLLER) -> bool:
+        """Remove a job's cap on ``controller``; False when it had none."""
+        return bool(self._run("remove_limit", job_name=job_name, controller=controller))
 
     def limits(self) -> list[Row]:
-        """Every per-job cap with its rows in flight."""
+        """Every per-job cap (with its controller) with its rows in flight."""
         return self._run("list_limits")
+
+    def fail_unknown_controllers(self, known: list[str], *, actor: str = "dispatcher") -> list[Row]:
+        """Fail the pending rows naming a controller not in ``known`` (nothing is sent anywhere); id and
+        controller of each."""
+        return self._run("fail_unknown_controllers", known=json.dumps(sorted(known)), actor=actor)
+
+    def stats_per_controller(self) -> list[Row]:
+        """Per controller with unfinished rows: pending, due and in_flight."""
+        return self._run("stats_per_controller")
 
     # ------------------------------------------------------------------ pauses
     def pause(self, job_name: str | None, *, reason: str | None = None, paused_by: str | None = None) -> PauseResult:

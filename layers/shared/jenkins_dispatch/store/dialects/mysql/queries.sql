@@ -63,8 +63,8 @@ NOW(6) + INTERVAL ROUND(:lease_seconds * 1000000) MICROSECOND
 -- was created. A concurrent enqueue of the same key waits on the index entry of the first: once that one
 -- commits, it finds the duplicate; if it rolls back, it inserts. Either way it never fails.
 SET @jd_created = 1, @jd_id = NULL, @jd_iso = :scheduled_at;
-INSERT INTO jenkins_jobs_queue (job_name, parameters, priority, scheduled_at, max_attempts, dedupe_key)
-VALUES (:job_name, :parameters, :priority, COALESCE({{t_iso_utc}}, NOW(6)), :max_attempts, :dedupe_key)
+INSERT INTO jenkins_jobs_queue (job_name, parameters, priority, scheduled_at, max_attempts, dedupe_key, controller)
+VALUES (:job_name, :parameters, :priority, COALESCE({{t_iso_utc}}, NOW(6)), :max_attempts, :dedupe_key, :controller)
 ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id) + 0 * (@jd_created := 0);
 -- read before the history row's insert, which sets LAST_INSERT_ID() anew
 SET @jd_id = LAST_INSERT_ID();
@@ -88,10 +88,11 @@ SELECT name FROM jenkins_dispatch_locks WHERE name = 'pauses' LOCK IN SHARE MODE
 UNHEX(SHA2(LOWER(q.job_name), 256))
 
 -- fragment: claim_in_flight
--- Processing rows of the job of limit l: the collation's equality finds them through the index, the key
--- makes it exact.
+-- Processing rows of the job of limit l on its controller: the collation's equality finds them through the
+-- index, the key makes it exact.
 (SELECT COUNT(*) FROM jenkins_jobs_queue f
- WHERE f.status = 'processing' AND f.job_name = l.job_name AND UNHEX(SHA2(LOWER(f.job_name), 256)) = l.job_key)
+ WHERE f.status = 'processing' AND f.job_name = l.job_name AND UNHEX(SHA2(LOWER(f.job_name), 256)) = l.job_key
+   AND f.controller = l.controller)
 
 -- fragment: claim_not_paused
 AND {{t_job_key}} NOT IN (SELECT p.job_key FROM jenkins_job_pauses p)
@@ -123,13 +124,14 @@ ORDER BY q.claim_priority, q.scheduled_at, q.id
 -- Eligible rows in the seed's order (priority DESC, scheduled_at, id: the claim index's order, so InnoDB
 -- walks it and stops at the LIMIT), locked without waiting on rows other workers hold. Only the rows it
 -- returns are locked: READ COMMITTED takes no gap locks, so an application's INSERT never waits on a claim.
+-- One controller's rows (:controller), which lead the claim index after the status (0006_controllers.sql).
 SET @jd_claimed = NULL;
 {{claim_paused_lock}};
 SELECT JSON_ARRAYAGG(picked.id) INTO @jd_claimed FROM (
     SELECT q.id FROM jenkins_jobs_queue q
-    WHERE q.status = 'pending' AND q.scheduled_at <= NOW(6)
+    WHERE q.status = 'pending' AND q.controller = :controller AND q.scheduled_at <= NOW(6)
       -- A cap set while this dispatcher's pass runs uncapped: leave that job to the capped claim.
-      AND {{t_job_key}} NOT IN (SELECT l.job_key FROM jenkins_job_limits l)
+      AND {{t_job_key}} NOT IN (SELECT l.job_key FROM jenkins_job_limits l WHERE l.controller = :controller)
       {{claim_not_paused}}
     ORDER BY q.claim_priority, q.scheduled_at, q.id
     LIMIT :batch_size
@@ -167,8 +169,11 @@ SELECT name FROM jenkins_dispatch_locks WHERE name = 'caps' FOR UPDATE;
 SET @jd_claimed = NULL, @jd_room = NULL;
 SELECT name FROM jenkins_dispatch_locks WHERE name = 'caps' FOR UPDATE;
 {{claim_paused_lock}};
-SELECT CASE WHEN :max_in_flight IS NULL THEN :batch_size
-            ELSE LEAST(:batch_size, GREATEST(:max_in_flight - COUNT(*), 0)) END
+-- The room left under the global cap and under the controller's own (:controller_max_in_flight; NULL: none).
+SELECT LEAST(:batch_size,
+             COALESCE(GREATEST(:max_in_flight - COUNT(*), 0), :batch_size),
+             COALESCE(GREATEST(:controller_max_in_flight - COUNT(CASE WHEN controller = :controller THEN 1 END), 0),
+                      :batch_size))
 INTO @jd_room
 FROM jenkins_jobs_queue WHERE status = 'processing';
 SELECT JSON_ARRAYAGG(ranked.id) INTO @jd_claimed FROM (
@@ -178,16 +183,17 @@ SELECT JSON_ARRAYAGG(ranked.id) INTO @jd_claimed FROM (
                               ORDER BY picked.claim_priority, picked.scheduled_at, picked.id) AS nth_of_job
     FROM (
         SELECT q.id, {{t_job_key}} AS job_key, q.claim_priority, q.scheduled_at FROM jenkins_jobs_queue q
-        WHERE q.status = 'pending' AND q.scheduled_at <= NOW(6)
+        WHERE q.status = 'pending' AND q.controller = :controller AND q.scheduled_at <= NOW(6)
           AND {{t_job_key}} NOT IN (
-              SELECT l.job_key FROM jenkins_job_limits l WHERE l.max_in_flight <= {{claim_in_flight}})
+              SELECT l.job_key FROM jenkins_job_limits l
+              WHERE l.controller = :controller AND l.max_in_flight <= {{claim_in_flight}})
           {{claim_not_paused}}
         ORDER BY q.claim_priority, q.scheduled_at, q.id
         LIMIT :batch_size
         FOR UPDATE SKIP LOCKED
     ) picked
 ) ranked
-LEFT JOIN jenkins_job_limits l ON l.job_key = ranked.job_key
+LEFT JOIN jenkins_job_limits l ON l.job_key = ranked.job_key AND l.controller = :controller
 WHERE ranked.nth_of_all <= @jd_room
   AND (l.job_key IS NULL OR ranked.nth_of_job <= l.max_in_flight - {{claim_in_flight}});
 {{claim_take}};
@@ -417,7 +423,7 @@ SELECT :id AS id FROM DUAL WHERE @jd_changed > 0;
 SET @jd_taken = NULL;
 SELECT JSON_ARRAYAGG(picked.id) INTO @jd_taken FROM (
     SELECT id FROM jenkins_jobs_queue
-    WHERE status = 'processing' AND lease_expires_at <= NOW(6)
+    WHERE status = 'processing' AND lease_expires_at <= NOW(6) AND controller = :controller
     ORDER BY lease_expires_at
     LIMIT :limit
     FOR UPDATE SKIP LOCKED
@@ -554,18 +560,18 @@ SELECT :id AS id FROM DUAL WHERE @jd_from IS NOT NULL;
 
 -- name: get_job
 SELECT id, job_name, parameters, status, priority, scheduled_at, attempts, max_attempts, resends, cancel_requested_at,
-       dispatch_id,
+       dispatch_id, controller,
        jenkins_queue_id, build_number, build_url, jenkins_result, last_error, dedupe_key, lease_expires_at,
        started_at, created_at, updated_at, finished_at
 FROM jenkins_jobs_queue WHERE id = :id;
 
 -- name: get_job_by_dispatch_id
-SELECT id, job_name, status, dispatch_id, jenkins_queue_id, build_number, jenkins_result
+SELECT id, job_name, status, dispatch_id, jenkins_queue_id, build_number, jenkins_result, controller
 FROM jenkins_jobs_queue WHERE dispatch_id = :dispatch_id;
 
 -- name: get_job_by_queue_id
 -- The webhook's fallback: Jenkins queue ids are only unique per job and may be reused after a crash.
-SELECT id, job_name, status, dispatch_id, jenkins_queue_id, build_number, jenkins_result
+SELECT id, job_name, status, dispatch_id, jenkins_queue_id, build_number, jenkins_result, controller
 FROM jenkins_jobs_queue WHERE jenkins_queue_id = :queue_id AND job_name = :job_name
 ORDER BY (status = 'processing') DESC, id DESC LIMIT 1;
 
@@ -604,11 +610,12 @@ LIMIT :limit;
 -- A parameter's key is quoted into a JSON path (callers allow only letters, digits, '_', '-' and '.' in it).
 -- Every column get_job reads (ls --json carries all that show does).
 SELECT id, job_name, parameters, status, priority, scheduled_at, attempts, max_attempts, resends,
-       cancel_requested_at, dispatch_id, jenkins_queue_id, build_number, build_url, jenkins_result, last_error,
-       dedupe_key, lease_expires_at, started_at, created_at, updated_at, finished_at
+       cancel_requested_at, dispatch_id, controller, jenkins_queue_id, build_number, build_url, jenkins_result,
+       last_error, dedupe_key, lease_expires_at, started_at, created_at, updated_at, finished_at
 FROM jenkins_jobs_queue
 WHERE (:status IS NULL OR status = :status)
   AND (:job_name IS NULL OR job_name = :job_name)
+  AND (:controller IS NULL OR controller = :controller)
   AND (:since IS NULL OR updated_at >= :since)
   AND (:before_id IS NULL OR id < :before_id)
   AND (:error_pattern IS NULL OR lower(last_error) LIKE lower(:error_pattern) ESCAPE '\\')
@@ -665,23 +672,46 @@ UNHEX(SHA2(LOWER(:job_name), 256))
 -- name: set_limit
 -- VALUES(col) rather than MySQL 8.0.20's row alias, which MariaDB does not know. No trigger wakes the
 -- dispatcher on MySQL: it sees a raised cap at its next poll.
-INSERT INTO jenkins_job_limits (job_name, max_in_flight) VALUES (:job_name, :max_in_flight)
+INSERT INTO jenkins_job_limits (controller, job_name, max_in_flight) VALUES (:controller, :job_name, :max_in_flight)
 ON DUPLICATE KEY UPDATE max_in_flight = VALUES(max_in_flight), updated_at = NOW(6);
-SELECT job_name, max_in_flight FROM jenkins_job_limits WHERE job_key = {{op_job_key}};
+SELECT controller, job_name, max_in_flight FROM jenkins_job_limits
+WHERE job_key = {{op_job_key}} AND controller = :controller;
 
 -- name: remove_limit
 SET @jd_removed = 0;
-DELETE FROM jenkins_job_limits WHERE job_key = {{op_job_key}};
+DELETE FROM jenkins_job_limits WHERE job_key = {{op_job_key}} AND controller = :controller;
 SET @jd_removed = ROW_COUNT();
 SELECT :job_name AS job_name FROM DUAL WHERE @jd_removed > 0;
 
 -- name: list_limits
 -- In flight counted as the capped claim counts (claim_in_flight: every spelling of the job's name).
-SELECT l.job_name, l.max_in_flight,
-       (SELECT count(*) FROM jenkins_jobs_queue f
-        WHERE f.status = 'processing' AND f.job_name = l.job_name AND UNHEX(SHA2(LOWER(f.job_name), 256)) = l.job_key)
-           AS in_flight
-FROM jenkins_job_limits l ORDER BY l.job_name;
+SELECT l.controller, l.job_name, l.max_in_flight, {{claim_in_flight}} AS in_flight
+FROM jenkins_job_limits l ORDER BY l.job_name, l.controller;
+
+-- name: fail_unknown_controllers
+-- Pending rows naming a controller that is not configured (:known, a JSON array of the configured names) end
+-- failed, their last_error naming the controller: nothing is sent anywhere. Once per pass.
+SET @jd_taken = NULL;
+SELECT JSON_ARRAYAGG(picked.id) INTO @jd_taken FROM (
+    SELECT id FROM jenkins_jobs_queue
+    WHERE status = 'pending' AND NOT JSON_CONTAINS(:known, JSON_QUOTE(controller))
+    FOR UPDATE SKIP LOCKED
+) picked;
+UPDATE jenkins_jobs_queue q JOIN {{t_taken}} ON q.id = t.id
+SET q.status = 'failed', q.finished_at = NOW(6), q.updated_at = NOW(6),
+    q.last_error = CONCAT('controller ''', q.controller, ''' is not configured (JENKINS_CONTROLLERS): ',
+                          'nothing was sent');
+INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, actor, detail)
+SELECT q.id, 'failed', 'pending', 'failed', :actor, q.last_error FROM {{t_taken}} JOIN jenkins_jobs_queue q ON q.id = t.id;
+SELECT q.id, q.controller FROM {{t_taken}} JOIN jenkins_jobs_queue q ON q.id = t.id;
+
+-- name: stats_per_controller
+-- Per controller: pending, due and processing rows (the claim index and the status-led ones).
+SELECT controller, count(CASE WHEN status = 'pending' THEN 1 END) AS pending,
+       count(CASE WHEN status = 'pending' AND scheduled_at <= NOW(6) THEN 1 END) AS due,
+       count(CASE WHEN status = 'processing' THEN 1 END) AS in_flight
+FROM jenkins_jobs_queue WHERE status IN ('pending', 'processing')
+GROUP BY controller ORDER BY controller;
 
 -- fragment: op_may_see_transactions
 -- Whether this account holds PROCESS, without which information_schema.innodb_trx refuses to be read at all
@@ -786,7 +816,7 @@ WITH counts AS (
     FROM jenkins_jobs_queue
     WHERE status IN ('completed', 'failed', 'cancelled') AND finished_at > NOW(6) - INTERVAL 1 HOUR
     GROUP BY UNHEX(SHA2(LOWER(job_name), 256))
-    UNION ALL SELECT job_key, 0, 0, 0, 0, NULL FROM jenkins_job_limits
+    UNION ALL SELECT job_key, 0, 0, 0, 0, NULL FROM jenkins_job_limits WHERE controller = 'default'
     UNION ALL SELECT job_key, 0, 0, 0, 0, NULL FROM jenkins_job_pauses WHERE job_name <> '*'
 ), per_job AS (
     SELECT job_key, max(unfinished) - max(in_flight) AS pending, max(in_flight) AS in_flight,
@@ -803,7 +833,7 @@ SELECT coalesce(l.job_name, p.job_name, q.job_name) AS job_name, j.pending, j.in
        p.job_name IS NOT NULL AS paused, p.paused_at, p.reason AS pause_reason
 FROM per_job j
 LEFT JOIN jenkins_jobs_queue q ON q.id = j.named_by
-LEFT JOIN jenkins_job_limits l ON l.job_key = j.job_key
+LEFT JOIN jenkins_job_limits l ON l.job_key = j.job_key AND l.controller = 'default'
 LEFT JOIN jenkins_job_pauses p ON p.job_key = j.job_key
 ORDER BY coalesce(l.job_name, p.job_name, q.job_name);
 
@@ -831,7 +861,7 @@ SELECT
                                             AND UNHEX(SHA2(LOWER(q.job_name), 256)) = w.job_key),
                             'paused_as', (SELECT p.job_name FROM jenkins_job_pauses p WHERE p.job_key = w.job_key))),
             JSON_OBJECT())
-     FROM wanted w LEFT JOIN jenkins_job_limits l ON l.job_key = w.job_key) AS jobs,
+     FROM wanted w LEFT JOIN jenkins_job_limits l ON l.job_key = w.job_key AND l.controller = 'default') AS jobs,
     (SELECT coalesce(JSON_ARRAYAGG(JSON_OBJECT('job_name', job_name,
                                                'paused_at', DATE_FORMAT(paused_at, {{op_utc_text}}),
                                                'paused_by', paused_by, 'reason', reason)), JSON_ARRAY())

@@ -27,9 +27,9 @@
 -- name: enqueue
 -- A second enqueue with the same dedupe_key while one is unfinished returns the existing id.
 WITH inserted AS (
-    INSERT INTO jenkins_jobs_queue (job_name, parameters, priority, scheduled_at, max_attempts, dedupe_key)
+    INSERT INTO jenkins_jobs_queue (job_name, parameters, priority, scheduled_at, max_attempts, dedupe_key, controller)
     VALUES (:job_name, CAST(:parameters AS jsonb), :priority,
-            coalesce(CAST(:scheduled_at AS timestamptz), now()), :max_attempts, :dedupe_key)
+            coalesce(CAST(:scheduled_at AS timestamptz), now()), :max_attempts, :dedupe_key, :controller)
     ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL AND status IN ('pending', 'processing')
     DO NOTHING
     RETURNING id, scheduled_at
@@ -86,15 +86,17 @@ SELECT id, job_name, CAST(parameters AS text) AS parameters, attempts, max_attem
 FROM claimed ORDER BY priority DESC, scheduled_at, id
 
 -- name: claim_batch
--- Eligible rows in the seed's order, locked without waiting on rows other workers hold, then marked
--- processing with a fresh dispatch_id and a lease. Reads only the partial claim index.
+-- Eligible rows of one controller (:controller) in the seed's order, locked without waiting on rows other
+-- workers hold, then marked processing with a fresh dispatch_id and a lease. Reads only the partial claim
+-- index, and only the controller's part of it (0009_controllers.sql).
 WITH {{paused}}, picked AS MATERIALIZED (
     SELECT id FROM jenkins_jobs_queue q
-    WHERE status = 'pending' AND scheduled_at <= now()
+    WHERE status = 'pending' AND controller = :controller AND scheduled_at <= now()
       -- A cap set while this dispatcher's pass runs uncapped: leave that job to the capped claim.
       -- NOT IN (a hashed filter) rather than NOT EXISTS: an anti-join would read every pending row
       -- before the LIMIT instead of walking the claim index in order.
-      AND lower(q.job_name) NOT IN (SELECT lower(l.job_name) FROM jenkins_job_limits l)
+      AND lower(q.job_name) NOT IN (SELECT lower(l.job_name) FROM jenkins_job_limits l
+                                    WHERE l.controller = :controller)
       {{not_paused}}
     ORDER BY priority DESC, scheduled_at, id
     LIMIT :batch_size
@@ -120,26 +122,34 @@ SELECT (SELECT max(id) FROM jenkins_jobs_queue) AS last_job_id,
 SELECT pg_advisory_xact_lock({{lock:caps}});
 
 -- name: claim_batch_capped
--- As claim_batch, but never lets the processing rows of a job (every spelling of its name) exceed its
--- jenkins_job_limits entry, nor all processing rows exceed :max_in_flight (NULL: no global cap). Run after
+-- As claim_batch, but never lets the processing rows of a job (every spelling of its name, on this controller)
+-- exceed its jenkins_job_limits entry, nor all processing rows exceed :max_in_flight (NULL: no global cap), nor
+-- the controller's processing rows exceed :controller_max_in_flight (NULL: no cap of its own). Run after
 -- lock_caps.
 WITH {{paused}}, job_room AS (
     -- Each capped job's rows in flight, counted on the in-flight index by job key: index entries of capped jobs
     -- only, and no lower() computed per row in flight (under a UTF-8 locale it costs microseconds a row).
     SELECT lower(l.job_name) AS job_key,
            greatest(l.max_in_flight - (SELECT count(*) FROM jenkins_jobs_queue f
-                                       WHERE f.status = 'processing' AND lower(f.job_name) = lower(l.job_name)), 0)
+                                       WHERE f.status = 'processing' AND lower(f.job_name) = lower(l.job_name)
+                                         AND f.controller = l.controller), 0)
                AS room
-    FROM jenkins_job_limits l
+    FROM jenkins_job_limits l WHERE l.controller = :controller
 ), global_room AS (
-    SELECT CASE WHEN CAST(:max_in_flight AS integer) IS NULL THEN :batch_size
-                ELSE least(:batch_size, greatest(CAST(:max_in_flight AS integer)
-                                                 - (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing'),
-                                                 0))
-           END AS room
+    -- (greatest() skips a NULL: each cap is tested for NULL first.)
+    SELECT least(
+        :batch_size,
+        CASE WHEN CAST(:max_in_flight AS integer) IS NULL THEN :batch_size
+             ELSE greatest(CAST(:max_in_flight AS integer)
+                           - (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing'), 0) END,
+        CASE WHEN CAST(:controller_max_in_flight AS integer) IS NULL THEN :batch_size
+             ELSE greatest(CAST(:controller_max_in_flight AS integer)
+                           - (SELECT count(*) FROM jenkins_jobs_queue
+                              WHERE status = 'processing' AND controller = :controller), 0) END
+    ) AS room
 ), picked AS MATERIALIZED (
     SELECT q.id, lower(q.job_name) AS job_key, q.priority, q.scheduled_at FROM jenkins_jobs_queue q
-    WHERE q.status = 'pending' AND q.scheduled_at <= now()
+    WHERE q.status = 'pending' AND q.controller = :controller AND q.scheduled_at <= now()
       AND NOT EXISTS (SELECT 1 FROM job_room r WHERE r.job_key = lower(q.job_name) AND r.room = 0)
       {{not_paused}}
     ORDER BY q.priority DESC, q.scheduled_at, q.id
@@ -389,7 +399,7 @@ SELECT id FROM changed;
 -- same statement that picks it.
 WITH picked AS MATERIALIZED (
     SELECT id FROM jenkins_jobs_queue
-    WHERE status = 'processing' AND lease_expires_at <= now()
+    WHERE status = 'processing' AND lease_expires_at <= now() AND controller = :controller
     ORDER BY lease_expires_at
     LIMIT :limit
     FOR UPDATE SKIP LOCKED
@@ -539,19 +549,19 @@ SELECT id FROM changed;
 -- name: get_job
 -- parameters as text: its numbers are read as written (1.50 stays 1.50), not through the driver's floats.
 SELECT id, job_name, parameters::text AS parameters, status, priority, scheduled_at, attempts, max_attempts, resends, cancel_requested_at,
-       dispatch_id,
+       dispatch_id, controller,
        jenkins_queue_id, build_number, build_url, jenkins_result, last_error, dedupe_key, lease_expires_at,
        started_at, created_at, updated_at, finished_at
 FROM jenkins_jobs_queue WHERE id = :id;
 
 -- name: get_job_by_dispatch_id
-SELECT id, job_name, status, dispatch_id, jenkins_queue_id, build_number, jenkins_result
+SELECT id, job_name, status, dispatch_id, jenkins_queue_id, build_number, jenkins_result, controller
 FROM jenkins_jobs_queue WHERE dispatch_id = :dispatch_id;
 
 -- name: get_job_by_queue_id
 -- The webhook's fallback: Jenkins queue ids are only unique per job and may be reused after a crash. Jenkins
 -- names the job as it spells it, the row as it was enqueued: compared by job key.
-SELECT id, job_name, status, dispatch_id, jenkins_queue_id, build_number, jenkins_result
+SELECT id, job_name, status, dispatch_id, jenkins_queue_id, build_number, jenkins_result, controller
 FROM jenkins_jobs_queue WHERE jenkins_queue_id = :queue_id AND lower(job_name) = lower(CAST(:job_name AS text))
 ORDER BY (status = 'processing') DESC, id DESC LIMIT 1;
 
@@ -590,11 +600,12 @@ LIMIT :limit;
 -- serves walks the id index back until the page is full.
 -- Every column get_job reads (ls --json carries all that show does).
 SELECT id, job_name, parameters::text AS parameters, status, priority, scheduled_at, attempts, max_attempts, resends,
-       cancel_requested_at, dispatch_id, jenkins_queue_id, build_number, build_url, jenkins_result, last_error,
-       dedupe_key, lease_expires_at, started_at, created_at, updated_at, finished_at
+       cancel_requested_at, dispatch_id, controller, jenkins_queue_id, build_number, build_url, jenkins_result,
+       last_error, dedupe_key, lease_expires_at, started_at, created_at, updated_at, finished_at
 FROM jenkins_jobs_queue
 WHERE (CAST(:status AS text) IS NULL OR status = CAST(:status AS text))
   AND (CAST(:job_name AS text) IS NULL OR lower(job_name) = lower(CAST(:job_name AS text)))
+  AND (CAST(:controller AS text) IS NULL OR controller = CAST(:controller AS text))
   AND (CAST(:since AS timestamptz) IS NULL OR updated_at >= CAST(:since AS timestamptz))
   AND (CAST(:before_id AS bigint) IS NULL OR id < CAST(:before_id AS bigint))
   AND (CAST(:error_pattern AS text) IS NULL OR last_error ILIKE CAST(:error_pattern AS text) ESCAPE '\')
@@ -644,20 +655,48 @@ WITH doomed AS (
 SELECT count(*) AS deleted FROM gone;
 
 -- name: set_limit
--- One cap per job: set under another spelling of its name, it changes that cap (which keeps its first
--- spelling, as on MySQL).
-INSERT INTO jenkins_job_limits (job_name, max_in_flight) VALUES (:job_name, :max_in_flight)
-ON CONFLICT ((lower(job_name))) DO UPDATE SET max_in_flight = EXCLUDED.max_in_flight, updated_at = now()
-RETURNING job_name, max_in_flight;
+-- One cap per job and controller: set under another spelling of its name, it changes that cap (which keeps
+-- its first spelling, as on MySQL).
+INSERT INTO jenkins_job_limits (controller, job_name, max_in_flight) VALUES (:controller, :job_name, :max_in_flight)
+ON CONFLICT (controller, (lower(job_name))) DO UPDATE SET max_in_flight = EXCLUDED.max_in_flight, updated_at = now()
+RETURNING controller, job_name, max_in_flight;
 
 -- name: remove_limit
-DELETE FROM jenkins_job_limits WHERE lower(job_name) = lower(CAST(:job_name AS text)) RETURNING job_name;
+DELETE FROM jenkins_job_limits
+WHERE controller = :controller AND lower(job_name) = lower(CAST(:job_name AS text)) RETURNING job_name;
 
 -- name: list_limits
-SELECT l.job_name, l.max_in_flight,
+SELECT l.controller, l.job_name, l.max_in_flight,
        (SELECT count(*) FROM jenkins_jobs_queue q
-        WHERE q.status = 'processing' AND lower(q.job_name) = lower(l.job_name)) AS in_flight
-FROM jenkins_job_limits l ORDER BY l.job_name;
+        WHERE q.status = 'processing' AND lower(q.job_name) = lower(l.job_name) AND q.controller = l.controller)
+           AS in_flight
+FROM jenkins_job_limits l ORDER BY l.job_name, l.controller;
+
+-- name: fail_unknown_controllers
+-- Pending rows naming a controller that is not configured (:known, a JSON array of the configured names) end
+-- failed, their last_error naming the controller: nothing is sent anywhere. Once per pass; reads the
+-- pending part of the claim index (its controller leads it).
+WITH failed AS (
+    UPDATE jenkins_jobs_queue q
+    SET status = 'failed', finished_at = now(), updated_at = now(),
+        last_error = 'controller ' || quote_literal(q.controller) || ' is not configured (JENKINS_CONTROLLERS): '
+                     || 'nothing was sent'
+    WHERE q.status = 'pending'
+      AND q.controller NOT IN (SELECT value FROM jsonb_array_elements_text(CAST(:known AS jsonb)))
+    RETURNING q.id, q.controller, q.last_error
+), logged AS (
+    INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, actor, detail)
+    SELECT id, 'failed', 'pending', 'failed', :actor, last_error FROM failed
+)
+SELECT id, controller FROM failed;
+
+-- name: stats_per_controller
+-- Per controller: pending, due and processing rows (partial indexes only).
+SELECT controller, count(*) FILTER (WHERE status = 'pending') AS pending,
+       count(*) FILTER (WHERE status = 'pending' AND scheduled_at <= now()) AS due,
+       count(*) FILTER (WHERE status = 'processing') AS in_flight
+FROM jenkins_jobs_queue WHERE status IN ('pending', 'processing')
+GROUP BY controller ORDER BY controller;
 
 -- name: stats
 -- Reads only the partial indexes of unfinished rows and the last hour of finished_at: it stays fast
@@ -724,7 +763,7 @@ WITH waiting AS (
            count(*) FILTER (WHERE status = 'failed') AS failed_last_hour
     FROM jenkins_jobs_queue WHERE finished_at > now() - interval '1 hour' GROUP BY lower(job_name)
 ), caps AS (
-    SELECT lower(job_name) AS job_key, job_name, max_in_flight FROM jenkins_job_limits
+    SELECT lower(job_name) AS job_key, job_name, max_in_flight FROM jenkins_job_limits WHERE controller = 'default'
 ), paused AS (
     SELECT lower(job_name) AS job_key, job_name, paused_at, reason FROM jenkins_job_pauses WHERE job_name <> '*'
 ), keys AS (
@@ -757,7 +796,8 @@ SELECT
                                    'paused_as', (SELECT p.job_name FROM jenkins_job_pauses p
                                                  WHERE lower(p.job_name) = lower(w.job_name)))),
             '{}')
-     FROM wanted w LEFT JOIN jenkins_job_limits l ON lower(l.job_name) = lower(w.job_name)) AS jobs,
+     FROM wanted w LEFT JOIN jenkins_job_limits l
+       ON lower(l.job_name) = lower(w.job_name) AND l.controller = 'default') AS jobs,
     (SELECT coalesce(jsonb_agg(jsonb_build_object('job_name', job_name, 'paused_at', paused_at,
                                                   'paused_by', paused_by, 'reason', reason)), '[]')
      FROM jenkins_job_pauses) AS pauses,

@@ -1,0 +1,145 @@
+"""Several Jenkins controllers from one queue (issue 23), against the real database (both engines) and two
+emulators over real HTTP: each row goes to its own controller, and one controller's outage, wrong credentials or
+caps hold back only its own rows.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from jenkins_dispatch.callbacks.webhook import Callback, apply, check
+from jenkins_dispatch.dispatching.dispatcher import run_pass
+
+from ..dispatch_helpers import WEBHOOK_SECRET, dispatch_settings, expire_leases, wait_for
+from ..emulator_fixtures import ADMIN_TOKEN
+
+pytestmark = pytest.mark.both_engines
+
+
+def _settings(a, b, token_b: str = ADMIN_TOKEN, **env: str):
+    controllers = {"b": {"url": b.base_url, "user": "admin", "api_token": token_b}}
+    return dispatch_settings(a.base_url, JENKINS_CONTROLLERS=json.dumps(controllers), **env)
+
+
+def _rows(queue):
+    return sorted(queue.list_jobs(limit=1000), key=lambda r: r["id"])
+
+
+def _items(jenkins) -> int:
+    return jenkins.counters()["items_created"]
+
+
+def test_a_plain_insert_is_the_default_controllers_and_each_row_goes_to_its_own(make_jenkins, queue, db):
+    a, b = make_jenkins(), make_jenkins()
+    db.run("INSERT INTO jenkins_jobs_queue (job_name, parameters) VALUES ('deploy', '{}')")
+    db.run("INSERT INTO jenkins_jobs_queue (job_name, parameters, controller) VALUES ('deploy', '{}', 'b')")
+    queue.enqueue("deploy", controller="b")
+    summary = run_pass(_settings(a, b))
+    assert summary["triggered"] == 3, summary
+    assert [r["controller"] for r in _rows(queue)] == ["default", "b", "b"]
+    assert (_items(a), _items(b)) == (1, 2)
+
+
+def test_a_row_naming_an_unknown_controller_fails_and_nothing_is_sent(make_jenkins, queue, db):
+    a, b = make_jenkins(), make_jenkins()
+    db.run("INSERT INTO jenkins_jobs_queue (job_name, parameters, controller) VALUES ('deploy', '{}', 'nowhere')")
+    run_pass(_settings(a, b))
+    [row] = _rows(queue)
+    assert row["status"] == "failed" and "'nowhere'" in row["last_error"] and "not configured" in row["last_error"]
+    assert (_items(a), _items(b)) == (0, 0)
+
+
+def test_one_controller_down_holds_back_only_its_rows(make_jenkins, queue, db):
+    a, b = make_jenkins(), make_jenkins()
+    for n in range(6):
+        queue.enqueue("deploy", {"N": str(n)})
+        queue.enqueue("deploy", {"N": str(n)}, controller="b")
+    a.restart(window_seconds=4)  # 503 for every request meanwhile
+    settings = _settings(a, b, JENKINS_RETRY_BASE_SECONDS="0.1", JENKINS_RETRY_MAX_SECONDS="0.1")
+    summary = run_pass(settings)
+    assert summary["controllers"]["default"]["jenkins_unavailable"] is True, summary
+    # Every row of b was triggered while a was down; a's rows wait with every attempt left.
+    rows = _rows(queue)
+    assert all(r["status"] == "processing" for r in rows if r["controller"] == "b"), rows
+    assert all(r["status"] == "pending" and r["attempts"] == 0 for r in rows if r["controller"] == "default"), rows
+    assert (_items(a), _items(b)) == (0, 6)
+
+    def all_final() -> bool:
+        expire_leases(db)
+        run_pass(settings)
+        return all(r["status"] == "completed" for r in _rows(queue))
+
+    assert wait_for(all_final, timeout=30, interval=0.5), _rows(queue)
+    # Each built once, on its own controller.
+    assert (_items(a), _items(b)) == (6, 6)
+    for emulator in (a, b):
+        triggers = emulator.counters()["triggers_by_dispatch_id"]
+        assert all(n == 1 for n in triggers.values()), triggers
+
+
+def test_the_same_job_name_on_two_controllers_has_two_caps(make_jenkins, queue):
+    a, b = make_jenkins(), make_jenkins()
+    queue.set_limit("deploy", 1)
+    queue.set_limit("deploy", 2, controller="b")
+    for _ in range(5):
+        queue.enqueue("deploy")
+        queue.enqueue("deploy", controller="b")
+    run_pass(_settings(a, b))
+    in_flight = {c: sum(r["status"] == "processing" for r in _rows(queue) if r["controller"] == c)
+                 for c in ("default", "b")}
+    assert in_flight == {"default": 1, "b": 2}
+    assert (_items(a), _items(b)) == (1, 2)
+    limits = {(r["controller"], r["job_name"]): (r["max_in_flight"], r["in_flight"]) for r in queue.limits()}
+    assert limits == {("default", "deploy"): (1, 1), ("b", "deploy"): (2, 2)}
+
+
+def test_a_controllers_own_cap_holds_beside_the_global_one(make_jenkins, queue):
+    a, b = make_jenkins(), make_jenkins()
+    controllers = {"b": {"url": b.base_url, "user": "admin", "api_token": ADMIN_TOKEN, "max_in_flight": 2}}
+    for _ in range(4):
+        queue.enqueue("deploy")
+        queue.enqueue("deploy", controller="b")
+    run_pass(dispatch_settings(a.base_url, JENKINS_CONTROLLERS=json.dumps(controllers)))
+    assert (_items(a), _items(b)) == (4, 2)
+
+
+def test_wrong_credentials_on_one_controller_hold_back_only_its_rows(make_jenkins, queue):
+    a, b = make_jenkins(), make_jenkins()
+    for _ in range(3):
+        queue.enqueue("deploy")
+        queue.enqueue("deploy", controller="b")
+    summary = run_pass(_settings(a, b, token_b="wrong-token"))
+    assert summary["controllers"]["b"]["jenkins_unavailable"] is True, summary
+    assert summary["controllers"]["default"]["triggered"] == 3, summary
+    rows = _rows(queue)
+    assert all(r["status"] == "pending" and r["attempts"] == 0 for r in rows if r["controller"] == "b"), rows
+    assert (_items(a), _items(b)) == (3, 0)
+
+
+def test_a_notification_from_the_other_controller_changes_nothing(make_jenkins, queue):
+    a, b = make_jenkins(), make_jenkins()
+    queue.enqueue("deploy", controller="b")
+    settings = _settings(a, b)
+    run_pass(settings)
+    [row] = _rows(queue)
+    assert row["status"] == "processing"
+    controllers = {c.name: c.url for c in settings.controllers}
+
+    def notify(base_url: str):
+        body = {"name": "deploy", "url": "job/deploy/",
+                "build": {"phase": "COMPLETED", "status": "SUCCESS", "number": 1, "url": "job/deploy/1/",
+                          "full_url": f"{base_url}job/deploy/1/", "parameters": {"DISPATCH_ID": row["dispatch_id"]}}}
+        callback = Callback.of("POST", "/jenkins/notify", f"token={WEBHOOK_SECRET}", {}, json.dumps(body).encode())
+        checked = check(callback, secret=WEBHOOK_SECRET)
+        assert isinstance(checked, tuple), checked
+        return apply(queue, *checked, controllers=controllers)
+
+    answer = notify(a.base_url)  # the same job name and dispatch id, but controller a's build
+    assert (answer.status_code, answer.outcome) == (200, "ignored"), answer
+    assert "controller 'default'" in answer.message
+    assert _rows(queue)[0]["status"] == "processing"
+    answer = notify(b.base_url)
+    assert (answer.status_code, answer.outcome) == (200, "applied"), answer
+    assert _rows(queue)[0]["status"] == "completed"

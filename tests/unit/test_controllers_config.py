@@ -1,0 +1,68 @@
+"""JENKINS_CONTROLLERS is read and validated at start: one line per problem, each naming the variable, never a
+token (issue 23)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from jenkins_dispatch import cli
+from jenkins_dispatch.config import load_settings
+from jenkins_dispatch.errors import ConfigError
+
+BASE = {"DATABASE_URL": "postgresql://u@127.0.0.1/db", "JENKINS_URL": "https://a.example.com/",
+        "JENKINS_USER": "u", "JENKINS_API_TOKEN": "secret-a"}
+
+
+def _load(controllers: object, **env: str):
+    return load_settings({**BASE, "JENKINS_CONTROLLERS": json.dumps(controllers), **env})
+
+
+def test_the_default_controller_and_the_others():
+    settings = _load({"eu": {"url": "https://eu.example.com/ci", "user": "u", "api_token": "t", "max_in_flight": 5}})
+    assert [(c.name, c.url, c.max_in_flight) for c in settings.controllers] == [
+        ("default", "https://a.example.com/", None), ("eu", "https://eu.example.com/ci/", 5)]
+    assert settings.for_controller("eu").jenkins.api_token == "t"
+
+
+@pytest.mark.parametrize("controllers, line", [
+    ({"EU": {"url": "https://eu/", "user": "u", "api_token": "t"}}, "bad controller name 'EU'"),
+    ({"eu": {"url": "https://A.example.com", "user": "u", "api_token": "t"}},
+     "controllers 'default' and 'eu' have the same url"),
+    ({"eu": {"url": "https://eu/", "user": "u"}}, "JENKINS_CONTROLLERS['eu'] has no api_token"),
+    ({"default": {"url": "https://eu/", "user": "u", "api_token": "t"}}, "JENKINS_CONTROLLERS defines 'default'"),
+    ({"eu": {"url": "https://x:s3cr3t@eu/", "user": "u", "api_token": "t"}}, "must not carry credentials"),
+    ({"eu": {"url": "https://eu/", "user": "u", "api_token": "t", "max_in_flight": 0}}, "max_in_flight must be"),
+])
+def test_each_problem_is_one_line_naming_the_variable(controllers, line):
+    with pytest.raises(ConfigError) as refused:
+        _load(controllers)
+    [message] = str(refused.value).splitlines()
+    assert line in message and "JENKINS_CONTROLLERS" in message and "s3cr3t" not in message
+
+
+def test_several_problems_are_one_line_each():
+    with pytest.raises(ConfigError) as refused:
+        _load({"Bad": {}, "eu": {"url": "https://eu/", "user": "u"}, "default": {}})
+    assert len(str(refused.value).splitlines()) == 3
+
+
+def test_not_json_is_refused():
+    with pytest.raises(ConfigError, match="JENKINS_CONTROLLERS must be JSON"):
+        load_settings({**BASE, "JENKINS_CONTROLLERS": "{nope"})
+
+
+def test_the_secret_holds_the_same_json():
+    secret = json.dumps({"eu": {"url": "https://eu/", "user": "u", "api_token": "t"}})
+    settings = load_settings({**BASE, "JENKINS_CONTROLLERS_SECRET_ARN": "arn:x"}, fetch_secret=lambda arn: secret)
+    assert [c.name for c in settings.controllers] == ["default", "eu"]
+
+
+def test_a_bad_configuration_is_refused_at_start_in_one_line_exit_2(monkeypatch, capsys):
+    for name, value in BASE.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("JENKINS_CONTROLLERS", json.dumps({"EU": {"url": "https://eu/", "user": "u", "api_token": "t"}}))
+    assert cli.main(["dispatch"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "bad controller name 'EU'" in err
