@@ -25,7 +25,7 @@ from collections.abc import Callable
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pytest
 
@@ -60,14 +60,13 @@ def _direct(database_url: str, name: str) -> Database:
 
 
 def _through(proxy: TcpProxy, database_url: str) -> str:
-    """``database_url`` with the proxy as its server."""
-    where = parse_database_url(database_url)
-    if where.engine != "mysql":
-        return f"postgresql://postgres@127.0.0.1:{proxy.port}/{where.dbname}"
+    """``database_url`` with the proxy as its server: the same user, password and options, whatever server the
+    tests were given (a Unix socket's ``host=`` option, the embedded server's, is dropped: the proxy is TCP)."""
     parts = urlsplit(database_url)
     credentials = parts.netloc.rpartition("@")[0]
     netloc = f"{credentials}@127.0.0.1:{proxy.port}" if credentials else f"127.0.0.1:{proxy.port}"
-    return urlunsplit(parts._replace(netloc=netloc))
+    query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "host"])
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 def _start_serve_behind(proxy: TcpProxy, database_url: str, jenkins_url: str, log_path) -> ServeProcess:
