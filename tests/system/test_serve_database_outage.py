@@ -343,9 +343,16 @@ def test_serve_rides_out_database_cuts_and_killed_sessions(make_jenkins, databas
             enqueuer.run("INSERT INTO jenkins_jobs_queue (job_name, parameters) "
                          f"SELECT '{JOB}', {parameters} FROM {numbers(enqueuer, n)}")
 
-        enqueuing = threading.Event()
+        enqueuing, enqueuer_idle = threading.Event(), threading.Event()
         enqueuing.set()
-        bg.loop("enqueuer", lambda: enqueue() if enqueuing.is_set() else None, 0.4)
+
+        def enqueue_step() -> None:
+            if enqueuing.is_set():
+                enqueue()
+            else:  # one step in one thread: any insert the enqueuer made before this one has landed
+                enqueuer_idle.set()
+
+        bg.loop("enqueuer", enqueue_step, 0.4)
 
         def completed() -> int:
             return db.run("SELECT count(*) AS n FROM jenkins_jobs_queue WHERE status = 'completed'")[0]["n"]
@@ -397,7 +404,8 @@ def test_serve_rides_out_database_cuts_and_killed_sessions(make_jenkins, databas
             return db.run("SELECT count(*) AS n FROM jenkins_jobs_queue "
                           "WHERE status NOT IN ('completed', 'failed', 'cancelled')")[0]["n"] == 0
 
-        time.sleep(0.5)  # let the enqueuer's last insert land
+        if not enqueuer_idle.wait(10):
+            problems.append("the enqueuer never stopped enqueuing")
         t_drain = rec.now()
         finished = wait_for(all_final, timeout=30, interval=0.2)
         notes["drained_in_s"] = round(rec.now() - t_drain, 2)
