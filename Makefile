@@ -4,7 +4,7 @@ PYTHON ?= python3
 PY := $(VENV)/bin/python
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: install install-demo lock test test-fast lint bench demo clean chaos
+.PHONY: install install-demo lock test suite test-fast lint bench demo clean chaos
 
 LOCK := layers/shared/requirements.lock
 # The layer's own packages at the versions the lock gives the layer (hashes dropped: an editable install cannot
@@ -47,6 +47,11 @@ lock: install
 # Workers steal queued tests from each other (--dist worksteal, in pyproject's addopts).
 # The two 2,000-job chaos runs take 600 jobs here; `make chaos` runs them at full size.
 test: install lint
+	@$(MAKE) --no-print-directory suite
+
+# The suite alone, as `make test` runs it, with whatever $(VENV) holds: CI runs it on a second interpreter
+# (`make install suite VENV=.venv-second PYTHON=python3.13`).
+suite:
 	JD_CHAOS_JOBS=600 $(PY) -m pytest -n 4
 
 chaos: install
