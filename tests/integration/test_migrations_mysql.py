@@ -4,9 +4,7 @@ table keeping every row, safe to run concurrently, refused on servers without SK
 from __future__ import annotations
 
 import json
-import os
 import threading
-import uuid
 from datetime import UTC, datetime, timedelta
 
 import pymysql
@@ -18,8 +16,8 @@ from jenkins_dispatch.store import migrations
 from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.migrations import migrate, migration_files
 
-# The MariaDB the tests use (MYSQL_URL: a server where root, or the URL's user, may create databases).
-MYSQL_URL = os.environ.get("MYSQL_URL", "mysql://root@127.0.0.1:3306/mysql")
+from ..engines import scratch_database
+
 ALL = [f"{n:04d}_{name}" for n, name, _ in migration_files("mysql")]
 TABLES = {"jenkins_jobs_queue", "jenkins_job_events", "jenkins_job_limits", "jenkins_job_pauses",
           "jenkins_dispatchers", "jenkins_dispatch_locks", "jenkins_dispatch_migrations"}
@@ -32,27 +30,12 @@ QUEUE_INDEXES = {"PRIMARY", "jenkins_jobs_queue_dispatch_id_key", "jenkins_jobs_
                  "jenkins_jobs_queue_open_job_idx"}
 
 
-def _admin():
-    s = parse_database_url(MYSQL_URL)
-    try:
-        return pymysql.connect(host=s.host, port=s.port, user=s.user, password=s.password or "", autocommit=True)
-    except pymysql.err.OperationalError as exc:
-        pytest.skip(f"no MySQL/MariaDB server at {s.describe()}: {exc}")
-
-
 @pytest.fixture
 def mysql_url():
-    """The URL of a fresh, empty database, dropped afterwards."""
-    name = f"jd_mig_{uuid.uuid4().hex[:12]}"
-    admin = _admin()
-    with admin.cursor() as cursor:
-        cursor.execute(f"CREATE DATABASE {name} CHARACTER SET utf8mb4")
-    try:
-        yield MYSQL_URL.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        with admin.cursor() as cursor:
-            cursor.execute(f"DROP DATABASE IF EXISTS {name}")
-        admin.close()
+    """The URL of a fresh, empty database on the tests' MySQL/MariaDB server (MYSQL_TEST_URL, else the local one;
+    skipped without one), dropped afterwards."""
+    with scratch_database("mysql", prefix="jd_mig") as url:
+        yield url
 
 
 @pytest.fixture

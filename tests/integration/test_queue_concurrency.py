@@ -1,6 +1,5 @@
 """Exactly once and caps, proven with several real processes racing on the real database."""
 
-import multiprocessing
 import random
 import time
 from collections import Counter
@@ -11,10 +10,10 @@ from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.queue import Queue
 
+from ..child_processes import SPAWN, start_together, stop_all
 from ..engines import numbers, sql_for
 
 pytestmark = pytest.mark.both_engines
-CONTEXT = multiprocessing.get_context("fork")
 
 
 def _claim_until_empty(url, batch, results):
@@ -33,13 +32,10 @@ def test_eight_processes_claim_twenty_thousand_rows_exactly_once(db, database_ur
     db.run("INSERT INTO jenkins_jobs_queue (job_name, parameters) "
            f"SELECT CONCAT('job-', g % 7), {sql_for(db, postgresql='jsonb_build_object', mysql='JSON_OBJECT')}('n', g) "
            f"FROM {numbers(db, 20000)}")
-    results = CONTEXT.Queue()
-    workers = [CONTEXT.Process(target=_claim_until_empty, args=(database_url, 50, results)) for _ in range(8)]
-    for w in workers:
-        w.start()
+    results = SPAWN.Queue()
+    workers = start_together(_claim_until_empty, [(database_url, 50, results)] * 8)
     per_worker = [results.get(timeout=120) for _ in workers]
-    for w in workers:
-        w.join(timeout=30)
+    stop_all(workers, timeout=30)
     assert [r for r in per_worker if isinstance(r, str)] == [], "a claimer failed"
     counts = Counter(i for ids in per_worker for i in ids)
     assert len(counts) == 20000 and set(counts.values()) == {1}
@@ -79,27 +75,26 @@ def test_caps_hold_under_eight_concurrent_claimers(db, database_url):
     for name, cap in CAPS.items():
         queue.set_limit(name, cap)
 
-    done = CONTEXT.Event()
-    errors = CONTEXT.Queue()
-    workers = [CONTEXT.Process(target=_claim_work_settle, args=(database_url, s, done, errors)) for s in range(8)]
-    for w in workers:
-        w.start()
+    done = SPAWN.Event()
+    errors = SPAWN.Queue()
+    workers = start_together(_claim_work_settle, [(database_url, s, done, errors) for s in range(8)])
     peaks: Counter = Counter()
     samples = 0
-    with Database(parse_database_url(database_url)) as sampler_db:
-        sampler = Queue(sampler_db)
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            counts = sampler.in_flight_counts()
-            samples += 1
-            for name, n in counts.items():
-                peaks[name] = max(peaks[name], n)
-            peaks["*"] = max(peaks["*"], sum(counts.values()))
-            if sampler.stats()["pending"] == 0 and not counts:
-                break
-    done.set()
-    for w in workers:
-        w.join(timeout=30)
+    try:
+        with Database(parse_database_url(database_url)) as sampler_db:
+            sampler = Queue(sampler_db)
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline:
+                counts = sampler.in_flight_counts()
+                samples += 1
+                for name, n in counts.items():
+                    peaks[name] = max(peaks[name], n)
+                peaks["*"] = max(peaks["*"], sum(counts.values()))
+                if sampler.stats()["pending"] == 0 and not counts:
+                    break
+    finally:  # the claimers loop until told: tell them even when sampling failed
+        done.set()
+        stop_all(workers, timeout=30)
     failures = []
     while not errors.empty():
         failures.append(errors.get())

@@ -10,6 +10,7 @@ Real PostgreSQL (and MariaDB for the polling tests), the emulator over real HTTP
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from contextlib import contextmanager, suppress
@@ -92,7 +93,9 @@ def test_a_listener_whose_session_was_killed_reconnects_and_says_so(listener, db
     db.run("SELECT pg_terminate_backend(:pid)", pid=pid)
     from jenkins_dispatch.errors import DatabaseUnavailable
 
-    with pytest.raises(DatabaseUnavailable, match="127.0.0.1:5432"):
+    # Where the server is, as the settings describe it: host:port, or the Unix socket of an embedded server.
+    where = parse_database_url(database_url).describe()
+    with pytest.raises(DatabaseUnavailable, match=re.escape(where)):
         listener.wait(2)
     assert "reconnected" in listener.wait(0.1)
     insert_plain_sql(database_url, "INSERT INTO jenkins_jobs_queue (job_name) VALUES ('deploy')")

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import collections
 import json
-import multiprocessing
 import os
 import random
 import sys
@@ -36,10 +35,10 @@ from jenkins_dispatch.serve import WebhookServer, dispatch_forever
 from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.queue import Queue
 
+from ..child_processes import SPAWN, start_together, stop_all
 from ..dispatch_helpers import WEBHOOK_SECRET, dispatch_settings, wait_for
 from ..emulator_fixtures import ADMIN_TOKEN
 
-CONTEXT = multiprocessing.get_context("fork")
 # `make test` runs fewer to stay quick (JD_CHAOS_JOBS); `make chaos` runs the issue's 2,000.
 JOBS = int(os.environ.get("JD_CHAOS_JOBS", "2000"))
 DISPATCHERS = 3
@@ -71,15 +70,19 @@ def _dispatcher(jenkins_url: str, stop) -> None:
     dispatch_forever(settings, 1.0, stopping, Health())
 
 
-def _serve_webhook(webhook: WebhookServer, settings, log_path: str, stop) -> None:
-    """The webhook in a process of its own (as `serve` and Lambda run it, and off the emulator's GIL); its
-    log — one line per notification answered — goes to ``log_path``."""
+def _serve_webhook(log_path: str, url, stop) -> None:
+    """The webhook in a process of its own (as `serve` and Lambda run it, and off the emulator's GIL), built
+    and started here; its URL is put on ``url``, its log — one line per notification answered — goes to
+    ``log_path``."""
     sys.stdout = open(os.devnull, "w")  # the metrics' EMF lines  # noqa: SIM115 - for the process's life
+    settings = dispatch_settings("http://unused/")
+    webhook = WebhookServer(settings)
     with open(log_path, "w", encoding="utf-8") as log:
         logger.registered_handler.setStream(log)
         logger.setLevel("INFO")
         runtime.install(settings)
         webhook.start()
+        url.put(webhook.url)
         stop.wait()
         webhook.stop()
         runtime.reset()
@@ -167,43 +170,41 @@ def test_late_acting_jenkins_downstream_jobs_cancels_and_large_parameters_build_
         make_jenkins, db, database_url, tmp_path):
     started = time.monotonic()
     settings = dispatch_settings("http://unused/")
-    webhook = WebhookServer(settings)  # listening from here; served by its own process below
     webhook_log = tmp_path / "webhook.log"
-    common = {"concurrent": True, "notify": True}
-    jenkins = make_jenkins(
-        executors=80,
-        left_item_retention_seconds=1,  # Jenkins forgets a cancelled item a second later
-        jobs=[
-            {**common, "path": PLAIN, "parameters": PARAMS, "duration_seconds": 0.1},
-            {**common, "path": PARENT, "parameters": PARAMS, "duration_seconds": 0.3,
-             # The child fails while the parent still runs: its callbacks come first.
-             "downstream": [{"job": CHILD, "when": "started", "pass_parameters": True}]},
-            {**common, "path": CHILD, "parameters": PARAMS, "duration_seconds": 0.05, "result": "FAILURE"},
-            {**common, "path": QUIET, "parameters": PARAMS, "duration_seconds": 0.1,
-             "quiet_period_seconds": QUIET_PERIOD_SECONDS},
-            {**common, "path": BULK, "parameters": [*PARAMS, {"name": "BLOB"}], "duration_seconds": 0.05},
-        ],
-        notification={"url": f"{webhook.url}jenkins/notify?token={WEBHOOK_SECRET}"},
-    )
-    queue = Queue(db)
-    specs = _insert_jobs(db, _jobs(JOBS))
-    late = [jenkins.add_fault(path="buildWithParameters$", method="POST", latency_seconds=seconds,
-                              probability=LATE_SHARE_EACH, seed=21 + n)
-            for n, seconds in enumerate(LATE_SECONDS)]
-
-    stop = CONTEXT.Event()
+    # The webhook first: the emulator's notifications need its URL. Stopped in the `finally` below.
+    webhook_stop, webhook_url = SPAWN.Event(), SPAWN.Queue()
+    webhook_process = start_together(_serve_webhook, [(str(webhook_log), webhook_url, webhook_stop)])[0]
+    workers: list = []
+    stop = SPAWN.Event()
     person_stop = threading.Event()
-    person = Person(settings, jenkins.base_url, person_stop)
-    workers = [CONTEXT.Process(target=_dispatcher, args=(jenkins.base_url, stop)) for _ in range(DISPATCHERS)]
-    webhook_stop = CONTEXT.Event()
-    webhook_process = CONTEXT.Process(target=_serve_webhook, args=(webhook, settings, str(webhook_log), webhook_stop))
-    dispatch_started = time.monotonic()
     final_after = None
     try:
-        webhook_process.start()
-        webhook.socket.close()  # this process's copy of the listening socket: the child serves it
-        for w in workers:
-            w.start()
+        notify_url = f"{webhook_url.get(timeout=60)}jenkins/notify?token={WEBHOOK_SECRET}"
+        common = {"concurrent": True, "notify": True}
+        jenkins = make_jenkins(
+            executors=80,
+            left_item_retention_seconds=1,  # Jenkins forgets a cancelled item a second later
+            jobs=[
+                {**common, "path": PLAIN, "parameters": PARAMS, "duration_seconds": 0.1},
+                {**common, "path": PARENT, "parameters": PARAMS, "duration_seconds": 0.3,
+                 # The child fails while the parent still runs: its callbacks come first.
+                 "downstream": [{"job": CHILD, "when": "started", "pass_parameters": True}]},
+                {**common, "path": CHILD, "parameters": PARAMS, "duration_seconds": 0.05, "result": "FAILURE"},
+                {**common, "path": QUIET, "parameters": PARAMS, "duration_seconds": 0.1,
+                 "quiet_period_seconds": QUIET_PERIOD_SECONDS},
+                {**common, "path": BULK, "parameters": [*PARAMS, {"name": "BLOB"}], "duration_seconds": 0.05},
+            ],
+            notification={"url": notify_url},
+        )
+        queue = Queue(db)
+        specs = _insert_jobs(db, _jobs(JOBS))
+        late = [jenkins.add_fault(path="buildWithParameters$", method="POST", latency_seconds=seconds,
+                                  probability=LATE_SHARE_EACH, seed=21 + n)
+                for n, seconds in enumerate(LATE_SECONDS)]
+
+        person = Person(settings, jenkins.base_url, person_stop)
+        workers = start_together(_dispatcher, [(jenkins.base_url, stop)] * DISPATCHERS)
+        dispatch_started = time.monotonic()
         person.start()
 
         def all_final() -> bool:
@@ -243,11 +244,7 @@ def test_late_acting_jenkins_downstream_jobs_cancels_and_large_parameters_build_
         stop.set()
         person_stop.set()
         webhook_stop.set()
-        for process in [*workers, webhook_process]:
-            process.join(timeout=10)
-            if process.is_alive():
-                process.kill()
-                process.join(timeout=10)
+        stop_all([*workers, webhook_process])
     wall = time.monotonic() - started
     assert person.error is None, repr(person.error)
 

@@ -58,7 +58,9 @@ class OldWorker:
     def __init__(self, php: str, url: str, jenkins_url: str, build_wait: float, name: str, log: Path):
         s = parse_database_url(url)
         prefix = "pgsql" if s.engine == "postgresql" else "mysql"
-        env = dict(os.environ, SEED_DSN=f"{prefix}:host={s.host};port={s.port};dbname={s.dbname}",
+        # PDO's pgsql takes a Unix socket's folder as its host (the embedded server the tests may fall back on).
+        host = os.path.dirname(s.unix_socket) if s.unix_socket else s.host
+        env = dict(os.environ, SEED_DSN=f"{prefix}:host={host};port={s.port};dbname={s.dbname}",
                    SEED_DB_USER=s.user, SEED_DB_PASSWORD=s.password or "", JENKINS_URL=jenkins_url,
                    JENKINS_USER="admin", JENKINS_API_TOKEN="admin-token", BUILD_WAIT_SECONDS=str(build_wait),
                    WORKER=name)

@@ -4,9 +4,11 @@ that satisfies them, and a command line that needs neither boto3 nor the X-Ray S
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -152,3 +154,25 @@ def test_the_lambda_handlers_need_nothing_the_layer_leaves_out():
                           env=dict(os.environ, WEBHOOK_SECRET="example-webhook-secret"))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n")[-3:] == ["405", "[]", ""], proc.stdout
+
+
+def test_the_wheel_ships_the_package_alone(tmp_path):
+    """`pip install jenkins-dispatch` gets jenkins_dispatch and its metadata: not the Jenkins emulator (its own
+    distribution, jenkins_emulator/pyproject.toml, installed for development by `make install`), the demo, the
+    tests or the scripts. Built from a copy of what the build reads, so the checkout is left as it was."""
+    source = tmp_path / "source"
+    for name in ("pyproject.toml", "README.md"):
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, source / name)
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    shutil.copytree(ROOT / "layers/shared/jenkins_dispatch", source / "layers/shared/jenkins_dispatch", ignore=ignore)
+    shutil.copytree(ROOT / "jenkins_emulator", source / "jenkins_emulator", ignore=ignore)  # there, and left out
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(tmp_path / "dist"),
+                           str(source)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [wheel] = (tmp_path / "dist").glob("jenkins_dispatch-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        tops = {name.split("/")[0] for name in archive.namelist()}
+        entry_points = archive.read(next(n for n in archive.namelist() if n.endswith(".dist-info/entry_points.txt")))
+    assert {top for top in tops if not top.endswith(".dist-info")} == {"jenkins_dispatch"}, sorted(tops)
+    assert b"jenkins-dispatch = jenkins_dispatch.cli:main" in entry_points

@@ -8,7 +8,6 @@ Jenkins-wide failure (every trigger answered 503 for a few seconds) and a SIGKIL
 """
 
 import json
-import multiprocessing
 import os
 import signal
 import time
@@ -23,13 +22,13 @@ from jenkins_dispatch.serve import WebhookServer
 from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.queue import Queue
 
+from ..child_processes import SPAWN, start_together, stop_all
 from ..dispatch_helpers import WEBHOOK_SECRET, dispatch_settings, wait_for
 from ..engines import sql_for
 from ..serve_helpers import serve_env, start_serve
 
 pytestmark = pytest.mark.both_engines
 
-CONTEXT = multiprocessing.get_context("fork")
 # `make test` runs fewer to stay quick (JD_CHAOS_JOBS); `make chaos` runs the full size. The MySQL run of the
 # first test takes a share of that (JD_CHAOS_MYSQL_SHARE, half unless told): the suite runs every chaos test
 # twice now, and one run per engine at full size is `make chaos` with JD_CHAOS_MYSQL_SHARE=1.
@@ -96,11 +95,9 @@ def test_four_dispatchers_through_faults_and_a_crash_trigger_every_job_exactly_o
     failed = jenkins.add_fault(path="buildWithParameters$", status=500, probability=0.05, seed=2)
     started = time.monotonic()
 
-    stop = CONTEXT.Event()
-    workers = [CONTEXT.Process(target=_dispatch_loop, args=(jenkins.base_url, stop)) for _ in range(4)]
+    stop = SPAWN.Event()
+    workers = start_together(_dispatch_loop, [(jenkins.base_url, stop)] * 4)
     try:
-        for w in workers:
-            w.start()
         assert wait_for(lambda: jenkins.counters()["items_created"] > 150, timeout=30)
         os.kill(workers[0].pid, signal.SIGKILL)  # mid-pass: claimed rows and unanswered triggers left behind
         workers[0].join()
@@ -122,8 +119,7 @@ def test_four_dispatchers_through_faults_and_a_crash_trigger_every_job_exactly_o
         print(f"all {jobs} final after {time.monotonic() - started:.1f} s on {engine}")
     finally:
         stop.set()
-        for w in workers[1:]:
-            w.join(timeout=30)
+        stop_all(workers[1:], timeout=30)
         webhook.stop()
         runtime.reset()
 

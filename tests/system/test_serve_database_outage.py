@@ -25,7 +25,7 @@ from collections.abc import Callable
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pytest
 
@@ -60,14 +60,13 @@ def _direct(database_url: str, name: str) -> Database:
 
 
 def _through(proxy: TcpProxy, database_url: str) -> str:
-    """``database_url`` with the proxy as its server."""
-    where = parse_database_url(database_url)
-    if where.engine != "mysql":
-        return f"postgresql://postgres@127.0.0.1:{proxy.port}/{where.dbname}"
+    """``database_url`` with the proxy as its server: the same user, password and options, whatever server the
+    tests were given (a Unix socket's ``host=`` option, the embedded server's, is dropped: the proxy is TCP)."""
     parts = urlsplit(database_url)
     credentials = parts.netloc.rpartition("@")[0]
     netloc = f"{credentials}@127.0.0.1:{proxy.port}" if credentials else f"127.0.0.1:{proxy.port}"
-    return urlunsplit(parts._replace(netloc=netloc))
+    query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "host"])
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 def _start_serve_behind(proxy: TcpProxy, database_url: str, jenkins_url: str, log_path) -> ServeProcess:
@@ -344,9 +343,16 @@ def test_serve_rides_out_database_cuts_and_killed_sessions(make_jenkins, databas
             enqueuer.run("INSERT INTO jenkins_jobs_queue (job_name, parameters) "
                          f"SELECT '{JOB}', {parameters} FROM {numbers(enqueuer, n)}")
 
-        enqueuing = threading.Event()
+        enqueuing, enqueuer_idle = threading.Event(), threading.Event()
         enqueuing.set()
-        bg.loop("enqueuer", lambda: enqueue() if enqueuing.is_set() else None, 0.4)
+
+        def enqueue_step() -> None:
+            if enqueuing.is_set():
+                enqueue()
+            else:  # one step in one thread: any insert the enqueuer made before this one has landed
+                enqueuer_idle.set()
+
+        bg.loop("enqueuer", enqueue_step, 0.4)
 
         def completed() -> int:
             return db.run("SELECT count(*) AS n FROM jenkins_jobs_queue WHERE status = 'completed'")[0]["n"]
@@ -398,7 +404,8 @@ def test_serve_rides_out_database_cuts_and_killed_sessions(make_jenkins, databas
             return db.run("SELECT count(*) AS n FROM jenkins_jobs_queue "
                           "WHERE status NOT IN ('completed', 'failed', 'cancelled')")[0]["n"] == 0
 
-        time.sleep(0.5)  # let the enqueuer's last insert land
+        if not enqueuer_idle.wait(10):
+            problems.append("the enqueuer never stopped enqueuing")
         t_drain = rec.now()
         finished = wait_for(all_final, timeout=30, interval=0.2)
         notes["drained_in_s"] = round(rec.now() - t_drain, 2)
