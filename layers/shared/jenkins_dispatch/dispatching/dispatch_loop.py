@@ -28,8 +28,9 @@ from ..config import Settings
 from ..errors import ConfigError, DatabaseBusy, DatabaseUnavailable, DispatchError
 from ..jenkins.client import jenkins_client
 from ..observability import logger, metrics
-from ..store.db import Database
+from ..store.db import Session
 from ..store.queue import Queue
+from ..store.rows import Gauges
 from .breaker import Breaker, breaker_for
 from .decisions import backoff_seconds
 from .dispatcher import Dispatcher
@@ -207,7 +208,7 @@ def default_pass_budget(settings: Settings) -> float:
 
 
 
-def seconds_until_next_pass(gauges: dict[str, Any] | None, interval: float) -> float:
+def seconds_until_next_pass(gauges: Gauges | None, interval: float) -> float:
     """How long to sleep after a pass when no notification comes: the periodic pass, or sooner when a
     pending row becomes due or a lease expires."""
     wait = interval
@@ -263,7 +264,7 @@ class DispatchLoop:
     def __init__(
         self,
         settings: Settings,
-        db: Database,
+        db: Session,
         signal: WorkSignal,
         *,
         interval: float,
@@ -288,7 +289,7 @@ class DispatchLoop:
         self.health.jenkins = self.breaker
         self.pass_budget_seconds = pass_budget_seconds or default_pass_budget(settings)
         self.heartbeat = heartbeat  # None: this loop records no heartbeat (tests)
-        self.gauges: dict[str, Any] | None = None
+        self.gauges: Gauges | None = None
         self.watching = 0
         timeout = settings.jenkins.timeout_seconds if settings.jenkins else 0.0
         # Below this much time left a pass could not send a single trigger: stop (Lambda only).

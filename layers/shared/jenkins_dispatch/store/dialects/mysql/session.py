@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from functools import lru_cache
+from typing import Any
 
 import pymysql
 from pymysql.constants import CLIENT, FIELD_TYPE
@@ -145,7 +146,7 @@ class MysqlSession(Session):
     def _connect(self) -> pymysql.connections.Connection:
         s = self.settings
         to = endpoint(s)
-        kwargs = dict(
+        kwargs: dict[str, Any] = dict(
             user=to.user, password=to.password or "", database=to.database, charset="utf8mb4", autocommit=True,
             connect_timeout=to.connect_timeout,
             # A statement may legitimately run up to the statement time limit: the socket waits that plus a margin.
