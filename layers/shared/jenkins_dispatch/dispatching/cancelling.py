@@ -50,6 +50,7 @@ def stop_dispatch(client: JenkinsClient, job_name: str, dispatch_id: str, queue_
         if found is None:
             return Stopped("nothing found in Jenkins to stop", found=False)
         if found.build_number is None:
+            assert found.queue_id is not None  # found in the queue, not among the builds: an item has its id
             if client.cancel_queue_item(found.queue_id) is CancelResult.CANCELLED:
                 return Stopped(f"cancelled Jenkins queue item {found.queue_id}")
             raise DispatchError(f"could not cancel Jenkins queue item {found.queue_id}; try again")

@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from functools import partial
 
 from ..config import Settings
 from ..errors import DispatchError, JenkinsError, JenkinsRequestFailed, SearchInconclusive
@@ -41,6 +42,7 @@ from ..jenkins.client import LOOK_BACK_ITEMS, CancelResult, JenkinsClient
 from ..jenkins.jobs import job_path_error
 from ..observability import MetricUnit, logger, metrics, subsegment
 from ..store.queue import LEGACY_DISPATCH_PREFIX, ClaimedJob, ExpiredLease, Queue
+from ..store.rows import WatchedRow
 from .breaker import Breaker
 from .cancelling import settle_stopped, stop_dispatch
 from .decisions import Evidence, Next, build_error, final_status, follow_build, follow_queue_item
@@ -106,13 +108,15 @@ class Reconciler:
         not_found: list[ExpiredLease] = []
         with subsegment("jenkins.reconcile"):
             for row in rows:
-                self._about_one_job(row.job_name, lambda row=row: self._look_at(row, not_found),
-                                    (row.id, row.dispatch_id))
+                self._about_one_job(row.job_name, partial(self._look_at, row, not_found), (row.id, row.dispatch_id))
             if not_found:
                 time.sleep(SEARCH_RECHECK_SECONDS)
             for row in not_found:
-                self._about_one_job(row.job_name, lambda row=row: self._adopt(row) or self._no_trace(row),
-                                    (row.id, row.dispatch_id))
+                self._about_one_job(row.job_name, partial(self._adopt_or_no_trace, row), (row.id, row.dispatch_id))
+
+    def _adopt_or_no_trace(self, row: ExpiredLease) -> None:
+        if not self._adopt(row):
+            self._no_trace(row)
 
     def _look_at(self, row: ExpiredLease, not_found: list[ExpiredLease]) -> None:
         if error := job_path_error(row.job_name):
@@ -148,7 +152,7 @@ class Reconciler:
                 raise
             self.counts.waiting += 1
             metrics.add_metric(name="JenkinsReadsFailed", unit=MetricUnit.Count, value=1)
-            extra = {"job_name": job_name, "reason": str(exc)}
+            extra: dict[str, object] = {"job_name": job_name, "reason": str(exc)}
             if noted is not None:
                 extra.update(job_id=noted[0], dispatch_id=noted[1])
                 self.queue.record_note(noted[0], noted[1], "jenkins_read_failed",
@@ -392,16 +396,16 @@ class Reconciler:
         for row in self.queue.recently_finished_watched(self._watch_window()):
             self.counts.watching += 1
             # Watched every pass while the window lasts: a failed look is logged, not written into the history.
-            self._about_one_job(row["job_name"], lambda row=row: self._watch_one(row), None)
+            self._about_one_job(row["job_name"], partial(self._watch_one, row), None)
 
-    def _watch_one(self, row) -> None:
+    def _watch_one(self, row: WatchedRow) -> None:
         if row["cancelled_in_flight"]:
             self._stop_late_arrival(row)
             return
         items = self.client.queued_items_with(row["job_name"], row["dispatch_id"])
         self._cancel_items(row["id"], row["dispatch_id"], items, "a re-send that landed after its job had finished")
 
-    def _stop_late_arrival(self, row) -> None:
+    def _stop_late_arrival(self, row: WatchedRow) -> None:
         job_name, dispatch_id = row["job_name"], row["dispatch_id"]
         for item in self.client.queued_items_with(job_name, dispatch_id):
             if self.client.cancel_queue_item(item) is CancelResult.CANCELLED:
@@ -418,6 +422,7 @@ class Reconciler:
             return  # looked at again next pass
         if built is None:
             return
+        assert built.build_number is not None  # a build found among the job's builds has its number
         if built.building:
             self.client.stop_build(job_name, built.build_number)
             self._late_arrival(row, "late_build_stopped",
