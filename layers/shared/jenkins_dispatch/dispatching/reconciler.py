@@ -234,11 +234,14 @@ class Reconciler:
             self.log("adopted a finished build", row, build_number=found.build_number)
             self.settle_from_result(row, found.result, found.build_number, found.build_url)
             return True
-        self.queue.mark_triggered(row, found.queue_id, event="adopted", actor="reconciler",
+        # A build's JSON may name no queue item (no queueId): the row keeps the one it knew, if any.
+        queue_id = found.queue_id if found.queue_id is not None else row.jenkins_queue_id
+        seen = ([f"queue item {queue_id}"] if queue_id is not None else []) + (
+            [f"build #{found.build_number}"] if found.build_number else [])
+        self.queue.mark_triggered(row, queue_id, event="adopted", actor="reconciler",
                                   build_number=found.build_number, build_url=found.build_url,
-                                  detail=f"found in Jenkins: queue item {found.queue_id}"
-                                  + (f", build #{found.build_number}" if found.build_number else ""))
-        self.log("adopted", row, jenkins_queue_id=found.queue_id, build_number=found.build_number)
+                                  detail="found in Jenkins: " + ", ".join(seen))
+        self.log("adopted", row, jenkins_queue_id=queue_id, build_number=found.build_number)
         return True
 
     def _no_trace(self, row: ExpiredLease) -> None:

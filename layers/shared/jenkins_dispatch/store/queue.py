@@ -354,11 +354,13 @@ class Queue:
 
     # ------------------------------------------------------------------ fenced transitions
     def mark_triggered(
-        self, job: ClaimedJob | ExpiredLease, queue_id: int, *, event: str = "triggered",
+        self, job: ClaimedJob | ExpiredLease, queue_id: int | None, *, event: str = "triggered",
         actor: str = "dispatcher", detail: str | None = None, build_number: int | None = None,
         build_url: str | None = None,
     ) -> bool:
-        """Record the queue item (and build) Jenkins has for the dispatch; False when the row is no longer ours."""
+        """Record the queue item (and build) Jenkins has for the dispatch; False when the row is no longer ours.
+        ``queue_id`` None: Jenkins named no queue item (the reconciler adopting a build that names none, for a row
+        that never learnt its own); give ``detail`` then."""
         rows = self._run(
             "mark_triggered", id=job.id, dispatch_id=job.dispatch_id, queue_id=queue_id,
             build_number=build_number, build_url=build_url, lease_seconds=self.lease_seconds,
