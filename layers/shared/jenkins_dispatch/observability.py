@@ -195,6 +195,7 @@ class PrometheusSink:
 
                 kind, full_name = prometheus_name(name, unit)
                 help_text = CATALOGUE[name][1] if name in CATALOGUE else f"{name} ({_unit_text(unit)})."
+                family: Counter | Gauge | Histogram
                 if kind == "counter":
                     family = Counter(full_name, help_text, registry=self.registry)
                 elif kind == "gauge":

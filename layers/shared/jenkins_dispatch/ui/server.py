@@ -255,9 +255,12 @@ class UiApp:
     @staticmethod
     def _job_id(text: str) -> int:
         try:
-            return forms.positive_id(text, "job id")
+            job_id = forms.positive_id(text, "job id")
         except InvalidInput:
-            raise NotFound(f"there is no job {text!r}: a job's page is /jobs/ID with a numeric id") from None
+            job_id = None
+        if job_id is None:
+            raise NotFound(f"there is no job {text!r}: a job's page is /jobs/ID with a numeric id")
+        return job_id
 
     def _failure(self, error: DispatchError, session: security.Session) -> Answer:
         if isinstance(error, NotFound):
