@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypedDict
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import SplitResult, parse_qs, unquote, urlsplit
 
 from .errors import ConfigError
 
@@ -441,7 +441,7 @@ def parse_database_url(url: str, name: str = "DATABASE_URL") -> DatabaseSettings
     )
 
 
-def _parse_mysql_url(parts, port: int | None, name: str) -> DatabaseSettings:
+def _parse_mysql_url(parts: SplitResult, port: int | None, name: str) -> DatabaseSettings:
     """A ``mysql://`` URL: TLS from ``ssl-mode`` (MySQL's spelling) or ``sslmode``, the CA from ``ssl-ca``
     (or ``sslrootcert``), a local socket from ``unix_socket``."""
     query = {k.replace("_", "-").lower(): v[-1] for k, v in parse_qs(parts.query).items()}

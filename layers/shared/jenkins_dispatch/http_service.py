@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from waitress.server import TcpWSGIServer
 
 # Defaults of the limits (HttpLimits). A connection that sends nothing is closed between idle_seconds and
@@ -150,7 +152,7 @@ class Lanes:
             queue_logger = logging.getLogger("waitress.queue")
             lane = ""  # its name among the lanes
 
-            def start_new_thread(self, target, thread_no):
+            def start_new_thread(self, target: Callable[[int], object], thread_no: int) -> None:
                 threading.Thread(target=target, name=f"{name}-{self.lane}-{thread_no}", args=(thread_no,),
                                  daemon=True).start()
 
@@ -163,7 +165,7 @@ class Lanes:
             self.lanes[lane_name] = lane
         self.first = next(iter(self.lanes.values()))
 
-    def add_task(self, channel) -> None:
+    def add_task(self, channel: Any) -> None:  # waitress's HTTPChannel (types-waitress says a Task)
         """Queue the channel's next request in its lane (waitress calls this from its event loop)."""
         request = channel.requests[0] if channel.requests else None
         lane = self.first
@@ -246,7 +248,7 @@ class BackgroundHttpServer:
         host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{port}/"
 
-    def start(self):
+    def start(self) -> BackgroundHttpServer:
         """Serve on the background thread; return self."""
         from waitress import wasyncore
         from waitress.adjustments import Adjustments
@@ -262,7 +264,7 @@ class BackgroundHttpServer:
             receiving_since: float | None = None
             closing = False  # set when the server closes it (an answer sent, a timeout, stop)
 
-            def handle_close(self):
+            def handle_close(self) -> None:
                 # waitress closes a connection the client reset without a word; a request still being answered,
                 # or an answer still unsent, is worth one line (the client may retry; nothing more to say).
                 if (log is not None and self.connected and not self.closing
@@ -272,7 +274,7 @@ class BackgroundHttpServer:
                 self.closing = True
                 super().handle_close()
 
-            def received(self, data):
+            def received(self, data: bytes) -> bool:
                 before = self.request
                 result = super().received(data)
                 if self.request is None:
@@ -284,8 +286,9 @@ class BackgroundHttpServer:
         class Server(TcpWSGIServer):
             channel_class = Channel
 
-            def maintenance(self, now):
-                super().maintenance(now)  # closes connections idle for channel_timeout
+            def maintenance(self, now: float) -> None:
+                # closes connections idle for channel_timeout; types-waitress says int, waitress passes time.time()
+                super().maintenance(now)  # type: ignore[arg-type]
                 cutoff = now - limits.idle_seconds
                 # types-waitress declares active_channels an HTTPChannel: it is waitress's dict of channels.
                 for channel in list(self.active_channels.values()):  # type: ignore[attr-defined]
@@ -408,7 +411,7 @@ def read_body(environ: Mapping[str, Any], limit: int) -> bytes:
 def stop_on_signals(stop: threading.Event, heard: Callable[[signal.Signals], None] | None = None) -> None:
     """SIGTERM and SIGINT set ``stop`` (after telling ``heard`` which one came)."""
 
-    def request_stop(signum, _frame) -> None:
+    def request_stop(signum: int, _frame: FrameType | None) -> None:
         if heard is not None:
             heard(signal.Signals(signum))
         stop.set()

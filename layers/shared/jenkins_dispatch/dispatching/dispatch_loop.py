@@ -26,7 +26,7 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import ConfigError, DatabaseBusy, DatabaseUnavailable, DispatchError
-from ..jenkins.client import jenkins_client
+from ..jenkins.client import JenkinsClient, jenkins_client
 from ..observability import logger, metrics
 from ..store.db import Session
 from ..store.queue import Queue
@@ -322,7 +322,8 @@ class DispatchLoop:
             self.heartbeat.stopped(Queue(self.db))
         return summary.as_dict()
 
-    def _one_pass(self, client, left: Callable[[], float], summary: LoopSummary):
+    def _one_pass(self, client: JenkinsClient, left: Callable[[], float],
+                  summary: LoopSummary) -> tuple[float | None, str, JenkinsClient]:
         """One pass. Returns (pause before the next one or None, why it stopped, the client to use next)."""
         budget = self.pass_budget_seconds
         claim_until = None if budget is None else time.monotonic() + budget
@@ -383,7 +384,7 @@ class DispatchLoop:
         self._beat_after(result, talked_to_jenkins=dispatcher.talked_to_jenkins)
         return None, stopped, client
 
-    def _beat(self, outcome: str, detail: str, **jenkins) -> None:
+    def _beat(self, outcome: str, detail: str, **jenkins: Any) -> None:
         """Record how the pass ended (not called when the database is unreachable: that write would fail too)."""
         if self.heartbeat is not None:
             self.heartbeat.record(Queue(self.db), outcome, detail, **jenkins)

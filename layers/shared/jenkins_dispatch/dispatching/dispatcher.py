@@ -41,7 +41,7 @@ from ..jenkins.client import JenkinsClient, jenkins_client
 from ..jenkins.jobs import job_path_error
 from ..observability import MetricUnit, logger, metrics, subsegment
 from ..store.db import Session, open_database
-from ..store.queue import ClaimedJob, Queue, Settlement
+from ..store.queue import ClaimedJob, ExpiredLease, Queue, Settlement
 from ..store.rows import Gauges
 from .breaker import Breaker, breaker_for, weigh
 from .cancelling import settle_stopped, stop_dispatch
@@ -151,7 +151,7 @@ class Dispatcher:
     def _out_of_time(self, reserve: float) -> bool:
         return self._seconds_left() < reserve
 
-    def _log(self, message: str, job, **extra) -> None:
+    def _log(self, message: str, job: ClaimedJob | ExpiredLease, **extra: Any) -> None:
         logger.info(message, extra={"job_id": job.id, "dispatch_id": job.dispatch_id, "job_name": job.job_name,
                                     "attempt": job.attempts, **extra})
 

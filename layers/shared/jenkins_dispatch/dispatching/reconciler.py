@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import partial
+from typing import Protocol
 
 from ..config import Settings
 from ..errors import DispatchError, JenkinsError, JenkinsRequestFailed, SearchInconclusive
@@ -45,7 +46,7 @@ from ..store.queue import LEGACY_DISPATCH_PREFIX, ClaimedJob, ExpiredLease, Queu
 from ..store.rows import WatchedRow
 from .breaker import Breaker
 from .cancelling import settle_stopped, stop_dispatch
-from .decisions import Evidence, Next, build_error, final_status, follow_build, follow_queue_item
+from .decisions import Evidence, Followup, Next, build_error, final_status, follow_build, follow_queue_item
 
 # A pass that found "not found" for a DISPATCH_ID looks once more after this pause: for a moment a
 # queue item that just left the queue has no build yet, and must not be mistaken for a lost trigger.
@@ -65,6 +66,13 @@ class Reconciled:
     watching: int = 0  # recently finished re-sent rows whose re-send may still land: look again soon
 
 
+class Tally(Protocol):
+    """What the reconciler counts into: the pass's summary (dispatcher.PassSummary, which imports this module)."""
+    reconciled: Reconciled
+    completed: int
+    failed: int
+
+
 class Reconciler:
     """One pass's reconciliation, sharing the pass's queue, Jenkins client and summary."""
 
@@ -73,7 +81,7 @@ class Reconciler:
         settings: Settings,
         queue: Queue,
         client: JenkinsClient,
-        summary,  # the pass's PassSummary: completed / failed counts are shared with the claim side
+        summary: Tally,  # the pass's PassSummary: completed / failed counts are shared with the claim side
         resend: Callable[[ClaimedJob, float], None],  # trigger and record one row (the dispatcher's path)
         log: Callable[..., None],
         breaker: Breaker,  # the pass's Jenkins: weighs each failed read
@@ -169,18 +177,19 @@ class Reconciler:
             self.summary.failed += 1
             self.log("failed (reconciler)", row, reason=error)
 
-    def _record_started(self, row: ExpiredLease, followup) -> None:
+    def _record_started(self, row: ExpiredLease, followup: Followup) -> None:
         """The row's build has started (Jenkins says so; its notification may have been lost)."""
         self.queue.record_progress(row.id, row.dispatch_id, build_number=followup.build_number,
                                    build_url=followup.build_url, started=True, actor="reconciler")
 
-    def _follow(self, row: ExpiredLease, followup) -> None:
+    def _follow(self, row: ExpiredLease, followup: Followup) -> None:
         if followup.next is Next.WAIT:
             self.counts.waiting += 1
             if followup.build_number is not None and row.build_number is None:
                 self._record_started(row, followup)
             return
         if followup.next is Next.PROGRESS:
+            assert followup.build_number is not None  # follow_queue_item: PROGRESS names the build started
             self._record_started(row, followup)
             self.log("build started (seen by reconciler)", row, build_number=followup.build_number)
             # It may well have finished already: look now rather than after another lease.
@@ -188,6 +197,7 @@ class Reconciler:
                          follow_build(self.client.build(row.job_name, followup.build_number)))
             return
         if followup.next is Next.SETTLE:
+            assert followup.result is not None  # follow_build: SETTLE carries the finished build's result
             self.settle_from_result(row, followup.result, followup.build_number, followup.build_url)
             return
         if followup.next is Next.FAIL:
@@ -199,7 +209,7 @@ class Reconciler:
             if not self._adopt(row):
                 self._no_trace(row)
 
-    def settle_from_result(self, row, result: str, number: int | None, url: str | None) -> None:
+    def settle_from_result(self, row: ExpiredLease, result: str, number: int | None, url: str | None) -> None:
         """Settle ``row`` from the result of its finished build (fenced on its dispatch)."""
         status = final_status(result, self.settings.unstable_is_success)
         if self.queue.settle(row.id, row.dispatch_id, status, result=result,
@@ -436,7 +446,7 @@ class Reconciler:
                                f"build #{built.build_number} ran after the cancel ({built.result}): the trigger "
                                "reached Jenkins late and the build ended before it was seen")
 
-    def _late_arrival(self, row, event: str, detail: str) -> None:
+    def _late_arrival(self, row: WatchedRow, event: str, detail: str) -> None:
         metrics.add_metric(name="LateArrivalsAfterCancel", unit=MetricUnit.Count, value=1)
         self.queue.record_note(row["id"], row["dispatch_id"], event, detail)
         logger.warning(detail, extra={"job_id": row["id"], "dispatch_id": row["dispatch_id"]})

@@ -373,7 +373,7 @@ def _settings_check(env: Mapping[str, str] | None) -> Check:
     return Check("settings", PASS, "BATCH_SIZE, LEASE_SECONDS and the other tuning settings are valid")
 
 
-def _database_checks(env, fetch_secret, options: DoctorOptions) -> _Findings:
+def _database_checks(env: Mapping[str, str] | None, fetch_secret: SecretFetcher | None, options: DoctorOptions) -> _Findings:
     from ..store.db import open_database
     from ..store.migrations import migration_files
     from ..store.queue import Queue
@@ -439,7 +439,7 @@ def _guarded(name: str, run: Callable[[], Check]) -> Check:
         return Check(name, FAIL, str(exc), "run doctor again; if it persists, read the database server's log")
 
 
-def _jenkins_checks(env, fetch_secret, found: _Findings) -> list[Check]:
+def _jenkins_checks(env: Mapping[str, str] | None, fetch_secret: SecretFetcher | None, found: _Findings) -> list[Check]:
     from ..jenkins.client import jenkins_client
 
     checks: list[Check] = []
@@ -492,7 +492,7 @@ def _queued_row(found: _Findings, because: str) -> Check:
     return _skip("queued jobs", found.waiting_unknown_because or because)
 
 
-def _webhook_checks(env, fetch_secret, options: DoctorOptions) -> list[Check]:
+def _webhook_checks(env: Mapping[str, str] | None, fetch_secret: SecretFetcher | None, options: DoctorOptions) -> list[Check]:
     try:
         secret = load_webhook_secret(env, fetch_secret)
     except ConfigError as exc:

@@ -274,7 +274,7 @@ class Queue:
         self.lease_seconds = lease_seconds
         self._statements = statements.load(db.dialect)
 
-    def _run(self, name: str, **params) -> list[Row]:
+    def _run(self, name: str, **params: Any) -> list[Row]:
         try:
             return self.db.run(self._statements[name], **params)
         except DatabaseError as exc:

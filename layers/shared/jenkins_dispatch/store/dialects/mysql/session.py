@@ -74,14 +74,14 @@ def _block(sql: str) -> _Block:
     return _Block(text=text, several=several, decode=decode)
 
 
-def _parameter(value):
+def _parameter(value: Any) -> Any:
     """A parameter as the server must see it: aware datetimes in UTC (sessions run at +00:00)."""
     if isinstance(value, datetime) and value.tzinfo is not None:
         return value.astimezone(UTC).replace(tzinfo=None)
     return value
 
 
-def _value(value, kind: str | None, time_column: bool = False):
+def _value(value: Any, kind: str | None, time_column: bool = False) -> Any:
     if value is None:
         return None
     if time_column and isinstance(value, str):
@@ -218,7 +218,7 @@ class MysqlSession(Session):
         return server.unsupported_server(self.server_version())
 
     # ------------------------------------------------------------------ statements
-    def run(self, sql: str, **params) -> list[Row]:
+    def run(self, sql: str, **params: Any) -> list[Row]:
         """Run one block (one or several statements) in one round trip; rows of its last result set as dicts."""
         block = _block(sql)
         wrap = block.several and not self._in_transaction

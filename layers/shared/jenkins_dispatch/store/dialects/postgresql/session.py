@@ -135,7 +135,7 @@ class PostgresSession(Session):
         return server.unsupported_server("")
 
     # ------------------------------------------------------------------ statements
-    def run(self, sql: str, **params) -> list[Row]:
+    def run(self, sql: str, **params: Any) -> list[Row]:
         """Run one statement in one round trip; rows come back as dicts keyed by column name.
 
         Statements with parameters are prepared once per session and reused, so the server parses and
