@@ -68,8 +68,10 @@ chaos: install
 test-fast: install
 	$(PY) -m pytest -x tests/unit
 
+# mypy reads its settings ([tool.mypy]: the package, its strictness) from pyproject.toml; any error fails.
 lint: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	@if [ -f sam.mk ]; then $(MAKE) --no-print-directory lint-sam; fi
 
 bench: install

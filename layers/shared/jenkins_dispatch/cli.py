@@ -10,9 +10,10 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, date, datetime
 from decimal import Decimal
+from typing import Any
 
 from . import __version__, moments
 from .config import (
@@ -34,7 +35,7 @@ from .jenkins.jobs import JsonNumber
 from .operating import bulk
 from .operating.display import age, cell, clip, fit_widths, one_line, when
 from .operating.waiting import held_back
-from .store.db import Database
+from .store.db import Database, Session
 from .store.migrations import migrate
 from .store.queue import STATUSES, Queue
 
@@ -195,7 +196,7 @@ def print_json(data) -> None:
     print(json_text(data))
 
 
-def print_table(rows: Sequence[dict], columns: Sequence[str], empty: str = "(none)", *, width: int | None = None,
+def print_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], empty: str = "(none)", *, width: int | None = None,
                 flexible: Sequence[str] = ()) -> None:
     """Print ``rows`` as a table of ``columns`` for people, or ``empty`` when there are none. With ``width``, the
     ``flexible`` columns give up characters (their cells cut with '…') until each line fits in it."""
@@ -223,7 +224,7 @@ class Context:
         self._settings: Settings | None = None
         self._database: DatabaseSettings | None = None
         self._lease_seconds: int | None = None
-        self._db: Database | None = None
+        self._db: Session | None = None
 
     @property
     def settings(self) -> Settings:
@@ -242,7 +243,7 @@ class Context:
         return self._database
 
     @property
-    def db(self) -> Database:
+    def db(self) -> Session:
         """The command's database session, opened on first use."""
         if self._db is None:
             self._db = Database(self.database, application_name="jenkins-dispatch-cli")
@@ -446,10 +447,10 @@ def cmd_resume(ctx: Context, args) -> None:
         print(f"still paused on their own: {', '.join(own)} (`jenkins-dispatch resume JOB` lifts each)")
 
 
-def dispatchers_line(dispatchers: Sequence[dict]) -> str:
+def dispatchers_line(dispatchers: Sequence[Mapping[str, Any]]) -> str:
     """One line: the live dispatchers with the age and outcome of each one's last pass, or plainly none."""
 
-    def last_pass(d: dict) -> str:
+    def last_pass(d: Mapping[str, Any]) -> str:
         detail = f" ({d['last_detail']})" if d.get("last_detail") else ""
         return f"{d['id']} {age(d['last_pass_seconds'])} ago: {d['last_outcome']}{detail}"
 

@@ -13,7 +13,8 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from urllib.parse import parse_qs, unquote, urlsplit
+from typing import Any, TypedDict
+from urllib.parse import SplitResult, parse_qs, unquote, urlsplit
 
 from .errors import ConfigError
 
@@ -147,7 +148,7 @@ ENVIRONMENT: tuple[Variable, ...] = (
 VARIABLES = {variable.name: variable for variable in ENVIRONMENT}
 
 
-def default_of(name: str):
+def default_of(name: str) -> Any:
     """The default ``name`` has in ``ENVIRONMENT``."""
     return VARIABLES[name].default
 
@@ -313,12 +314,18 @@ def _range_error(name: str, raw: str, whole: bool) -> ConfigError:
     return ConfigError(f"{name} must be {kind} from {low:g} to {high:g}, got {raw!r}")
 
 
-def _int(env: Mapping[str, str], name: str, *, default=_FROM_TABLE) -> int | None:
-    """A whole number within the variable's range (``ENVIRONMENT``); unset or empty: ``default``."""
+def _int(env: Mapping[str, str], name: str) -> int:
+    """A whole number within the variable's range (``ENVIRONMENT``); unset or empty: its default."""
+    value = _optional_int(env, name)
+    return default_of(name) if value is None else value
+
+
+def _optional_int(env: Mapping[str, str], name: str) -> int | None:
+    """A whole number within the variable's range (``ENVIRONMENT``); unset or empty: None."""
     low, high = _range(name)
     raw = _text(env, name)
     if raw == "":
-        return default_of(name) if default is _FROM_TABLE else default
+        return None
     try:
         value = int(raw)
     except ValueError:
@@ -328,7 +335,7 @@ def _int(env: Mapping[str, str], name: str, *, default=_FROM_TABLE) -> int | Non
     return value
 
 
-def _float(env: Mapping[str, str], name: str, *, default=_FROM_TABLE) -> float:
+def _float(env: Mapping[str, str], name: str, *, default: Any = _FROM_TABLE) -> float:
     """A finite number within the variable's range (``ENVIRONMENT``); unset or empty: ``default``."""
     low, high = _range(name)
     raw = _text(env, name)
@@ -464,7 +471,7 @@ def parse_database_url(url: str, name: str = "DATABASE_URL") -> DatabaseSettings
     )
 
 
-def _parse_mysql_url(parts, port: int | None, name: str) -> DatabaseSettings:
+def _parse_mysql_url(parts: SplitResult, port: int | None, name: str) -> DatabaseSettings:
     """A ``mysql://`` URL: TLS from ``ssl-mode`` (MySQL's spelling) or ``sslmode``, the CA from ``ssl-ca``
     (or ``sslrootcert``), a local socket from ``unix_socket``."""
     query = {k.replace("_", "-").lower(): v[-1] for k, v in parse_qs(parts.query).items()}
@@ -494,8 +501,15 @@ def _parse_mysql_url(parts, port: int | None, name: str) -> DatabaseSettings:
     )
 
 
+class _DatabaseTimeouts(TypedDict):
+    """The DB_* time limits, however the database itself is named (keyword arguments of DatabaseSettings)."""
+    statement_timeout_ms: int
+    idle_in_transaction_timeout_ms: int
+    connect_timeout_seconds: float
+
+
 def _database(env: Mapping[str, str], fetch: SecretFetcher | None) -> DatabaseSettings:
-    timeouts = dict(
+    timeouts = _DatabaseTimeouts(
         statement_timeout_ms=_int(env, "DB_STATEMENT_TIMEOUT_MS"),
         idle_in_transaction_timeout_ms=_int(env, "DB_IDLE_IN_TRANSACTION_TIMEOUT_MS"),
         connect_timeout_seconds=_float(env, "DB_CONNECT_TIMEOUT_SECONDS"),
@@ -535,7 +549,7 @@ def _database(env: Mapping[str, str], fetch: SecretFetcher | None) -> DatabaseSe
             default_of("DB_NAME") if engine == "postgresql" else None)
         if not dbname:  # MySQL has no default database to fall back on
             raise ConfigError("no database name: set DB_NAME or put 'dbname' in the secret named by DB_SECRET_ARN")
-        port = _int(env, "DB_PORT", default=None)
+        port = _optional_int(env, "DB_PORT")
         if port is None:
             try:
                 port = int(secret.get("port") or DEFAULT_PORTS[engine])
@@ -774,6 +788,8 @@ def _token(name: str, arn_name: str, env: Mapping[str, str] | None,
     token = _text(env, name) or None
     arn = _text(env, arn_name)
     if not token and arn:
+        if fetch_secret is None:  # _sources gives one whenever an ARN is set
+            raise ConfigError(f"{arn_name} is set but no secrets source is available")
         token = _secret_text(fetch_secret, arn_name, arn, "token")
     return token
 
@@ -793,7 +809,30 @@ def load_cutover_window(env: Mapping[str, str] | None = None) -> float:
     return _float(os.environ if env is None else env, "CUTOVER_WINDOW_SECONDS")
 
 
-def load_tuning(env: Mapping[str, str] | None = None) -> dict[str, object]:
+class Tuning(TypedDict):
+    """What ``load_tuning`` reads: the keyword arguments of ``Settings`` beyond the database, Jenkins and tokens."""
+    batch_size: int
+    max_parallel_triggers: int
+    max_in_flight: int
+    lease_seconds: int
+    unstable_is_success: bool
+    retry_base_seconds: float
+    retry_max_seconds: float
+    time_margin_seconds: float
+    webhook_db_pool_size: int
+    http_idle_timeout_seconds: int
+    dispatcher_mode: str
+    max_resends: int
+    resend_quiet_seconds: float
+    jenkins_breaker_failures: int
+    jenkins_retry_base_seconds: float
+    jenkins_retry_max_seconds: float
+    db_stall_seconds: float
+    metrics_emf: bool
+    cutover_window_seconds: float
+
+
+def load_tuning(env: Mapping[str, str] | None = None) -> Tuning:
     """Every setting but the database, Jenkins and the webhook secret (batch sizes, lease, retries...),
     validated, as keyword arguments of ``Settings``."""
     env = os.environ if env is None else env
@@ -809,7 +848,7 @@ def load_tuning(env: Mapping[str, str] | None = None) -> dict[str, object]:
     _base_and_maximum("RETRY_BASE_SECONDS", retry_base, "RETRY_MAX_SECONDS", retry_max)
     jenkins_base, jenkins_max = _float(env, "JENKINS_RETRY_BASE_SECONDS"), _float(env, "JENKINS_RETRY_MAX_SECONDS")
     _base_and_maximum("JENKINS_RETRY_BASE_SECONDS", jenkins_base, "JENKINS_RETRY_MAX_SECONDS", jenkins_max)
-    return dict(
+    return Tuning(
         batch_size=_int(env, "BATCH_SIZE"),
         max_parallel_triggers=_int(env, "MAX_PARALLEL_TRIGGERS"),
         max_in_flight=_int(env, "MAX_IN_FLIGHT"),

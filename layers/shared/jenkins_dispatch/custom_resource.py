@@ -66,8 +66,8 @@ def _budget(context: LambdaContext | None) -> tuple[float, float]:
     """(seconds the work may take, seconds until the answer must have been sent): the function's remaining
     time, less room for the answer, less a moment to return."""
     try:
-        remaining_ms = context.get_remaining_time_in_millis()
-    except AttributeError:
+        remaining_ms = context.get_remaining_time_in_millis() if context is not None else NO_DEADLINE_MS
+    except AttributeError:  # a context that is not Lambda's (a test's stand-in)
         remaining_ms = NO_DEADLINE_MS
     answer_by = max(0.0, remaining_ms / 1000 - RETURN_RESERVE_SECONDS)
     reserve = min(RESPONSE_TIMEOUT_SECONDS + 2.0, answer_by * 0.3)

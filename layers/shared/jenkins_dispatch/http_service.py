@@ -29,8 +29,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from types import FrameType
+
+    from waitress.server import TcpWSGIServer
 
 # Defaults of the limits (HttpLimits). A connection that sends nothing is closed between idle_seconds and
 # idle_seconds + CHECK_EVERY_SECONDS + LOOP_WAKE_SECONDS after its last byte: 20 + 5 + 1 = 26 s ≤ 30 s.
@@ -89,17 +94,6 @@ class HttpLimits:
         return max(1, min(CHECK_EVERY_SECONDS, self.idle_seconds // 4))
 
 
-def _waitress():
-    """waitress, imported when a server starts (the Lambda layer never ships it: nothing there imports this)."""
-    from waitress import wasyncore
-    from waitress.adjustments import Adjustments
-    from waitress.channel import HTTPChannel
-    from waitress.server import TcpWSGIServer
-    from waitress.task import ThreadedTaskDispatcher
-
-    return wasyncore, Adjustments, HTTPChannel, TcpWSGIServer, ThreadedTaskDispatcher
-
-
 # --------------------------------------------------------------------------- waitress's logs, as ours
 
 # Said once by the connection itself (Channel.handle_close in ``start``), or no news: lanes queue by design.
@@ -151,12 +145,14 @@ class Lanes:
     A request waiting in a queue holds no thread. ``choose`` runs on the event loop: it must be quick."""
 
     def __init__(self, widths: Mapping[str, int], choose: Chooser, name: str):
-        _, _, _, _, dispatcher_class = _waitress()
+        # waitress is imported when a server starts (the Lambda layer never ships it: nothing there imports this).
+        from waitress.task import ThreadedTaskDispatcher
 
-        class Lane(dispatcher_class):
+        class Lane(ThreadedTaskDispatcher):
             queue_logger = logging.getLogger("waitress.queue")
+            lane = ""  # its name among the lanes
 
-            def start_new_thread(self, target, thread_no):
+            def start_new_thread(self, target: Callable[[int], object], thread_no: int) -> None:
                 threading.Thread(target=target, name=f"{name}-{self.lane}-{thread_no}", args=(thread_no,),
                                  daemon=True).start()
 
@@ -169,7 +165,7 @@ class Lanes:
             self.lanes[lane_name] = lane
         self.first = next(iter(self.lanes.values()))
 
-    def add_task(self, channel) -> None:
+    def add_task(self, channel: Any) -> None:  # waitress's HTTPChannel (types-waitress says a Task)
         """Queue the channel's next request in its lane (waitress calls this from its event loop)."""
         request = channel.requests[0] if channel.requests else None
         lane = self.first
@@ -191,7 +187,9 @@ class Lanes:
         for lane in self.lanes.values():
             lane.set_thread_count(0)
         for lane in self.lanes.values():
-            lane.shutdown(cancel_pending=cancel_pending, timeout=max(0.0, deadline - time.monotonic()))
+            # types-waitress says int; waitress only adds the timeout to time.time(), so a float is fine.
+            lane.shutdown(cancel_pending=cancel_pending,
+                          timeout=max(0.0, deadline - time.monotonic()))  # type: ignore[arg-type]
 
     def threads(self) -> int:
         """Worker threads running now, all lanes together."""
@@ -239,7 +237,7 @@ class BackgroundHttpServer:
         self.server_name = server_name
         self.socket = _bind(*address)
         self.lanes: Lanes | None = None
-        self._server = None
+        self._server: TcpWSGIServer | None = None
         self._map: dict = {}
         self.thread: threading.Thread | None = None
 
@@ -250,19 +248,23 @@ class BackgroundHttpServer:
         host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{port}/"
 
-    def start(self):
+    def start(self) -> BackgroundHttpServer:
         """Serve on the background thread; return self."""
-        wasyncore, adjustments_class, channel_class, server_class, _ = _waitress()
+        from waitress import wasyncore
+        from waitress.adjustments import Adjustments
+        from waitress.channel import HTTPChannel
+        from waitress.server import TcpWSGIServer
+
         limits, log, service = self.limits, self.log, self.thread_name
         if log is not None:
             _route_waitress_logs(log, service)
 
-        class Channel(channel_class):
+        class Channel(HTTPChannel):
             # When the request being received began: a whole request must arrive within idle_seconds.
             receiving_since: float | None = None
             closing = False  # set when the server closes it (an answer sent, a timeout, stop)
 
-            def handle_close(self):
+            def handle_close(self) -> None:
                 # waitress closes a connection the client reset without a word; a request still being answered,
                 # or an answer still unsent, is worth one line (the client may retry; nothing more to say).
                 if (log is not None and self.connected and not self.closing
@@ -272,7 +274,7 @@ class BackgroundHttpServer:
                 self.closing = True
                 super().handle_close()
 
-            def received(self, data):
+            def received(self, data: bytes) -> bool:
                 before = self.request
                 result = super().received(data)
                 if self.request is None:
@@ -281,18 +283,20 @@ class BackgroundHttpServer:
                     self.receiving_since = time.time()
                 return result
 
-        class Server(server_class):
+        class Server(TcpWSGIServer):
             channel_class = Channel
 
-            def maintenance(self, now):
-                super().maintenance(now)  # closes connections idle for channel_timeout
+            def maintenance(self, now: float) -> None:
+                # closes connections idle for channel_timeout; types-waitress says int, waitress passes time.time()
+                super().maintenance(now)  # type: ignore[arg-type]
                 cutoff = now - limits.idle_seconds
-                for channel in list(self.active_channels.values()):
+                # types-waitress declares active_channels an HTTPChannel: it is waitress's dict of channels.
+                for channel in list(self.active_channels.values()):  # type: ignore[attr-defined]
                     since = channel.receiving_since
                     if since is not None and since < cutoff and not channel.requests:
                         channel.will_close = True  # a slow client: its request never arrived whole
 
-        adjustments = adjustments_class(
+        adjustments = Adjustments(
             sockets=[self.socket], backlog=BACKLOG, connection_limit=limits.connections(),
             channel_timeout=limits.idle_seconds, cleanup_interval=limits.check_every(),
             asyncore_loop_timeout=LOOP_WAKE_SECONDS, asyncore_use_poll=True,  # select() stops at 1,024 sockets
@@ -301,8 +305,11 @@ class BackgroundHttpServer:
             clear_untrusted_proxy_headers=True, threads=max(1, sum(self.lane_widths.values())))
         self.lanes = Lanes(self.lane_widths, self.choose, self.thread_name)
         family, kind, proto = self.socket.family, self.socket.type, self.socket.proto
-        self._server = Server(self.application, map=self._map, _sock=self.socket, dispatcher=self.lanes, adj=adjustments,
-                              bind_socket=False, sockinfo=(family, kind, proto, self.socket.getsockname()))
+        # Lanes stands in for waitress's ThreadedTaskDispatcher (add_task, set_thread_count, shutdown), split by lane.
+        self._server = Server(self.application, map=self._map, _sock=self.socket,
+                              dispatcher=self.lanes,  # type: ignore[arg-type]
+                              adj=adjustments, bind_socket=False,
+                              sockinfo=(family, kind, proto, self.socket.getsockname()))
         self.thread = threading.Thread(target=wasyncore.loop, name=self.thread_name, daemon=True,
                                        kwargs={"timeout": LOOP_WAKE_SECONDS, "map": self._map, "use_poll": True})
         self.thread.start()
@@ -316,6 +323,8 @@ class BackgroundHttpServer:
             self.socket.close()
             self.closed()
             return
+        lanes, thread = self.lanes, self.thread
+        assert lanes is not None and thread is not None  # start() set them with the server
 
         def stop_accepting() -> None:
             server.accepting = False
@@ -328,10 +337,10 @@ class BackgroundHttpServer:
             server.close()  # the listening socket and the trigger: the map empties, the loop returns
 
         woken = _pull(server.trigger, stop_accepting)
-        self.lanes.shutdown(cancel_pending=True, timeout=STOP_GRACE_SECONDS)
+        lanes.shutdown(cancel_pending=True, timeout=STOP_GRACE_SECONDS)
         if not (woken and _pull(server.trigger, close_everything)):
             close_everything()  # the loop cannot be woken any more: nothing else will close them
-        self.thread.join(timeout=STOP_GRACE_SECONDS)
+        thread.join(timeout=STOP_GRACE_SECONDS)
         self._server = None
         self.closed()
 
@@ -402,7 +411,7 @@ def read_body(environ: Mapping[str, Any], limit: int) -> bytes:
 def stop_on_signals(stop: threading.Event, heard: Callable[[signal.Signals], None] | None = None) -> None:
     """SIGTERM and SIGINT set ``stop`` (after telling ``heard`` which one came)."""
 
-    def request_stop(signum, _frame) -> None:
+    def request_stop(signum: int, _frame: FrameType | None) -> None:
         if heard is not None:
             heard(signal.Signals(signum))
         stop.set()

@@ -16,7 +16,7 @@ import json
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -47,7 +47,7 @@ def _shown(value: Any) -> str:
     return json.dumps(value, default=str, ensure_ascii=False)
 
 
-def human_line(record: dict[str, Any]) -> str:
+def human_line(record: Mapping[str, Any]) -> str:
     """One log record (the dict Powertools would print as JSON) as a line: time, level, message, then the
     record's own keys as key=value; a traceback follows on its own lines."""
     stamp = str(record.get("timestamp", ""))
@@ -195,6 +195,7 @@ class PrometheusSink:
 
                 kind, full_name = prometheus_name(name, unit)
                 help_text = CATALOGUE[name][1] if name in CATALOGUE else f"{name} ({_unit_text(unit)})."
+                family: Counter | Gauge | Histogram
                 if kind == "counter":
                     family = Counter(full_name, help_text, registry=self.registry)
                 elif kind == "gauge":

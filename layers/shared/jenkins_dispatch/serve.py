@@ -173,6 +173,7 @@ def serve(settings: Settings, host: str = SERVE_HOST, port: int = SERVE_PORT, in
     stop = threading.Event()
     health = Health()
     registry = metrics.enable_prometheus()
+    assert metrics.prometheus is not None  # enable_prometheus has just set it
     metrics.prometheus.also_collect(lambda: health_families(health))
     try:
         server = WebhookServer(settings, host, port, health, registry, page).start()

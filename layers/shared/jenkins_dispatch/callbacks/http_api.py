@@ -31,12 +31,12 @@ _resolve_lock = threading.Lock()  # the resolver holds one event at a time (see 
 def callback_from_event(event: Mapping[str, Any]) -> webhook.Callback:
     """The request an HTTP API event carries; its body is read (base64-decoded when so marked) on demand."""
     http = (event.get("requestContext") or {}).get("http") or {}
-    query = event.get("rawQueryString")
+    query, path, headers = event.get("rawQueryString"), event.get("rawPath"), event.get("headers")
     return webhook.Callback(
         method=str(http.get("method") or "POST").upper(),
-        path=event.get("rawPath") if isinstance(event.get("rawPath"), str) else "/",
+        path=path if isinstance(path, str) else "/",
         query=query if isinstance(query, str) else "",
-        headers=event.get("headers") if isinstance(event.get("headers"), Mapping) else {},
+        headers=headers if isinstance(headers, Mapping) else {},
         body=lambda: request_body(event),
         query_parameters=event.get("queryStringParameters"),
     )
@@ -107,7 +107,8 @@ def handle_http_event(event: Any, context: LambdaContext | None = None) -> dict[
                 "body": '{"outcome":"malformed","message":"the event is not an HTTP API (payload 2.0) event"}',
                 "isBase64Encoded": False}
     with _resolve_lock:
-        return app.resolve(routable, context)
+        # Powertools types the context as required; it only stores it, and outside Lambda there is none.
+        return app.resolve(routable, context)  # type: ignore[arg-type]
 
 
 def http_api_event(

@@ -25,6 +25,7 @@ import json
 import string
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -119,7 +120,7 @@ def _password_from_basic(credentials: str) -> str | None:
     return password if colon else None
 
 
-def tokens_in(query: str, headers: Mapping[str, Any] | None,
+def tokens_in(query: str | None, headers: Mapping[str, Any] | None,
               query_parameters: Mapping[str, Any] | None = None) -> list[str]:
     """Every candidate secret in a request: the raw query's ``token`` values, the Basic password, the Bearer
     token and our header. ``query_parameters`` (API Gateway's parsed copy of the query, repeated names joined
@@ -403,9 +404,10 @@ def _json_kind(value: Any) -> str:
 def transition_for(notification: Notification, *, unstable_is_success: bool = True) -> Transition:
     """QUEUED/STARTED record progress; COMPLETED/FINALIZED settle from ``build.status``."""
     n = notification
-    common = dict(phase=n.phase, build_number=n.build_number, build_url=n.build_url, queue_id=n.queue_id)
+    about = partial(Transition, phase=n.phase, build_number=n.build_number, build_url=n.build_url,
+                    queue_id=n.queue_id)
     if n.phase in PROGRESS_PHASES:
-        return Transition(started=n.phase == "STARTED", **common)
+        return about(started=n.phase == "STARTED")
     if n.status is None:
         raise RejectedNotification(
             f"build.status is missing in a {n.phase} notification: expected one of {', '.join(BUILD_RESULTS)}"
@@ -415,8 +417,8 @@ def transition_for(notification: Notification, *, unstable_is_success: bool = Tr
             f"build.status {_short(n.status)} is unknown: expected one of {', '.join(BUILD_RESULTS)}"
         )
     # The one rule for a result (shared with the reconciler and `cancel`): decisions.final_status.
-    return Transition(final_status=final_status(n.status, unstable_is_success), result=n.status,
-                      error=build_error(n.status, n.build_number, unstable_is_success), **common)
+    return about(final_status=final_status(n.status, unstable_is_success), result=n.status,
+                 error=build_error(n.status, n.build_number, unstable_is_success))
 
 
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from .. import runtime
 from ..config import DEFAULT_CONTROLLER
@@ -150,7 +150,7 @@ def apply(queue: Queue, notification: Notification, transition: Transition,
     ``controllers`` (name → base URL), when several are configured: the build's URL must belong to the row's
     controller, else the notification is ignored (200), as a downstream build's is."""
     if notification.dispatch_id is not None:
-        return _apply_by_dispatch_id(queue, notification, transition, controllers)
+        return _apply_by_dispatch_id(queue, notification, notification.dispatch_id, transition, controllers)
     return _apply_by_queue_id(queue, notification, transition, controllers)
 
 
@@ -183,10 +183,25 @@ NAMES_NO_JOB_MESSAGE = (
 )
 
 
+class _Fence(TypedDict):
+    """What a notification's row must be besides its dispatch: the job the notification names, its build."""
+    job_path: str | None
+    job_leaf: str | None
+    only_build: int | None
+
+
+class _About(TypedDict, total=False):
+    """What every answer to one notification repeats about it (WebhookAnswer's keyword arguments)."""
+    dispatch_id: str | None
+    phase: str
+    build_number: int | None
+    job: str | None
+
+
 def _apply(queue: Queue, job_id: int, dispatch_id: str, t: Transition, n: Notification) -> bool:
     """One fenced statement (the row's job must be the one ``n`` names); True only if the row changed."""
-    job = dict(job_path=n.job_path, job_leaf=None if n.job_path else n.job_name, only_build=t.build_number)
-    if t.settles:
+    job = _Fence(job_path=n.job_path, job_leaf=None if n.job_path else n.job_name, only_build=t.build_number)
+    if t.final_status is not None:  # t.settles
         settled = queue.settle(
             job_id, dispatch_id, t.final_status, result=t.result, error=t.error,
             build_number=t.build_number, build_url=t.build_url, actor="webhook", **job,
@@ -202,10 +217,9 @@ def _apply(queue: Queue, job_id: int, dispatch_id: str, t: Transition, n: Notifi
     )
 
 
-def _apply_by_dispatch_id(queue: Queue, n: Notification, t: Transition,
+def _apply_by_dispatch_id(queue: Queue, n: Notification, dispatch_id: str, t: Transition,
                           controllers: Mapping[str, str] | None = None) -> WebhookAnswer:
-    dispatch_id = n.dispatch_id
-    answer = dict(dispatch_id=dispatch_id, phase=n.phase, build_number=n.build_number, job=n.job)
+    answer = _About(dispatch_id=dispatch_id, phase=n.phase, build_number=n.build_number, job=n.job)
     if n.job is None:
         return WebhookAnswer(400, "malformed", NAMES_NO_JOB_MESSAGE, **answer)
     # Several controllers: the row is read first (its controller decides), never changed blind by its id hint.
@@ -236,7 +250,7 @@ def _apply_by_dispatch_id(queue: Queue, n: Notification, t: Transition,
 
 def _apply_by_queue_id(queue: Queue, n: Notification, t: Transition,
                        controllers: Mapping[str, str] | None = None) -> WebhookAnswer:
-    answer = dict(phase=n.phase, build_number=n.build_number, job=n.job)
+    answer = _About(phase=n.phase, build_number=n.build_number, job=n.job)
     if n.job_path is None or n.queue_id is None:
         return WebhookAnswer(
             400, "malformed",
@@ -251,15 +265,16 @@ def _apply_by_queue_id(queue: Queue, n: Notification, t: Transition,
             f"no job {n.job_path!r} was triggered as Jenkins queue item {n.queue_id} (and the build has no DISPATCH_ID)",
             **answer,
         )
-    answer["dispatch_id"] = row["dispatch_id"]
+    dispatch_id = answer["dispatch_id"] = row["dispatch_id"]
     if (elsewhere := _other_controller(n, row, controllers)) is not None:
         return WebhookAnswer(200, "ignored", elsewhere, job_id=row["id"], **answer)
-    if row["status"] == "processing" and _apply(queue, row["id"], row["dispatch_id"], t, n):
+    # A processing row always has its dispatch's id (the table's check).
+    if row["status"] == "processing" and dispatch_id is not None and _apply(queue, row["id"], dispatch_id, t, n):
         return WebhookAnswer(200, "applied", f"job {row['id']}: {t.describe()} recorded", job_id=row["id"], **answer)
     return _unchanged(row, t, answer)
 
 
-def _unchanged(row: Mapping[str, Any], t: Transition, answer: dict) -> WebhookAnswer:
+def _unchanged(row: Mapping[str, Any], t: Transition, answer: _About) -> WebhookAnswer:
     """The fenced transition changed nothing: say why, from the row as it is now."""
     job_id, status = row["id"], row["status"]
     if status == "processing" and None not in (row.get("build_number"), t.build_number) \

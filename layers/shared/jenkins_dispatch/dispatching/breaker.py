@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..config import Settings
+from ..jenkins.answers import TriggerOutcome
 from .decisions import Act, Decision, Evidence, backoff_seconds, jenkins_evidence, worth_a_probe
 
 
@@ -170,7 +171,7 @@ class Breaker:
         self._why = reason
 
 
-def weigh(breaker: Breaker, job_name: str, outcome, decision: Decision, *, sent_at: float | None,
+def weigh(breaker: Breaker, job_name: str, outcome: TriggerOutcome, decision: Decision, *, sent_at: float | None,
           probe: Callable[[], str | None]) -> Decision:
     """What a row's trigger answer comes to once the breaker has weighed it as evidence about Jenkins as a whole.
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from ..errors import DispatchError, SearchInconclusive
 from ..jenkins.answers import Finished
 from ..jenkins.client import CancelResult, JenkinsClient
+from ..store.queue import Queue
 from .decisions import build_error, final_status
 
 
@@ -50,6 +51,7 @@ def stop_dispatch(client: JenkinsClient, job_name: str, dispatch_id: str, queue_
         if found is None:
             return Stopped("nothing found in Jenkins to stop", found=False)
         if found.build_number is None:
+            assert found.queue_id is not None  # found in the queue, not among the builds: an item has its id
             if client.cancel_queue_item(found.queue_id) is CancelResult.CANCELLED:
                 return Stopped(f"cancelled Jenkins queue item {found.queue_id}")
             raise DispatchError(f"could not cancel Jenkins queue item {found.queue_id}; try again")
@@ -65,7 +67,7 @@ def stop_dispatch(client: JenkinsClient, job_name: str, dispatch_id: str, queue_
     return Stopped(f"asked Jenkins to stop build #{build_number}", build_number=build_number)
 
 
-def settle_stopped(queue, row_id: int, dispatch_id: str, stopped: Stopped, reason: str, *, actor: str,
+def settle_stopped(queue: Queue, row_id: int, dispatch_id: str, stopped: Stopped, reason: str, *, actor: str,
                    unstable_is_success: bool = True) -> str | None:
     """Settle the row as ``stopped`` says; returns the status it reached (None: fenced out)."""
     if stopped.result is not None:

@@ -16,6 +16,7 @@ from ..jenkins.answers import (
     BuildGone,
     Building,
     BuildStarted,
+    BuildState,
     Disabled,
     Finished,
     Forbidden,
@@ -28,9 +29,11 @@ from ..jenkins.answers import (
     OutcomeUnknown,
     QueueCancelled,
     QueueItemGone,
+    QueueState,
     Refused,
     ServerError,
     StillQueued,
+    TriggerOutcome,
     Unavailable,
 )
 
@@ -105,7 +108,7 @@ def check_job(job_name: str, info: JobInfo) -> Decision | None:
     return None
 
 
-def decide_trigger(job_name: str, outcome) -> Decision:
+def decide_trigger(job_name: str, outcome: TriggerOutcome) -> Decision:
     """What to do with a row, given the outcome of its trigger (docs/jenkins.md, trigger outcomes)."""
     match outcome:
         case Accepted(queue_id=queue_id):
@@ -151,7 +154,7 @@ class Evidence(Enum):
     DOWN = "down"  # Jenkins as a whole: restarting or starting, unreachable, busy proxy, credentials rejected
 
 
-def jenkins_evidence(outcome) -> Evidence:
+def jenkins_evidence(outcome: TriggerOutcome) -> Evidence:
     """The evidence a trigger's outcome gives about Jenkins as a whole (see ``breaker.Breaker``)."""
     match outcome:
         case Unavailable() | AuthRejected() | Forbidden():
@@ -161,7 +164,7 @@ def jenkins_evidence(outcome) -> Evidence:
     return Evidence.WORKS
 
 
-def worth_a_probe(outcome) -> bool:
+def worth_a_probe(outcome: TriggerOutcome) -> bool:
     """Whether Jenkins itself should be asked right after this answer: only after its own 5xx. After no answer at
     all (a timeout, a reset) Jenkins is slow or the path is, and a probe would only wait as long again on a
     trigger thread: the run of failures decides those."""
@@ -209,7 +212,7 @@ class Followup:
     result: str | None = None
 
 
-def follow_queue_item(state) -> Followup:
+def follow_queue_item(state: QueueState) -> Followup:
     """What the reconciler does with a known queue item."""
     match state:
         case StillQueued(why=why):
@@ -225,7 +228,7 @@ def follow_queue_item(state) -> Followup:
     return Followup(Next.WAIT, f"unexpected queue state {state!r}")
 
 
-def follow_build(state) -> Followup:
+def follow_build(state: BuildState) -> Followup:
     """The next step for a row whose build Jenkins was asked about."""
     match state:
         case Finished(number=number, result=result, url=url):

@@ -28,8 +28,9 @@ from ..config import DEFAULT_CONTROLLER, Settings
 from ..errors import ConfigError, DatabaseBusy, DatabaseUnavailable, DispatchError
 from ..jenkins.client import JenkinsClient, jenkins_client
 from ..observability import logger, metrics
-from ..store.db import Database
+from ..store.db import Session
 from ..store.queue import Queue
+from ..store.rows import Gauges
 from .breaker import Breaker, breaker_for
 from .decisions import backoff_seconds
 from .dispatcher import Dispatcher, combine_summaries
@@ -215,7 +216,7 @@ def default_pass_budget(settings: Settings) -> float:
 
 
 
-def seconds_until_next_pass(gauges: dict[str, Any] | None, interval: float) -> float:
+def seconds_until_next_pass(gauges: Gauges | None, interval: float) -> float:
     """How long to sleep after a pass when no notification comes: the periodic pass, or sooner when a
     pending row becomes due or a lease expires."""
     wait = interval
@@ -271,7 +272,7 @@ class DispatchLoop:
     def __init__(
         self,
         settings: Settings,
-        db: Database,
+        db: Session,
         signal: WorkSignal,
         *,
         interval: float,
@@ -303,7 +304,7 @@ class DispatchLoop:
         self.health.controllers = self.breakers
         self.pass_budget_seconds = pass_budget_seconds or default_pass_budget(settings)
         self.heartbeat = heartbeat  # None: this loop records no heartbeat (tests)
-        self.gauges: dict[str, Any] | None = None
+        self.gauges: Gauges | None = None
         self.watching = 0
         timeout = settings.jenkins.timeout_seconds if settings.jenkins else 0.0
         # Below this much time left a pass could not send a single trigger: stop (Lambda only).
@@ -341,7 +342,8 @@ class DispatchLoop:
             self.heartbeat.stopped(Queue(self.db))
         return summary.as_dict()
 
-    def _one_pass(self, clients: dict[str, JenkinsClient], left: Callable[[], float], summary: LoopSummary):
+    def _one_pass(self, clients: dict[str, JenkinsClient], left: Callable[[], float],
+                  summary: LoopSummary) -> tuple[float | None, str]:
         """One pass over every controller whose breaker lets it be tried: each its own Dispatcher (its rows, client
         and breaker). Returns (pause before the next one or None, why it stopped); ``clients`` of controllers that
         went down are replaced by fresh ones."""
@@ -417,7 +419,7 @@ class DispatchLoop:
             return min(b.retry_in() for b in self.breakers.values()), stopped
         return None, stopped
 
-    def _beat(self, outcome: str, detail: str, **jenkins) -> None:
+    def _beat(self, outcome: str, detail: str, **jenkins: Any) -> None:
         """Record how the pass ended (not called when the database is unreachable: that write would fail too)."""
         if self.heartbeat is not None:
             self.heartbeat.record(Queue(self.db), outcome, detail, **jenkins)

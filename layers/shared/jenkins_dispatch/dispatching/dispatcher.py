@@ -40,8 +40,9 @@ from ..jenkins.answers import JobInfo
 from ..jenkins.client import JenkinsClient, jenkins_client
 from ..jenkins.jobs import job_path_error
 from ..observability import MetricUnit, logger, metrics, subsegment
-from ..store.db import Database
-from ..store.queue import ClaimedJob, Queue, Settlement
+from ..store.db import Session, open_database
+from ..store.queue import ClaimedJob, ExpiredLease, Queue, Settlement
+from ..store.rows import Gauges
 from .breaker import Breaker, breaker_for, weigh
 from .cancelling import settle_stopped, stop_dispatch
 from .decisions import Act, Decision, Evidence, check_job, decide_trigger, retry_delay
@@ -98,7 +99,7 @@ class Dispatcher:
     def __init__(
         self,
         settings: Settings,
-        db: Database,
+        db: Session,
         client: JenkinsClient,
         *,
         remaining_ms: Callable[[], int] | None = None,
@@ -133,7 +134,7 @@ class Dispatcher:
         self._halted = threading.Event()
         self._halt_lock = threading.Lock()
         self._halt_reason: str | None = None
-        self.gauges: dict[str, Any] | None = None  # read after the pass (metrics, and when to look again)
+        self.gauges: Gauges | None = None  # read after the pass (metrics, and when to look again)
         self.rng = rng or random.Random()
         self.summary = PassSummary()
         self.job_infos: dict[str, JobInfo] = {}
@@ -156,7 +157,7 @@ class Dispatcher:
     def _out_of_time(self, reserve: float) -> bool:
         return self._seconds_left() < reserve
 
-    def _log(self, message: str, job, **extra) -> None:
+    def _log(self, message: str, job: ClaimedJob | ExpiredLease, **extra: Any) -> None:
         logger.info(message, extra={"job_id": job.id, "dispatch_id": job.dispatch_id, "job_name": job.job_name,
                                     "attempt": job.attempts, **extra})
 
@@ -394,6 +395,7 @@ class Dispatcher:
         try:
             with subsegment("jenkins.job_info"):
                 for job in jobs:
+                    blocked: Decision | None
                     if error := job_path_error(job.job_name):
                         blocked = Decision(Act.FAIL, error, error_class="InvalidJobPath")
                     else:
@@ -455,6 +457,7 @@ class Dispatcher:
                     self._log("released", job, reason=reason)
                 continue
             if decision.act is Act.RECORD:
+                assert decision.queue_id is not None  # decide_trigger records only what Jenkins queued
                 accepted.append((job, decision.queue_id))
                 continue
             metrics.add_metric(name="TriggerErrors", unit=MetricUnit.Count, value=1)
@@ -517,14 +520,14 @@ def run_pass(
     *,
     max_jobs: int | None = None,
     remaining_ms: Callable[[], int] | None = None,
-    db: Database | None = None,
+    db: Session | None = None,
     stop: threading.Event | None = None,
     heartbeat: Heartbeat | None = None,
 ) -> dict[str, Any]:
     """One pass with a fresh HTTP session (and a fresh database session unless one is given); with a
     ``heartbeat``, the dispatcher's row records how it ended."""
     own_db = db is None
-    db = db or Database(settings.database, application_name="jenkins-dispatch-dispatcher")
+    db = db or open_database(settings.database, application_name="jenkins-dispatch-dispatcher")
     names = list(settings.controllers_by_name()) or [DEFAULT_CONTROLLER]
     per_controller: dict[str, dict[str, Any]] = {}
     talked = False

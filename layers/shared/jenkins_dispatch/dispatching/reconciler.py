@@ -34,6 +34,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from functools import partial
+from typing import Protocol
 
 from ..config import DEFAULT_CONTROLLER, Settings
 from ..errors import DispatchError, JenkinsError, JenkinsRequestFailed, SearchInconclusive
@@ -41,9 +43,10 @@ from ..jenkins.client import LOOK_BACK_ITEMS, CancelResult, JenkinsClient
 from ..jenkins.jobs import job_path_error
 from ..observability import MetricUnit, logger, metrics, subsegment
 from ..store.queue import LEGACY_DISPATCH_PREFIX, ClaimedJob, ExpiredLease, Queue
+from ..store.rows import WatchedRow
 from .breaker import Breaker
 from .cancelling import settle_stopped, stop_dispatch
-from .decisions import Evidence, Next, build_error, final_status, follow_build, follow_queue_item
+from .decisions import Evidence, Followup, Next, build_error, final_status, follow_build, follow_queue_item
 
 # A pass that found "not found" for a DISPATCH_ID looks once more after this pause: for a moment a
 # queue item that just left the queue has no build yet, and must not be mistaken for a lost trigger.
@@ -63,6 +66,13 @@ class Reconciled:
     watching: int = 0  # recently finished re-sent rows whose re-send may still land: look again soon
 
 
+class Tally(Protocol):
+    """What the reconciler counts into: the pass's summary (dispatcher.PassSummary, which imports this module)."""
+    reconciled: Reconciled
+    completed: int
+    failed: int
+
+
 class Reconciler:
     """One pass's reconciliation, sharing the pass's queue, Jenkins client and summary."""
 
@@ -71,7 +81,7 @@ class Reconciler:
         settings: Settings,
         queue: Queue,
         client: JenkinsClient,
-        summary,  # the pass's PassSummary: completed / failed counts are shared with the claim side
+        summary: Tally,  # the pass's PassSummary: completed / failed counts are shared with the claim side
         resend: Callable[[ClaimedJob, float], None],  # trigger and record one row (the dispatcher's path)
         log: Callable[..., None],
         breaker: Breaker,  # the pass's Jenkins: weighs each failed read
@@ -108,13 +118,15 @@ class Reconciler:
         not_found: list[ExpiredLease] = []
         with subsegment("jenkins.reconcile"):
             for row in rows:
-                self._about_one_job(row.job_name, lambda row=row: self._look_at(row, not_found),
-                                    (row.id, row.dispatch_id))
+                self._about_one_job(row.job_name, partial(self._look_at, row, not_found), (row.id, row.dispatch_id))
             if not_found:
                 time.sleep(SEARCH_RECHECK_SECONDS)
             for row in not_found:
-                self._about_one_job(row.job_name, lambda row=row: self._adopt(row) or self._no_trace(row),
-                                    (row.id, row.dispatch_id))
+                self._about_one_job(row.job_name, partial(self._adopt_or_no_trace, row), (row.id, row.dispatch_id))
+
+    def _adopt_or_no_trace(self, row: ExpiredLease) -> None:
+        if not self._adopt(row):
+            self._no_trace(row)
 
     def _look_at(self, row: ExpiredLease, not_found: list[ExpiredLease]) -> None:
         if error := job_path_error(row.job_name):
@@ -150,7 +162,7 @@ class Reconciler:
                 raise
             self.counts.waiting += 1
             metrics.add_metric(name="JenkinsReadsFailed", unit=MetricUnit.Count, value=1)
-            extra = {"job_name": job_name, "reason": str(exc)}
+            extra: dict[str, object] = {"job_name": job_name, "reason": str(exc)}
             if noted is not None:
                 extra.update(job_id=noted[0], dispatch_id=noted[1])
                 self.queue.record_note(noted[0], noted[1], "jenkins_read_failed",
@@ -167,18 +179,19 @@ class Reconciler:
             self.summary.failed += 1
             self.log("failed (reconciler)", row, reason=error)
 
-    def _record_started(self, row: ExpiredLease, followup) -> None:
+    def _record_started(self, row: ExpiredLease, followup: Followup) -> None:
         """The row's build has started (Jenkins says so; its notification may have been lost)."""
         self.queue.record_progress(row.id, row.dispatch_id, build_number=followup.build_number,
                                    build_url=followup.build_url, started=True, actor="reconciler")
 
-    def _follow(self, row: ExpiredLease, followup) -> None:
+    def _follow(self, row: ExpiredLease, followup: Followup) -> None:
         if followup.next is Next.WAIT:
             self.counts.waiting += 1
             if followup.build_number is not None and row.build_number is None:
                 self._record_started(row, followup)
             return
         if followup.next is Next.PROGRESS:
+            assert followup.build_number is not None  # follow_queue_item: PROGRESS names the build started
             self._record_started(row, followup)
             self.log("build started (seen by reconciler)", row, build_number=followup.build_number)
             # It may well have finished already: look now rather than after another lease.
@@ -186,6 +199,7 @@ class Reconciler:
                          follow_build(self.client.build(row.job_name, followup.build_number)))
             return
         if followup.next is Next.SETTLE:
+            assert followup.result is not None  # follow_build: SETTLE carries the finished build's result
             self.settle_from_result(row, followup.result, followup.build_number, followup.build_url)
             return
         if followup.next is Next.FAIL:
@@ -197,7 +211,7 @@ class Reconciler:
             if not self._adopt(row):
                 self._no_trace(row)
 
-    def settle_from_result(self, row, result: str, number: int | None, url: str | None) -> None:
+    def settle_from_result(self, row: ExpiredLease, result: str, number: int | None, url: str | None) -> None:
         """Settle ``row`` from the result of its finished build (fenced on its dispatch)."""
         status = final_status(result, self.settings.unstable_is_success)
         if self.queue.settle(row.id, row.dispatch_id, status, result=result,
@@ -232,11 +246,14 @@ class Reconciler:
             self.log("adopted a finished build", row, build_number=found.build_number)
             self.settle_from_result(row, found.result, found.build_number, found.build_url)
             return True
-        self.queue.mark_triggered(row, found.queue_id, event="adopted", actor="reconciler",
+        # A build's JSON may name no queue item (no queueId): the row keeps the one it knew, if any.
+        queue_id = found.queue_id if found.queue_id is not None else row.jenkins_queue_id
+        seen = ([f"queue item {queue_id}"] if queue_id is not None else []) + (
+            [f"build #{found.build_number}"] if found.build_number else [])
+        self.queue.mark_triggered(row, queue_id, event="adopted", actor="reconciler",
                                   build_number=found.build_number, build_url=found.build_url,
-                                  detail=f"found in Jenkins: queue item {found.queue_id}"
-                                  + (f", build #{found.build_number}" if found.build_number else ""))
-        self.log("adopted", row, jenkins_queue_id=found.queue_id, build_number=found.build_number)
+                                  detail="found in Jenkins: " + ", ".join(seen))
+        self.log("adopted", row, jenkins_queue_id=queue_id, build_number=found.build_number)
         return True
 
     def _no_trace(self, row: ExpiredLease) -> None:
@@ -394,16 +411,16 @@ class Reconciler:
         for row in self.queue.recently_finished_watched(self._watch_window()):
             self.counts.watching += 1
             # Watched every pass while the window lasts: a failed look is logged, not written into the history.
-            self._about_one_job(row["job_name"], lambda row=row: self._watch_one(row), None)
+            self._about_one_job(row["job_name"], partial(self._watch_one, row), None)
 
-    def _watch_one(self, row) -> None:
+    def _watch_one(self, row: WatchedRow) -> None:
         if row["cancelled_in_flight"]:
             self._stop_late_arrival(row)
             return
         items = self.client.queued_items_with(row["job_name"], row["dispatch_id"])
         self._cancel_items(row["id"], row["dispatch_id"], items, "a re-send that landed after its job had finished")
 
-    def _stop_late_arrival(self, row) -> None:
+    def _stop_late_arrival(self, row: WatchedRow) -> None:
         job_name, dispatch_id = row["job_name"], row["dispatch_id"]
         for item in self.client.queued_items_with(job_name, dispatch_id):
             if self.client.cancel_queue_item(item) is CancelResult.CANCELLED:
@@ -420,6 +437,7 @@ class Reconciler:
             return  # looked at again next pass
         if built is None:
             return
+        assert built.build_number is not None  # a build found among the job's builds has its number
         if built.building:
             self.client.stop_build(job_name, built.build_number)
             self._late_arrival(row, "late_build_stopped",
@@ -430,7 +448,7 @@ class Reconciler:
                                f"build #{built.build_number} ran after the cancel ({built.result}): the trigger "
                                "reached Jenkins late and the build ended before it was seen")
 
-    def _late_arrival(self, row, event: str, detail: str) -> None:
+    def _late_arrival(self, row: WatchedRow, event: str, detail: str) -> None:
         metrics.add_metric(name="LateArrivalsAfterCancel", unit=MetricUnit.Count, value=1)
         self.queue.record_note(row["id"], row["dispatch_id"], event, detail)
         logger.warning(detail, extra={"job_id": row["id"], "dispatch_id": row["dispatch_id"]})

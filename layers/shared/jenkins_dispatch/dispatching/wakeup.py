@@ -18,6 +18,7 @@ from ..errors import DatabaseUnavailable, DispatchError
 from ..observability import logger
 from ..store.db import Session
 from ..store.queue import Queue
+from ..store.rows import Fingerprint
 
 CHANNEL = "jenkins_dispatch"
 WORK = "work"  # rows became pending (inserted, released, retried, rescheduled) or a cap was raised
@@ -76,7 +77,7 @@ class PollingSignal:
         self.queue = Queue(db)
         self.poll_seconds = poll_seconds
         self.shutdown = shutdown or threading.Event()
-        self._seen: dict | None = None  # the fingerprint the previous poll read
+        self._seen: Fingerprint | None = None  # the fingerprint the previous poll read
 
     def wait(self, timeout: float) -> set[str]:
         """Poll every interval for up to ``timeout`` seconds; return {WORK} as soon as the queue moved. The

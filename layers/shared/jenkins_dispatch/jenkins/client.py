@@ -430,9 +430,8 @@ class JenkinsClient:
         deadline = time.monotonic() + self.timeout_seconds
         answer = self._get(f"{job_path(job_name)}api/json?tree={JOB_INFO_TREE}", what, deadline)
         if answer.status == 403:
-            outcome = classify_forbidden(answer.headers, answer.text, job_name=job_name, user=self.user)
-            if isinstance(outcome, Forbidden):
-                outcome = self._settle_forbidden(outcome, deadline)
+            first = classify_forbidden(answer.headers, answer.text, job_name=job_name, user=self.user)
+            outcome = self._settle_forbidden(first, deadline) if isinstance(first, Forbidden) else first
             match outcome:
                 case JobForbidden():
                     return JobInfo(exists=True, forbidden=outcome)
@@ -637,7 +636,7 @@ class JenkinsClient:
                         result=build.get("result"),
                         building=bool(build.get("building")),
                     )
-            timestamps = [b.get("timestamp") for b in builds if b is not None and isinstance(b.get("timestamp"), int)]
+            timestamps = [t for b in builds if b is not None and isinstance(t := b.get("timestamp"), int)]
             if oldest_wanted is not None and timestamps and min(timestamps) < oldest_wanted:
                 return None
         if oldest_wanted is not None and read >= SEARCH_MAX_BUILDS:

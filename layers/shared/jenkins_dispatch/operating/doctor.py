@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -35,6 +35,7 @@ from .display import duration
 
 if TYPE_CHECKING:
     from ..jenkins.client import WhoAmIAnswer
+    from ..store.rows import CutoverWindow, OldestTransaction
     from ..store.session import TransactionHelp
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
@@ -123,7 +124,7 @@ def schema_check(applied: Mapping[int, str] | None, known: Sequence[tuple[int, s
     return Check("schema", PASS, f"current: all {len(known)} migrations applied (latest {latest})")
 
 
-def transaction_check(oldest: Mapping[str, object], max_age_seconds: float, tools: TransactionHelp) -> Check:
+def transaction_check(oldest: OldestTransaction, max_age_seconds: float, tools: TransactionHelp) -> Check:
     """The oldest open transaction (a row of ``Queue.oldest_transaction``) against the threshold; ``tools``: the
     session's ``long_transaction_help`` (what such a transaction holds back, where to find it, how to end it)."""
     holds_back, listed_in, end_it, grant = tools.holds_back, tools.listed_in, tools.end_it, tools.grant
@@ -147,7 +148,7 @@ def transaction_check(oldest: Mapping[str, object], max_age_seconds: float, tool
     )
 
 
-def cutover_check(window: Mapping[str, object] | None) -> Check | None:
+def cutover_check(window: CutoverWindow | None) -> Check | None:
     """The "cutover" row (a row of ``Queue.cutover_window``), while the worker that ran before jenkins-dispatch may
     still report on the jobs it held at the upgrade, or some of them wait for the reconciler; None otherwise."""
     if window is None:
@@ -372,8 +373,8 @@ def _settings_check(env: Mapping[str, str] | None) -> Check:
     return Check("settings", PASS, "BATCH_SIZE, LEASE_SECONDS and the other tuning settings are valid")
 
 
-def _database_checks(env, fetch_secret, options: DoctorOptions) -> _Findings:
-    from ..store.db import Database
+def _database_checks(env: Mapping[str, str] | None, fetch_secret: SecretFetcher | None, options: DoctorOptions) -> _Findings:
+    from ..store.db import open_database
     from ..store.migrations import migration_files
     from ..store.queue import Queue
 
@@ -388,7 +389,7 @@ def _database_checks(env, fetch_secret, options: DoctorOptions) -> _Findings:
         found.checks += [_skip(n, "no database configured") for n in dependent]
         found.waiting_unknown_because = "no database configured"
         return found
-    db = Database(settings, application_name="jenkins-dispatch-doctor")
+    db = open_database(settings, application_name="jenkins-dispatch-doctor")
     try:
         queue = Queue(db)
         try:
@@ -430,7 +431,7 @@ def _database_checks(env, fetch_secret, options: DoctorOptions) -> _Findings:
         db.close()
 
 
-def _guarded(name: str, run) -> Check:
+def _guarded(name: str, run: Callable[[], Check]) -> Check:
     """A check whose database read may still fail after the session opened (a timeout, a lost session)."""
     try:
         return run()
@@ -438,7 +439,7 @@ def _guarded(name: str, run) -> Check:
         return Check(name, FAIL, str(exc), "run doctor again; if it persists, read the database server's log")
 
 
-def _jenkins_checks(env, fetch_secret, found: _Findings) -> list[Check]:
+def _jenkins_checks(env: Mapping[str, str] | None, fetch_secret: SecretFetcher | None, found: _Findings) -> list[Check]:
     from ..jenkins.client import jenkins_client
 
     checks: list[Check] = []
@@ -473,9 +474,9 @@ def _jenkins_checks(env, fetch_secret, found: _Findings) -> list[Check]:
         try:
             for job_name, waiting in found.waiting:
                 info = None if job_path_error(job_name) else client.job_info(job_name)
-                problem = job_check(job_name, waiting, info, settings.user)
-                if problem is not None:
-                    problems.append(problem)
+                job_problem = job_check(job_name, waiting, info, settings.user)
+                if job_problem is not None:
+                    problems.append(job_problem)
         except JenkinsError as exc:
             checks.append(Check("queued jobs", FAIL, f"Jenkins failed while the jobs were read: {exc}",
                                 "run doctor again; if it persists, see Jenkins's log"))
@@ -491,7 +492,7 @@ def _queued_row(found: _Findings, because: str) -> Check:
     return _skip("queued jobs", found.waiting_unknown_because or because)
 
 
-def _webhook_checks(env, fetch_secret, options: DoctorOptions) -> list[Check]:
+def _webhook_checks(env: Mapping[str, str] | None, fetch_secret: SecretFetcher | None, options: DoctorOptions) -> list[Check]:
     try:
         secret = load_webhook_secret(env, fetch_secret)
     except ConfigError as exc:

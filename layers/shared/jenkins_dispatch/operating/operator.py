@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,7 +13,7 @@ from .transitions import ALREADY, CANCEL, RETRY, verdict
 from .waiting import JenkinsOutage, Waiting, why_waiting
 
 
-def jenkins_links(settings: Settings, row: dict) -> dict[str, str]:
+def jenkins_links(settings: Settings, row: Mapping[str, Any]) -> dict[str, str]:
     """The row's links in Jenkins: its build, and its job when Jenkins is configured."""
     links: dict[str, str] = {}
     if row.get("build_url"):
@@ -28,7 +29,7 @@ def jenkins_links(settings: Settings, row: dict) -> dict[str, str]:
     return links
 
 
-def why_rows_wait(queue: Queue, rows: list[dict], global_cap: int | None,
+def why_rows_wait(queue: Queue, rows: Sequence[Mapping[str, Any]], global_cap: int | None,
                   jenkins_unavailable: JenkinsOutage | None = None) -> list[Waiting | None]:
     """Why each pending row of ``rows`` waits (None for the others): one statement for all of them, none
     when no row is pending. ``jenkins_unavailable``: Jenkins failing as a whole; by default what the live
@@ -50,7 +51,7 @@ def why_rows_wait(queue: Queue, rows: list[dict], global_cap: int | None,
 
 
 def list_jobs_waiting(queue: Queue, global_cap: int | None, *, jenkins_unavailable: JenkinsOutage | None = None,
-                      **filters: Any) -> list[dict]:
+                      **filters: Any) -> list[dict[str, Any]]:
     """``Queue.list_jobs`` (same filters), each row with ``waiting``: why it is not in Jenkins yet (a dict,
     see ``Waiting``), or None when it is not pending. Two statements for the page."""
     rows = queue.list_jobs(**filters)
@@ -59,7 +60,7 @@ def list_jobs_waiting(queue: Queue, global_cap: int | None, *, jenkins_unavailab
 
 
 def job_details(queue: Queue, job_id: int, settings: Settings,
-                jenkins_unavailable: JenkinsOutage | None = None) -> dict:
+                jenkins_unavailable: JenkinsOutage | None = None) -> dict[str, Any]:
     """Everything about one job: the row, its Jenkins links, why it waits (None unless pending; see
     ``waiting.why_waiting``) and its history."""
     row = queue.get(job_id)
@@ -87,7 +88,7 @@ def retry_job(queue: Queue, job_id: int, *, actor: str = "operator", unchanged_s
 
 
 def cancel_job(queue: Queue, job_id: int, settings: Settings, reason: str = "cancelled by operator", *,
-               actor: str = "operator") -> dict:
+               actor: str = "operator") -> dict[str, Any]:
     """Pending: cancelled at once. Processing: the Jenkins queue item is cancelled or the build stopped
     first, then the row is settled (fenced, so a build finishing meanwhile wins). A build that had already
     finished settles the row with its real result. A row whose trigger is still in flight (Jenkins shows
@@ -107,6 +108,8 @@ def cancel_job(queue: Queue, job_id: int, settings: Settings, reason: str = "can
         if row["status"] != "processing":
             raise Conflict(f"job {job_id} is now {row['status']}; nothing cancelled")
 
+    dispatch_id = row["dispatch_id"]
+    assert dispatch_id is not None  # the table's check: a processing row always has its dispatch's id
     # Jenkins's client only when cancelling, not for `show`.
     from ..dispatching.cancelling import settle_stopped, stop_dispatch
     from ..errors import JenkinsError
@@ -114,7 +117,7 @@ def cancel_job(queue: Queue, job_id: int, settings: Settings, reason: str = "can
 
     with jenkins_client(settings) as client:
         try:
-            stopped = stop_dispatch(client, row["job_name"], row["dispatch_id"], row.get("jenkins_queue_id"),
+            stopped = stop_dispatch(client, row["job_name"], dispatch_id, row.get("jenkins_queue_id"),
                                     row.get("build_number"))
         except JenkinsError:
             raise
@@ -122,14 +125,14 @@ def cancel_job(queue: Queue, job_id: int, settings: Settings, reason: str = "can
             raise DispatchError(f"cannot cancel job {job_id} in Jenkins: {exc}") from None
     if not stopped.found:
         # Its trigger may still be on its way to Jenkins: settling now would orphan the build it creates.
-        if queue.request_cancel(job_id, row["dispatch_id"], reason, actor=actor):
+        if queue.request_cancel(job_id, dispatch_id, reason, actor=actor):
             note = ("cancel requested: its trigger is still on its way to Jenkins; it will be cancelled there as "
                     "soon as it lands (or settled cancelled if it never does)")
             return {"id": job_id, "status": "processing", "changed": True, "jenkins": "nothing found in Jenkins yet",
                     "message": f"job {job_id}: {note}"}
         now = queue.get(job_id)
         raise Conflict(f"job {job_id} became {now['status']} while cancelling")
-    status = settle_stopped(queue, job_id, row["dispatch_id"], stopped, reason, actor=actor,
+    status = settle_stopped(queue, job_id, dispatch_id, stopped, reason, actor=actor,
                             unstable_is_success=settings.unstable_is_success)
     if status is None:
         now = queue.get(job_id)

@@ -5,12 +5,14 @@ hours' outcomes. A handful of statements, each on a partial index or a bounded w
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..config import Settings
 from ..store.queue import Pause, Queue
+from ..store.rows import Dispatcher, JenkinsOutage
 from .operator import why_rows_wait
 
 THROUGHPUT_HOURS = 12
@@ -26,7 +28,7 @@ class JenkinsHealth:
     seen_by: str | None = None
 
 
-def jenkins_health(outage: dict | None, dispatchers: list[dict]) -> JenkinsHealth:
+def jenkins_health(outage: JenkinsOutage | None, dispatchers: Sequence[Dispatcher]) -> JenkinsHealth:
     """Pure: the outage a live dispatcher recorded wins; else up when some dispatcher is live, else unknown."""
     if outage is not None:
         return JenkinsHealth("down", outage["since"], outage.get("reason"), outage.get("dispatcher_id"))
@@ -36,7 +38,7 @@ def jenkins_health(outage: dict | None, dispatchers: list[dict]) -> JenkinsHealt
     return JenkinsHealth("unknown")
 
 
-def hourly(rows: list[dict], hours: int, now: datetime) -> list[dict]:
+def hourly(rows: Sequence[Mapping[str, Any]], hours: int, now: datetime) -> list[dict[str, Any]]:
     """Pure: one entry per hour of the window, oldest first, hours without outcomes as zeros."""
     current = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
     found = {r["hour"].astimezone(UTC): r for r in rows}

@@ -14,6 +14,7 @@ part-way through. Either way a server the session calls unsupported is refused b
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ..config import default_of
 from ..errors import MigrationError
@@ -31,7 +32,7 @@ def migration_files(dialect: str) -> list[tuple[int, str, Path]]:
     return found
 
 
-def _run(db: Session, statement: str, /, **params) -> list[Row]:
+def _run(db: Session, statement: str, /, **params: Any) -> list[Row]:
     return db.run(statements.load(db.dialect)[statement], **params)
 
 

@@ -11,7 +11,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from ..config import DEFAULT_CONTROLLER, default_of
 from ..errors import Conflict, InvalidInput, NotFound
@@ -20,6 +20,26 @@ from ..moments import from_iso
 from . import statements
 from .db import DatabaseError, Row, Session
 from .dispatch_ids import LEGACY_PREFIX
+from .rows import (
+    CutoverWindow,
+    Dispatcher,
+    Fingerprint,
+    FoundJob,
+    Gauges,
+    HourCounts,
+    JenkinsOutage,
+    Job,
+    JobEvent,
+    JobStats,
+    Limit,
+    MatchedJob,
+    OldestPending,
+    OldestTransaction,
+    ServerIdentity,
+    Stats,
+    WaitingJobName,
+    WatchedRow,
+)
 
 FINAL_STATUSES = ("completed", "failed", "cancelled")
 STATUSES = ("pending", "processing", *FINAL_STATUSES)
@@ -175,8 +195,9 @@ def _moment(value: str | datetime | None) -> datetime | None:
 
 def _pause(row: Row) -> Pause:
     name = row["job_name"]
+    paused_at = row["paused_at"]  # never NULL (the table's); ISO text when read from a JSON document
     return Pause(job_name=None if name == EVERYTHING else name,
-                 paused_at=_timestamp(row["paused_at"]),
+                 paused_at=from_iso(paused_at) if isinstance(paused_at, str) else paused_at,
                  paused_by=row["paused_by"], reason=row["reason"])
 
 
@@ -255,7 +276,7 @@ class Queue:
         self.lease_seconds = lease_seconds
         self._statements = statements.load(db.dialect)
 
-    def _run(self, name: str, **params) -> list[Row]:
+    def _run(self, name: str, **params: Any) -> list[Row]:
         try:
             return self.db.run(self._statements[name], **params)
         except DatabaseError as exc:
@@ -307,10 +328,10 @@ class Queue:
         return EnqueueResult(id=rows[0]["id"], created=rows[0]["created"])
 
     # ------------------------------------------------------------------ claim
-    def fingerprint(self) -> Row:
+    def fingerprint(self) -> Fingerprint:
         """Marks that move when anything a pass would act on changes (rows inserted, any transition, caps,
         pauses): one cheap read, the polling dispatcher's question between passes. Compare two for equality."""
-        return self._run("queue_fingerprint")[0]
+        return cast(Fingerprint, self._run("queue_fingerprint")[0])
 
     def caps_in_force(self, max_in_flight: int | None) -> bool:
         """Whether claims must go through the capped path (checked once per pass)."""
@@ -342,11 +363,13 @@ class Queue:
 
     # ------------------------------------------------------------------ fenced transitions
     def mark_triggered(
-        self, job: ClaimedJob | ExpiredLease, queue_id: int, *, event: str = "triggered",
+        self, job: ClaimedJob | ExpiredLease, queue_id: int | None, *, event: str = "triggered",
         actor: str = "dispatcher", detail: str | None = None, build_number: int | None = None,
         build_url: str | None = None,
     ) -> bool:
-        """Record the queue item (and build) Jenkins has for the dispatch; False when the row is no longer ours."""
+        """Record the queue item (and build) Jenkins has for the dispatch; False when the row is no longer ours.
+        ``queue_id`` None: Jenkins named no queue item (the reconciler adopting a build that names none, for a row
+        that never learnt its own); give ``detail`` then."""
         rows = self._run(
             "mark_triggered", id=job.id, dispatch_id=job.dispatch_id, queue_id=queue_id,
             build_number=build_number, build_url=build_url, lease_seconds=self.lease_seconds,
@@ -477,12 +500,12 @@ class Queue:
         """Record a cancel for a processing row whose trigger is in flight (False: it is no longer so)."""
         return bool(self._run("request_cancel", id=job_id, dispatch_id=dispatch_id, reason=reason, actor=actor))
 
-    def recently_finished_watched(self, window_seconds: float) -> list[Row]:
+    def recently_finished_watched(self, window_seconds: float) -> list[WatchedRow]:
         """Final rows settled within the window that a request of their dispatch may still reach in Jenkins: re-sent
         rows, and (``cancelled_in_flight``) rows cancelled while their trigger was on its way with nothing found in
         Jenkins, until a late arrival of theirs is handled. id, job_name, dispatch_id, cancelled_in_flight and, for
         those, claimed_at."""
-        return self._run("recently_finished_watched", window=float(window_seconds))
+        return cast(list[WatchedRow], self._run("recently_finished_watched", window=float(window_seconds)))
 
     def queue_ids_between(self, low: int, high: int) -> set[int]:
         """Jenkins queue ids our rows hold strictly between ``low`` and ``high``."""
@@ -493,27 +516,27 @@ class Queue:
         self._run("record_note", id=job_id, dispatch_id=dispatch_id, event=event, detail=detail)
 
     # ------------------------------------------------------------------ operator
-    def get(self, job_id: int) -> Row:
+    def get(self, job_id: int) -> Job:
         """One row by id; NotFound when there is none."""
         rows = self._run("get_job", id=job_id)
         if not rows:
             raise NotFound(f"no job with id {job_id}")
-        row = rows[0]
+        row = cast(Job, rows[0])
         row["parameters"] = _json(row["parameters"])
         return row
 
-    def events(self, job_id: int) -> list[Row]:
+    def events(self, job_id: int) -> list[JobEvent]:
         """A row's history, oldest first."""
-        return self._run("job_events", id=job_id)
+        return cast(list[JobEvent], self._run("job_events", id=job_id))
 
-    def find_by_dispatch_id(self, dispatch_id: str) -> Row | None:
+    def find_by_dispatch_id(self, dispatch_id: str) -> FoundJob | None:
         """The row a dispatch id names, or None."""
-        rows = self._run("get_job_by_dispatch_id", dispatch_id=dispatch_id)
+        rows = cast(list[FoundJob], self._run("get_job_by_dispatch_id", dispatch_id=dispatch_id))
         return rows[0] if rows else None
 
-    def find_by_queue_id(self, job_name: str, queue_id: int) -> Row | None:
+    def find_by_queue_id(self, job_name: str, queue_id: int) -> FoundJob | None:
         """The row of ``job_name`` holding Jenkins queue item ``queue_id``, or None."""
-        rows = self._run("get_job_by_queue_id", job_name=job_name, queue_id=queue_id)
+        rows = cast(list[FoundJob], self._run("get_job_by_queue_id", job_name=job_name, queue_id=queue_id))
         return rows[0] if rows else None
 
     def was_dispatched(self, dispatch_id: str) -> bool:
@@ -544,7 +567,7 @@ class Queue:
         self, *, final: bool, status: str | None = None, job_name: str | None = None,
         since: datetime | None = None, error_like: str | None = None, parameters: dict[str, str] | None = None,
         limit: int = 1000,
-    ) -> tuple[list[Row], int]:
+    ) -> tuple[list[MatchedJob], int]:
         """Final (``final``) or unfinished rows the filters select, by id, at most ``limit`` of them; and how
         many match in all. ``error_like`` and ``parameters``: as in ``list_jobs``."""
         rows = self._run(
@@ -553,13 +576,13 @@ class Queue:
             error_pattern=like_contains(error_like) if error_like is not None else None, limit=limit,
         )
         total = rows[0]["total"] if rows else 0
-        return [{k: v for k, v in r.items() if k != "total"} for r in rows], total
+        return [cast(MatchedJob, {k: v for k, v in r.items() if k != "total"}) for r in rows], total
 
     def list_jobs(
         self, *, status: str | None = None, job_name: str | None = None, since: datetime | str | None = None,
         before_id: int | None = None, limit: int = 50, error_like: str | None = None,
         parameters: dict[str, str] | None = None, controller: str | None = None,
-    ) -> list[Row]:
+    ) -> list[Job]:
         """Rows newest first (every column ``get`` reads), filtered by status, job, time and id, at most ``limit``.
         ``error_like``: ``last_error`` contains this text, ignoring case; ``parameters``: each named parameter, as text,
         equals the value given (at most ``MAX_PARAMETER_FILTERS``, keys of letters, digits, ``_``, ``-``, ``.``)."""
@@ -567,23 +590,23 @@ class Queue:
             raise InvalidInput(f"unknown status {status!r}: use one of {', '.join(STATUSES)}")
         filters = dict(status=status, job_name=job_name, since=_moment(since), before_id=before_id, limit=limit,
                        controller=controller)
-        rows = self._run("list_jobs", **filters, **_parameter_slots(parameters),
-                         error_pattern=like_contains(error_like) if error_like is not None else None)
+        rows = cast(list[Job], self._run("list_jobs", **filters, **_parameter_slots(parameters),
+                                         error_pattern=like_contains(error_like) if error_like is not None else None))
         for row in rows:
             row["parameters"] = _json(row["parameters"])
         return rows
 
-    def oldest_pending(self) -> Row | None:
+    def oldest_pending(self) -> OldestPending | None:
         """The pending row scheduled earliest (paused or not), or None when nothing is pending."""
-        rows = self._run("oldest_pending_job")
+        rows = cast(list[OldestPending], self._run("oldest_pending_job"))
         return rows[0] if rows else None
 
-    def finished_per_hour(self, hours: int) -> list[Row]:
+    def finished_per_hour(self, hours: int) -> list[HourCounts]:
         """Rows finished per hour (``hour``: its start, UTC), completed / failed / cancelled, over the current
         hour and the ``hours - 1`` before it; hours with none are absent."""
         if hours < 1:
             raise InvalidInput("hours must be 1 or more")
-        return self._run("finished_per_hour", hours=hours)
+        return cast(list[HourCounts], self._run("finished_per_hour", hours=hours))
 
     def prune(self, older_than_days: float, batch: int = 1000) -> int:
         """Delete finished rows older than the cutoff in bounded batches; returns how many went."""
@@ -606,9 +629,9 @@ class Queue:
         """Remove a job's cap on ``controller``; False when it had none."""
         return bool(self._run("remove_limit", job_name=job_name, controller=controller))
 
-    def limits(self) -> list[Row]:
+    def limits(self) -> list[Limit]:
         """Every per-job cap (with its controller) with its rows in flight."""
-        return self._run("list_limits")
+        return cast(list[Limit], self._run("list_limits"))
 
     def fail_unknown_controllers(self, known: list[str], *, actor: str = "dispatcher") -> list[Row]:
         """Fail the pending rows naming a controller not in ``known`` (nothing is sent anywhere); id and
@@ -660,18 +683,18 @@ class Queue:
             jenkins_reason=jenkins.get("reason"),
         )
 
-    def stats(self) -> Row:
+    def stats(self) -> Stats:
         """The queue at a glance: rows pending, due and processing, expired leases, the last hour's outcomes, ages."""
-        return self._run("stats")[0]
+        return cast(Stats, self._run("stats")[0])
 
-    def gauges(self) -> Row:
+    def gauges(self) -> Gauges:
         """Jobs processing; the age of the oldest due pending job; seconds until the next pending job is
         due and until the next lease expires (each None when there is none)."""
-        return self._run("gauges")[0]
+        return cast(Gauges, self._run("gauges")[0])
 
-    def stats_per_job(self) -> list[Row]:
+    def stats_per_job(self) -> list[JobStats]:
         """Per job: pending and in-flight rows, the oldest due row's age and the last hour's outcomes."""
-        return self._run("stats_per_job")
+        return cast(list[JobStats], self._run("stats_per_job"))
 
     def in_flight_counts(self) -> dict[str, int]:
         """Processing rows per job, every spelling of its name together under one of them (the demo's summary; the
@@ -679,23 +702,23 @@ class Queue:
         return {r["job_name"]: r["n"] for r in self._run("in_flight_counts")}
 
     # ------------------------------------------------------------------ doctor
-    def server_identity(self) -> Row:
+    def server_identity(self) -> ServerIdentity:
         """The session's user, database and the server's version."""
-        return self._run("server_identity")[0]
+        return cast(ServerIdentity, self._run("server_identity")[0])
 
     def applied_migrations(self) -> dict[int, str]:
         """Version → name of each migration `migrate` applied; raises SchemaMissing before the first."""
         return {r["version"]: r["name"] for r in self._run("applied_migrations")}
 
-    def oldest_transaction(self) -> Row:
+    def oldest_transaction(self) -> OldestTransaction:
         """pid, user_name, application_name, state and age (``seconds``) of the oldest transaction open in this
         database besides ours (all None when none is), and ``hidden_sessions``: sessions we may not see into."""
-        return self._run("oldest_transaction")[0]
+        return cast(OldestTransaction, self._run("oldest_transaction")[0])
 
-    def waiting_job_names(self, limit: int) -> list[Row]:
+    def waiting_job_names(self, limit: int) -> list[WaitingJobName]:
         """Up to ``limit`` job names of pending or processing rows, most rows first: job_name, waiting (rows),
         job_names (how many distinct names in all)."""
-        return self._run("waiting_job_names", limit=limit)
+        return cast(list[WaitingJobName], self._run("waiting_job_names", limit=limit))
 
     # ------------------------------------------------------------------ dispatcher heartbeats
     def record_heartbeat(
@@ -711,21 +734,21 @@ class Queue:
             jenkins_ok=jenkins_ok, jenkins_reason=jenkins_reason,
         )
 
-    def dispatchers(self) -> list[Row]:
+    def dispatchers(self) -> list[Dispatcher]:
         """Dispatchers seen in the last day, the most recent pass first, each with ``live`` and the age of
         its last pass (``last_pass_seconds``)."""
-        return self._run("dispatchers")
+        return cast(list[Dispatcher], self._run("dispatchers"))
 
-    def jenkins_outage(self) -> Row | None:
+    def jenkins_outage(self) -> JenkinsOutage | None:
         """Since when (``since``), why (``reason``) and by whom (``dispatcher_id``) Jenkins is seen failing as a
         whole, by the live dispatcher that asked it last; None while it answers, or no live one asked."""
-        rows = self._run("jenkins_outage")
+        rows = cast(list[JenkinsOutage], self._run("jenkins_outage"))
         return rows[0] if rows and rows[0]["since"] is not None else None
 
     # ------------------------------------------------------------------ the cutover (docs/cutover.md)
-    def cutover_window(self) -> Row | None:
+    def cutover_window(self) -> CutoverWindow | None:
         """The window in which the results of the worker that ran before jenkins-dispatch still count for the jobs
         it held at the upgrade: upgraded_at, window_seconds, window_ends_at, seconds_left (negative once closed)
         and ``held`` (its jobs still processing); None when the table was never upgraded while it held jobs."""
-        rows = self._run("cutover_window")
+        rows = cast(list[CutoverWindow], self._run("cutover_window"))
         return rows[0] if rows else None

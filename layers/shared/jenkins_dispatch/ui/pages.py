@@ -150,7 +150,7 @@ class Pages:
         with self.queue() as queue:
             selection = bulk.select_targets(queue, action, filters.bulk_filters(), bulk.DEFAULT_LIMIT)
             outcomes = bulk.act(queue, self.settings, action, selection.rows, actor=ACTOR,
-                                **({"reason": "cancelled from the web page"} if action == bulk.CANCEL else {}))
+                                reason="cancelled from the web page")  # a cancel's last_error; a retry has none
         return Page("bulk_done.html", {"action": action, "filters": filters, "outcomes": outcomes,
                                        "summary": bulk.summary_line(action, outcomes, selection.total),
                                        "failure": bulk.failure_line(action, outcomes)}, refresh=False)

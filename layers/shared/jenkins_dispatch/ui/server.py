@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
 import jinja2
@@ -41,6 +42,9 @@ from ..http_service import (
 from ..observability import logger
 from ..operating import display
 from ..store.db import SessionPool
+
+if TYPE_CHECKING:
+    from wsgiref.types import StartResponse
 from . import forms, security
 from .pages import LEVERS, Done, Page, Pages
 
@@ -255,9 +259,12 @@ class UiApp:
     @staticmethod
     def _job_id(text: str) -> int:
         try:
-            return forms.positive_id(text, "job id")
+            job_id = forms.positive_id(text, "job id")
         except InvalidInput:
-            raise NotFound(f"there is no job {text!r}: a job's page is /jobs/ID with a numeric id") from None
+            job_id = None
+        if job_id is None:
+            raise NotFound(f"there is no job {text!r}: a job's page is /jobs/ID with a numeric id")
+        return job_id
 
     def _failure(self, error: DispatchError, session: security.Session) -> Answer:
         if isinstance(error, NotFound):
@@ -273,7 +280,7 @@ class UiApp:
         return self.problem(400, "Refused", str(error), session)
 
 
-def answer_wsgi(app: UiApp, environ: dict, start_response, method: str, target: str) -> list[bytes]:
+def answer_wsgi(app: UiApp, environ: dict, start_response: StartResponse, method: str, target: str) -> list[bytes]:
     """Answer a WSGI request through ``app``, with the security headers (also `serve --ui`'s way in)."""
     answer = app.handle(method, target, request_headers(environ), read_body(environ, MAX_FORM_BYTES))
     headers = {**security.SECURITY_HEADERS, **answer.headers, "Content-Length": str(len(answer.body))}
@@ -291,7 +298,7 @@ class UiWsgi:
         """Static files and the login form never wait behind the page's database sessions."""
         return "front" if head.path in self.app.static or head.path in NO_DATABASE_PATHS else "page"
 
-    def __call__(self, environ: dict, start_response) -> list[bytes]:
+    def __call__(self, environ: dict, start_response: StartResponse) -> list[bytes]:
         path, query = request_target(environ)
         method = environ.get("REQUEST_METHOD", "GET").upper()
         return answer_wsgi(self.app, environ, start_response, method, path + ("?" + query if query else ""))

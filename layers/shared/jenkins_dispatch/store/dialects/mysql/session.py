@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from functools import lru_cache
+from typing import Any
 
 import pymysql
 from pymysql.constants import CLIENT, FIELD_TYPE
@@ -73,14 +74,14 @@ def _block(sql: str) -> _Block:
     return _Block(text=text, several=several, decode=decode)
 
 
-def _parameter(value):
+def _parameter(value: Any) -> Any:
     """A parameter as the server must see it: aware datetimes in UTC (sessions run at +00:00)."""
     if isinstance(value, datetime) and value.tzinfo is not None:
         return value.astimezone(UTC).replace(tzinfo=None)
     return value
 
 
-def _value(value, kind: str | None, time_column: bool = False):
+def _value(value: Any, kind: str | None, time_column: bool = False) -> Any:
     if value is None:
         return None
     if time_column and isinstance(value, str):
@@ -145,7 +146,7 @@ class MysqlSession(Session):
     def _connect(self) -> pymysql.connections.Connection:
         s = self.settings
         to = endpoint(s)
-        kwargs = dict(
+        kwargs: dict[str, Any] = dict(
             user=to.user, password=to.password or "", database=to.database, charset="utf8mb4", autocommit=True,
             connect_timeout=to.connect_timeout,
             # A statement may legitimately run up to the statement time limit: the socket waits that plus a margin.
@@ -217,7 +218,7 @@ class MysqlSession(Session):
         return server.unsupported_server(self.server_version())
 
     # ------------------------------------------------------------------ statements
-    def run(self, sql: str, **params) -> list[Row]:
+    def run(self, sql: str, **params: Any) -> list[Row]:
         """Run one block (one or several statements) in one round trip; rows of its last result set as dicts."""
         block = _block(sql)
         wrap = block.several and not self._in_transaction

@@ -12,6 +12,7 @@ import select
 import socket
 import ssl
 from contextlib import suppress
+from typing import Any
 
 import pg8000.native
 from pg8000.exceptions import DatabaseError as DriverError
@@ -67,7 +68,7 @@ class PostgresSession(Session):
     def _connect(self) -> pg8000.native.Connection:
         s = self.settings
         to = endpoint(s)
-        kwargs = dict(user=to.user, password=to.password, database=to.database, timeout=to.connect_timeout,
+        kwargs: dict[str, Any] = dict(user=to.user, password=to.password, database=to.database, timeout=to.connect_timeout,
                       application_name=self.application_name)
         if to.unix_socket:
             kwargs["unix_sock"] = to.unix_socket
@@ -134,7 +135,7 @@ class PostgresSession(Session):
         return server.unsupported_server("")
 
     # ------------------------------------------------------------------ statements
-    def run(self, sql: str, **params) -> list[Row]:
+    def run(self, sql: str, **params: Any) -> list[Row]:
         """Run one statement in one round trip; rows come back as dicts keyed by column name.
 
         Statements with parameters are prepared once per session and reused, so the server parses and
