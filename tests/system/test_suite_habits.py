@@ -33,4 +33,4 @@ def test_the_pre_commit_hooks_run_what_make_lint_runs():
 
 
 def test_make_lint_is_read_at_all():
-    assert [command.split()[0].rsplit("/", 1)[-1] for command in _lint_commands()] == ["ruff", "cfn-lint", "sam"]
+    assert [command.split()[0].rsplit("/", 1)[-1] for command in _lint_commands()] == ["ruff", "mypy", "cfn-lint", "sam"]

@@ -688,13 +688,25 @@ SELECT :job_name AS job_name FROM DUAL WHERE @jd_removed > 0;
 SELECT l.controller, l.job_name, l.max_in_flight, {{claim_in_flight}} AS in_flight
 FROM jenkins_job_limits l ORDER BY l.job_name, l.controller;
 
--- name: fail_unknown_controllers
--- Pending rows naming a controller that is not configured (:known, a JSON array of the configured names) end
--- failed, their last_error naming the controller: nothing is sent anywhere. Once per pass.
+-- name: pending_controllers
+-- The controllers that have pending rows: a skip scan of the claim index (status, then controller, lead it), one
+-- probe per controller, however long the backlog -- the pass asks this every time. A plain read: no lock.
+WITH RECURSIVE seen(controller) AS (
+    (SELECT controller FROM jenkins_jobs_queue WHERE status = 'pending' ORDER BY controller LIMIT 1)
+    UNION ALL
+    SELECT (SELECT q.controller FROM jenkins_jobs_queue q
+            WHERE q.status = 'pending' AND q.controller > s.controller ORDER BY q.controller LIMIT 1)
+    FROM seen s WHERE s.controller IS NOT NULL
+)
+SELECT controller FROM seen WHERE controller IS NOT NULL;
+
+-- name: fail_rows_of_unknown_controller
+-- Pending rows naming :controller, which is not configured, end failed, their last_error naming it: nothing is
+-- sent anywhere.
 SET @jd_taken = NULL;
 SELECT JSON_ARRAYAGG(picked.id) INTO @jd_taken FROM (
     SELECT id FROM jenkins_jobs_queue
-    WHERE status = 'pending' AND NOT JSON_CONTAINS(:known, JSON_QUOTE(controller))
+    WHERE status = 'pending' AND controller = :controller
     FOR UPDATE SKIP LOCKED
 ) picked;
 UPDATE jenkins_jobs_queue q JOIN {{t_taken}} ON q.id = t.id

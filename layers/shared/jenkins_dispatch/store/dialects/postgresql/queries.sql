@@ -672,17 +672,27 @@ SELECT l.controller, l.job_name, l.max_in_flight,
            AS in_flight
 FROM jenkins_job_limits l ORDER BY l.job_name, l.controller;
 
--- name: fail_unknown_controllers
--- Pending rows naming a controller that is not configured (:known, a JSON array of the configured names) end
--- failed, their last_error naming the controller: nothing is sent anywhere. Once per pass; reads the
--- pending part of the claim index (its controller leads it).
+-- name: pending_controllers
+-- The controllers that have pending rows: a skip scan of the claim index (its controller leads it), one probe per
+-- controller, however long the backlog: the pass asks this every time.
+WITH RECURSIVE seen(controller) AS (
+    (SELECT controller FROM jenkins_jobs_queue WHERE status = 'pending' ORDER BY controller LIMIT 1)
+    UNION ALL
+    SELECT (SELECT q.controller FROM jenkins_jobs_queue q
+            WHERE q.status = 'pending' AND q.controller > s.controller ORDER BY q.controller LIMIT 1)
+    FROM seen s WHERE s.controller IS NOT NULL
+)
+SELECT controller FROM seen WHERE controller IS NOT NULL;
+
+-- name: fail_rows_of_unknown_controller
+-- Pending rows naming :controller, which is not configured, end failed, their last_error naming it: nothing is
+-- sent anywhere.
 WITH failed AS (
     UPDATE jenkins_jobs_queue q
     SET status = 'failed', finished_at = now(), updated_at = now(),
         last_error = 'controller ' || quote_literal(q.controller) || ' is not configured (JENKINS_CONTROLLERS): '
                      || 'nothing was sent'
-    WHERE q.status = 'pending'
-      AND q.controller NOT IN (SELECT value FROM jsonb_array_elements_text(CAST(:known AS jsonb)))
+    WHERE q.status = 'pending' AND q.controller = CAST(:controller AS text)
     RETURNING q.id, q.controller, q.last_error
 ), logged AS (
     INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, actor, detail)
