@@ -14,25 +14,21 @@ define lock_pins
 	sed -n 's/^\(\(pg8000\|pymysql\|requests\|aws-lambda-powertools\)==[^ ]*\).*/\1/p' $(LOCK) > $(VENV)/lock-pins.txt
 endef
 
-# The Jenkins emulator is a distribution of its own (jenkins_emulator/pyproject.toml), so that the package's
-# wheel leaves it out: installed here, editable, for the tests, the demo and the benchmarks. (An extra cannot
-# name it: pip has no relative path dependencies.)
-EMULATOR := -e ./jenkins_emulator
-
-# Everything (the "dev" extra: tests, SAM CLI, linters; and the emulator); also satisfies `make demo`.
-$(VENV)/.installed: pyproject.toml jenkins_emulator/pyproject.toml $(LOCK)
+# Everything (the "dev" extra: tests, SAM CLI, linters; and, as with any editable install, the emulator);
+# also satisfies `make demo`.
+$(VENV)/.installed: pyproject.toml setup.py $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(lock_pins)
-	$(PY) -m pip install --quiet -c $(VENV)/lock-pins.txt -e '.[dev]' $(EMULATOR)
+	$(PY) -m pip install --quiet -c $(VENV)/lock-pins.txt -e '.[dev]'
 	touch $@ $(VENV)/.installed-demo
 
 # `make demo` alone: the package, the "demo" extra (embedded PostgreSQL) and the emulator, not the SAM CLI or
 # the test tools.
-$(VENV)/.installed-demo: pyproject.toml jenkins_emulator/pyproject.toml $(LOCK)
+$(VENV)/.installed-demo: pyproject.toml setup.py $(LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(lock_pins)
-	$(PY) -m pip install --quiet -c $(VENV)/lock-pins.txt -e '.[demo]' $(EMULATOR)
+	$(PY) -m pip install --quiet -c $(VENV)/lock-pins.txt -e '.[demo]'
 	touch $@
 
 install: $(VENV)/.installed

@@ -157,11 +157,11 @@ def test_the_lambda_handlers_need_nothing_the_layer_leaves_out():
 
 
 def test_the_wheel_ships_the_package_alone(tmp_path):
-    """`pip install jenkins-dispatch` gets jenkins_dispatch and its metadata: not the Jenkins emulator (its own
-    distribution, jenkins_emulator/pyproject.toml, installed for development by `make install`), the demo, the
-    tests or the scripts. Built from a copy of what the build reads, so the checkout is left as it was."""
+    """`pip install jenkins-dispatch` gets jenkins_dispatch and its metadata: not the Jenkins emulator (setup.py
+    adds it to editable installs only), the demo, the tests or the scripts. Built from a copy of what the build
+    reads, so the checkout is left as it was."""
     source = tmp_path / "source"
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         (source / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, source / name)
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
@@ -176,3 +176,16 @@ def test_the_wheel_ships_the_package_alone(tmp_path):
         entry_points = archive.read(next(n for n in archive.namelist() if n.endswith(".dist-info/entry_points.txt")))
     assert {top for top in tops if not top.endswith(".dist-info")} == {"jenkins_dispatch"}, sorted(tops)
     assert b"jenkins-dispatch = jenkins_dispatch.cli:main" in entry_points
+
+
+def test_a_development_install_runs_the_emulator_from_any_folder(tmp_path):
+    """DESIGN.md's contract: `pip install -e .[dev]` installs the emulator (this suite's own environment is such an
+    install): `python -m jenkins_emulator --port 0` prints its base URL first, run away from the checkout."""
+    proc = subprocess.Popen([sys.executable, "-m", "jenkins_emulator", "--port", "0"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stdout.readline()
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
+    assert first.startswith("http://127.0.0.1:") and first.strip().endswith("/"), first
