@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+import urllib.request
 from datetime import timedelta
 
 import pytest
@@ -33,6 +34,13 @@ def make_due_now(db, name: str) -> None:
            tick=tick, now=Schedules(db).now(), name=name)
 
 
+def counter(base: str, name: str) -> float:
+    """A counter's value in `serve`'s GET /metrics (0 when absent)."""
+    with urllib.request.urlopen(base + "/metrics", timeout=5) as answer:
+        text = answer.read().decode()
+    return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith(name + " "))
+
+
 def all_rows(queue) -> list[dict]:
     return queue.list_jobs(limit=10_000)
 
@@ -54,6 +62,9 @@ def test_three_serve_processes_enqueue_each_due_tick_once_and_it_is_built_once(j
             assert len(rows) == round_, rows
         for row in all_rows(queue):
             assert jenkins.triggers_for(row["dispatch_id"]) == 1
+        # /metrics: the three processes' ticks enqueued add up to the rows, and none was skipped.
+        assert sum(counter(s.base, "jenkins_dispatch_ticks_enqueued_total") for s in served) == 3
+        assert sum(counter(s.base, "jenkins_dispatch_ticks_skipped_total") for s in served) == 0
     finally:
         for s in served:
             assert s.stop() == 0
