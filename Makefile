@@ -11,7 +11,7 @@ LOCK := layers/shared/requirements.lock
 # be hash-checked), so tests and the demo run what is deployed. Only these: pinning what they pull in
 # (botocore) would fight the SAM CLI's own pins.
 define lock_pins
-	sed -n 's/^\(\(pg8000\|pymysql\|requests\|aws-lambda-powertools\)==[^ ]*\).*/\1/p' $(LOCK) > $(VENV)/lock-pins.txt
+	sed -n 's/^\(\(pg8000\|pymysql\|requests\|aws-lambda-powertools\|croniter\)==[^ ]*\).*/\1/p' $(LOCK) > $(VENV)/lock-pins.txt
 endef
 
 # Everything (the "dev" extra: tests, SAM CLI, linters; and, as with any editable install, the emulator);

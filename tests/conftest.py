@@ -23,8 +23,9 @@ from .mysql_server import NO_SERVER, mysql_admin_url  # noqa: E402
 from .pg_server import postgres_server  # noqa: E402
 
 # Every table a test may fill; the migrations' own table (and MySQL's lock rows) stay.
-TABLES = ("jenkins_job_events", "jenkins_jobs_queue", "jenkins_job_limits", "jenkins_job_pauses", "jenkins_dispatchers")
-# Those whose id is an identity column on PostgreSQL (on MySQL every one has an AUTO_INCREMENT id).
+TABLES = ("jenkins_job_events", "jenkins_jobs_queue", "jenkins_job_limits", "jenkins_job_pauses", "jenkins_dispatchers",
+          "jenkins_job_schedules")
+# Those whose id is an identity column on PostgreSQL (on MySQL every one but the schedules has an AUTO_INCREMENT id).
 IDENTITY_TABLES = ("jenkins_job_events", "jenkins_jobs_queue")
 
 
@@ -114,8 +115,10 @@ def empty_tables(database: Database) -> None:
         # session for a day unless told not to; MariaDB reads them live and has no such variable.)
         database.connection()  # the session knows its server once open
         fresh = "" if database.mariadb else "SET SESSION information_schema_stats_expiry = 0;\n"
+        # The schedules are keyed by name (no counter to tell they were used): emptied in the same round trip.
         rows = database.run(
-            f"{fresh}SELECT table_name AS t FROM information_schema.tables WHERE table_schema = DATABASE() "
+            f"DELETE FROM jenkins_job_schedules;\n{fresh}"
+            "SELECT table_name AS t FROM information_schema.tables WHERE table_schema = DATABASE() "
             f"AND table_name IN ({', '.join(repr(t) for t in TABLES)}) AND auto_increment > 1")
         touched = [r["t"] for r in rows]
         if touched:  # TRUNCATE: the one statement that also restarts AUTO_INCREMENT without a table rebuild

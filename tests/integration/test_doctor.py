@@ -186,3 +186,23 @@ def test_webhook_secret_missing_or_webhook_not_answering(database_url, jenkins):
 
 
 # --------------------------------------------------------------------------- the command, as operators run it
+
+
+def test_every_scheduled_job_is_checked_in_jenkins(database_url, db, jenkins):
+    from jenkins_dispatch.operating.scheduling import add_schedule
+    from jenkins_dispatch.store.schedules import Schedules
+
+    schedules = Schedules(db)
+    add_schedule(schedules, "nightly", "deploy", cron="0 3 * * *")
+    add_schedule(schedules, "hourly", "team/app/deploy", cron="0 * * * *")
+    checks = run_checks(DoctorOptions(), env_for(database_url, jenkins.base_url))
+    assert by_name(checks)["scheduled jobs"].status == PASS, render(checks)
+    assert "2 scheduled jobs" in by_name(checks)["scheduled jobs"].detail
+    assert healthy(checks)
+
+    add_schedule(schedules, "ghost", "no-such-job", cron="0 3 * * *")
+    checks = run_checks(DoctorOptions(), env_for(database_url, jenkins.base_url))
+    assert by_name(checks)["scheduled jobs"].status == FAIL
+    ghost = by_name(checks)["scheduled job no-such-job"]
+    assert ghost.status == FAIL and "no job no-such-job" in ghost.detail and "schedule rm" in ghost.fix
+    assert not healthy(checks)

@@ -214,6 +214,32 @@ def test_pause_and_resume_a_job_and_everything(client, queue):
     assert queue.pauses() == []
 
 
+def test_schedules_are_listed_with_next_tick_last_row_and_state_and_pause_and_resume(client, queue, db):
+    from datetime import timedelta
+
+    from jenkins_dispatch.dispatching.ticking import enqueue_due_ticks
+    from jenkins_dispatch.operating.scheduling import add_schedule
+    from jenkins_dispatch.store.schedules import Schedules
+
+    schedules = Schedules(db)
+    assert "No schedules" in client.get("/").text
+    add_schedule(schedules, "nightly", "deploy", cron="0 3 * * *", timezone="Europe/Berlin")
+    add_schedule(schedules, "often", "build", cron="* * * * *")
+    db.run("UPDATE jenkins_job_schedules SET next_tick = :t WHERE name = 'often'",
+           t=schedules.now() - timedelta(seconds=1))
+    enqueue_due_ticks(schedules)
+    [row] = queue.list_jobs()
+    page = client.get("/").text
+    assert "nightly" in page and "Europe/Berlin" in page and f'href="/jobs/{row["id"]}"' in page
+    answer = client.post("/schedules/pause", {"schedule": "nightly", "next": "/"})
+    assert "schedule nightly paused" in answer.text and "paused" in answer.text
+    assert schedules.get("nightly")["state"] == "paused" and schedules.get("nightly")["paused_by"] == "ui"
+    answer = client.post("/schedules/resume", {"schedule": "nightly", "next": "/"})
+    assert "schedule nightly resumed: next tick" in answer.text
+    assert schedules.get("nightly")["state"] == "enabled"
+    assert client.post("/schedules/pause", {"schedule": "ghost", "next": "/"}).status_code == 404
+
+
 def test_edit_and_remove_a_cap(client, queue):
     client.post("/caps", {"job": "deploy", "cap": "3"})
     assert [(r["job_name"], r["max_in_flight"]) for r in queue.limits()] == [("deploy", 3)]

@@ -28,6 +28,11 @@ BASE_ENV = {"DATABASE_URL": "postgresql://u@127.0.0.1/db", "JENKINS_URL": "http:
     ({"next_lease_seconds": -5}, 10, EXPIRED_LEASE_RECHECK_SECONDS),  # expired, still held: not a spin
     ({"next_due_seconds": 0.0}, 10, MIN_WAIT_SECONDS),
     ({"next_due_seconds": 3, "next_lease_seconds": 2}, 10, 2),
+    # a schedule's next tick: its row does not exist yet, so only the schedule can say when to wake
+    ({"next_tick_seconds": 7}, 10, 7),
+    ({"next_tick_seconds": 3, "next_due_seconds": 5}, 10, 3),
+    ({"next_tick_seconds": 30}, 10, 10),
+    ({"next_tick_seconds": -2}, 10, EXPIRED_LEASE_RECHECK_SECONDS),  # due yet not taken: not a spin
 ])
 def test_when_the_next_pass_runs(gauges, interval, expected):
     assert seconds_until_next_pass(gauges, interval) == pytest.approx(expected)

@@ -54,6 +54,7 @@ THIRD_PARTY_HOMES = {
     "urllib3": ("jenkins/",),
     "jinja2": ("ui/",),
     "waitress": ("http_service.py",),
+    "croniter": ("dispatching/cron.py",),
 }
 
 

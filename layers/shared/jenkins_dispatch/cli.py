@@ -655,6 +655,119 @@ def add_bulk_arguments(p: argparse.ArgumentParser, action: str) -> None:
                    help=f"with filters: {action} the jobs they match (without it: say which, change nothing)")
 
 
+# --------------------------------------------------------------------------- schedule (docs/schedules.md)
+# A self-contained block: the `schedule` commands and their parser (add_schedule_commands, called once from
+# build_parser).
+
+
+def _schedules(ctx: Context):
+    from .store.schedules import Schedules
+
+    return Schedules(ctx.db)
+
+
+def cmd_schedule_add(ctx: Context, args) -> None:
+    """`schedule add NAME JOB --cron EXPR`: enqueue JOB at each tick of EXPR."""
+    from .operating.scheduling import add_schedule
+
+    parameters = dict(args.param or [])
+    result = add_schedule(_schedules(ctx), args.name, args.job, parameters, cron=args.cron, timezone=args.timezone,
+                          priority=args.priority, controller=args.controller)
+    if args.json:
+        print_json({"name": result.name, "next_tick": result.next_tick})
+    else:
+        print(f"schedule {result.name}: {args.job} at '{' '.join(args.cron.split())}' ({args.timezone}); "
+              f"next tick {when(result.next_tick) if result.next_tick else '-'}")
+
+
+def cmd_schedule_ls(ctx: Context, args) -> None:
+    """`schedule ls`: every schedule with its state, next tick and last tick."""
+    from .operating.scheduling import list_schedules
+
+    rows = list_schedules(_schedules(ctx))
+    if args.json:
+        print_json(rows)
+        return
+    shown = [dict(r, next_tick=r["next_tick"] if r["enabled"] else None,
+                  last_row=None if r["last_job_id"] is None else f"{r['last_job_id']} {r['last_status'] or 'pruned'}")
+             for r in rows]
+    print_table(shown, ["name", "job_name", "cron", "timezone", "state", "next_tick", "last_tick", "last_row"],
+                empty="no schedules")
+
+
+def cmd_schedule_rm(ctx: Context, args) -> None:
+    """`schedule rm NAME`: delete the schedule (rows it enqueued stay)."""
+    from .operating.scheduling import remove_schedule
+
+    remove_schedule(_schedules(ctx), args.name)
+    if args.json:
+        print_json({"name": args.name, "removed": True})
+    else:
+        print(f"schedule {args.name} removed (rows it enqueued stay in the queue)")
+
+
+def cmd_schedule_pause(ctx: Context, args) -> None:
+    """`schedule pause NAME`: no more ticks until resumed."""
+    from .operating.scheduling import pause_schedule
+
+    result = pause_schedule(_schedules(ctx), args.name, paused_by=_operator_name())
+    if args.json:
+        print_json({"name": result.name, "paused": True, "changed": result.changed})
+    elif result.changed:
+        print(f"schedule {args.name} paused: no tick is enqueued until `jenkins-dispatch schedule resume "
+              f"{args.name}` (ticks missed meanwhile are not caught up)")
+    else:
+        print(f"schedule {args.name} was already paused; nothing changed")
+
+
+def cmd_schedule_resume(ctx: Context, args) -> None:
+    """`schedule resume NAME`: ticks again from the next one."""
+    from .operating.scheduling import resume_schedule
+
+    result = resume_schedule(_schedules(ctx), args.name)
+    if args.json:
+        print_json({"name": result.name, "paused": False, "changed": result.changed, "next_tick": result.next_tick})
+    elif result.changed:
+        print(f"schedule {result.name} resumed: next tick {when(result.next_tick) if result.next_tick else '-'}")
+    else:
+        print(f"schedule {result.name} was not paused; nothing changed")
+
+
+def add_schedule_commands(sub) -> None:
+    """`schedule add|ls|rm|pause|resume` under the top-level parser's commands ``sub``."""
+    text = "recurring jobs: each tick of a cron expression enqueues one row, whatever the number of dispatchers"
+    schedule = sub.add_parser("schedule", help=text, description=text)
+    add_json_option(schedule)
+    commands = schedule.add_commands("schedule_command")
+
+    def command(name, func, help_text):
+        p = commands.add_parser(name, help=help_text, description=help_text)
+        add_json_option(p)
+        p.set_defaults(func=func)
+        return p
+
+    p = command("add", cmd_schedule_add, "enqueue JOB at each tick of a standard five-field cron expression")
+    p.add_argument("name", help="the schedule's name: letters, digits, '_', '-', '.' (at most 200)")
+    p.add_argument("job", help="Jenkins job path, folders separated by / (team/app/deploy)")
+    p.add_argument("--cron", required=True, metavar="EXPR",
+                   help="minute hour day-of-month month day-of-week, e.g. '0 3 * * 1-5' (required)")
+    p.add_argument("-p", "--param", action="append", type=parse_key_value, metavar="KEY=VALUE",
+                   help="a build parameter of every row (repeatable)")
+    p.add_argument("--timezone", default="UTC", metavar="TZ",
+                   help="IANA zone the expression is read in (Europe/Berlin); daylight-saving changes tick "
+                        "neither twice nor never")
+    p.add_argument("--priority", type=int, default=0, help="each row's priority (higher runs first)")
+    p.add_argument("--controller", default="default", metavar="C", help="the controller its rows go to")
+    command("ls", cmd_schedule_ls, "every schedule: state, next tick, last tick and its row")
+    p = command("rm", cmd_schedule_rm, "delete a schedule (the rows it enqueued stay)")
+    p.add_argument("name", help="the schedule's name")
+    p = command("pause", cmd_schedule_pause, "enqueue no tick of NAME until `schedule resume`")
+    p.add_argument("name", help="the schedule's name")
+    p = command("resume", cmd_schedule_resume,
+                "enqueue NAME's ticks again, from the next one (ticks missed while paused are not caught up)")
+    p.add_argument("name", help="the schedule's name")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every command, its options and help."""
     parser = OneLineParser(
@@ -746,6 +859,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = limits_sub.add_parser("ls", help="list per-job caps")
     add_json_option(p)
     p.set_defaults(func=cmd_limits_ls)
+
+    add_schedule_commands(sub)
 
     p = command("dispatch", cmd_dispatch, "run one dispatcher pass and print its summary as JSON")
     p.add_argument("--max-jobs", type=positive_int, metavar="N", help="trigger at most N jobs")

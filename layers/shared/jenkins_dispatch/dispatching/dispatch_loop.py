@@ -2,7 +2,7 @@
 
 Between passes the loop waits on a WorkSignal (LISTEN/NOTIFY on PostgreSQL) and wakes for whichever
 comes first: new work, a freed cap slot (only when the last pass stopped at a cap), the next pending
-row becoming due, the next lease expiring, or the periodic pass ``interval`` seconds apart (the
+row becoming due, a schedule's next tick (each pass starts by enqueuing the due ones), the next lease expiring, or the periodic pass ``interval`` seconds apart (the
 reconciler's fallback should a notification ever be lost).
 
 Failures end a pass, never the loop: Jenkins as a whole failing (the breaker's call: ``breaker.py``), or the
@@ -218,12 +218,17 @@ def default_pass_budget(settings: Settings) -> float:
 
 def seconds_until_next_pass(gauges: Gauges | None, interval: float) -> float:
     """How long to sleep after a pass when no notification comes: the periodic pass, or sooner when a
-    pending row becomes due or a lease expires."""
+    pending row becomes due, a schedule ticks (its row does not exist yet) or a lease expires."""
     wait = interval
     if gauges:
         due = gauges.get("next_due_seconds")
         if due is not None:
             wait = min(wait, due)
+        tick = gauges.get("next_tick_seconds")
+        if tick is not None:
+            # A tick already due after the pass (one it could not take: a broken expression written by hand)
+            # is looked at again no sooner than a lease: it must not spin the loop.
+            wait = min(wait, EXPIRED_LEASE_RECHECK_SECONDS if tick <= 0 else tick)
         lease = gauges.get("next_lease_seconds")
         if lease is not None:
             wait = min(wait, max(lease, EXPIRED_LEASE_RECHECK_SECONDS))

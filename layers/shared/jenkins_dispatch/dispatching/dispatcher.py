@@ -1,6 +1,9 @@
-"""One dispatcher pass: reconcile expired leases (``reconciler.py``), then claim and trigger batch after batch.
+"""One dispatcher pass: enqueue the schedules' due ticks (``ticking.py``), reconcile expired leases
+(``reconciler.py``), then claim and trigger batch after batch.
 
 The order of a pass, and why:
+0. Due ticks first, whatever Jenkins's state: each becomes an ordinary row (one statement per tick), which this
+   very pass may then claim. Every pass of every dispatcher does it, so no separate timer is needed.
 1. Reconcile first, so rows a crashed worker left behind are settled, adopted or re-sent before new work.
 2. Claim one batch (one statement), check each job name once per pass, trigger the batch on a bounded
    thread pool sharing one HTTP session, then record what Jenkins answered (one statement for all
@@ -43,11 +46,13 @@ from ..observability import MetricUnit, logger, metrics, subsegment
 from ..store.db import Session, open_database
 from ..store.queue import ClaimedJob, ExpiredLease, Queue, Settlement
 from ..store.rows import Gauges
+from ..store.schedules import Schedules
 from .breaker import Breaker, breaker_for, weigh
 from .cancelling import settle_stopped, stop_dispatch
 from .decisions import Act, Decision, Evidence, check_job, decide_trigger, retry_delay
 from .heartbeat import Heartbeat
 from .reconciler import Reconciled, Reconciler
+from .ticking import enqueue_due_ticks
 
 
 @dataclass
@@ -62,6 +67,8 @@ class PassSummary:
     released: int = 0
     outcome_unknown: int = 0
     batches: int = 0
+    ticks_enqueued: int = 0  # schedule ticks this pass enqueued (ticking.py)
+    ticks_skipped: int = 0  # ticks missed while nothing ran, not enqueued
     stopped_because: str = ""
     jenkins_unavailable: bool = False  # the pass stopped because Jenkins as a whole failed
     duration_ms: int = 0
@@ -167,6 +174,7 @@ class Dispatcher:
         started = time.monotonic()
         statements_before = self.db.statements
         self._started_at = self.breaker.now()
+        self.enqueue_due_ticks()
         try:
             if self.fail_unknown_controllers:
                 self._fail_rows_of_unknown_controllers()
@@ -222,6 +230,14 @@ class Dispatcher:
         # Pauses are an operator's choice: visible on the dashboard, left out of OldestPendingAgeSeconds.
         metrics.add_metric(name="PausedJobs", unit=MetricUnit.Count, value=gauges["paused_jobs"])
         metrics.add_metric(name="EverythingPaused", unit=MetricUnit.Count, value=int(gauges["everything_paused"]))
+
+    # ------------------------------------------------------------------ schedules
+    def enqueue_due_ticks(self) -> None:
+        """The schedules' due ticks become rows (each tick by one dispatcher only), Jenkins up or not."""
+        with subsegment("db.enqueue_due_ticks"):
+            ticked = enqueue_due_ticks(Schedules(self.db))
+        self.summary.ticks_enqueued += ticked.enqueued
+        self.summary.ticks_skipped += ticked.skipped
 
     # ------------------------------------------------------------------ Jenkins as a whole
     def _ask_jenkins_if_still_down(self) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -34,7 +35,7 @@ from ..jenkins.jobs import job_path_error
 from .display import duration
 
 if TYPE_CHECKING:
-    from ..jenkins.client import WhoAmIAnswer
+    from ..jenkins.client import JenkinsClient, WhoAmIAnswer
     from ..store.rows import CutoverWindow, OldestTransaction
     from ..store.session import TransactionHelp
 
@@ -271,6 +272,39 @@ def queued_jobs_summary(checked: int, total: int, failures: int) -> Check:
     return Check("queued jobs", PASS, f"{scope}: each exists, is buildable and declares {DISPATCH_ID_PARAMETER}")
 
 
+def scheduled_job_check(job_name: str, schedules: str, info: JobInfo | None, user: str) -> Check | None:
+    """A row for one job some schedules enqueue (``schedules``: their names), or None when Jenkins has it ready:
+    a schedule whose job cannot be dispatched fails every tick, and nobody is there to see it happen."""
+    name = f"scheduled job {job_name}"
+    fix_schedule = f"or remove the schedule: jenkins-dispatch schedule rm NAME ({schedules})"
+    if (invalid := job_path_error(job_name)) is not None:
+        return Check(name, FAIL, f"{invalid} (schedules {schedules})", fix_schedule)
+    if info is None:
+        raise ValueError(f"what Jenkins says of {job_name!r} is needed to check it")
+    if info.forbidden is not None:
+        return Check(name, FAIL, f"user {user} lacks {info.forbidden.permission} on {job_name} (schedules "
+                     f"{schedules})", f"grant user {user} Job/Read and Job/Build on {job_name}, {fix_schedule}")
+    if not info.exists:
+        return Check(name, FAIL, f"Jenkins has no job {job_name} (HTTP 404; schedules {schedules})",
+                     f"create {job_name} in Jenkins, {fix_schedule}")
+    if not info.buildable:
+        return Check(name, FAIL, f"Jenkins will not build {job_name}: it is disabled, or a folder (schedules "
+                     f"{schedules})", f"enable {job_name} in Jenkins, {fix_schedule}")
+    if not info.declares_dispatch_id:
+        return Check(name, FAIL, f"{job_name} declares no {DISPATCH_ID_PARAMETER} parameter (schedules {schedules})",
+                     f"add a String parameter named {DISPATCH_ID_PARAMETER} to {job_name}, {fix_schedule}")
+    return None
+
+
+def scheduled_jobs_summary(total: int, failures: int) -> Check:
+    """The "scheduled jobs" row above the rows of the scheduled jobs that fail."""
+    if failures:
+        return Check("scheduled jobs", FAIL, f"{failures} of {total} scheduled job{'s' if total != 1 else ''} cannot "
+                     "be dispatched (rows below): each of their ticks would fail", "fix each job below in Jenkins")
+    return Check("scheduled jobs", PASS, f"{total} scheduled job{'s' if total != 1 else ''}: each exists, is "
+                 f"buildable and declares {DISPATCH_ID_PARAMETER}")
+
+
 # --------------------------------------------------------------------------- pure decisions: webhook
 
 
@@ -363,6 +397,7 @@ class _Findings:
     waiting_total: int = 0
     waiting_unknown_because: str = ""
     waiting_read_failed: Check | None = None  # the queue could not be read although the database answers
+    scheduled: list[tuple[str, str]] = field(default_factory=list)  # (job name, its schedules' names)
 
 
 def _settings_check(env: Mapping[str, str] | None) -> Check:
@@ -418,6 +453,10 @@ def _database_checks(env: Mapping[str, str] | None, fetch_secret: SecretFetcher 
             cutover = None
         if cutover is not None:
             found.checks.append(cutover)
+        from ..store.schedules import Schedules
+
+        with suppress(DispatchError):  # a schema from before schedules: the schema row says to migrate
+            found.scheduled = [(r["job_name"], r["schedules"]) for r in Schedules(db).scheduled_job_names()]
         try:
             rows = queue.waiting_job_names(options.max_jobs_checked)
         except DispatchError as exc:
@@ -482,7 +521,24 @@ def _jenkins_checks(env: Mapping[str, str] | None, fetch_secret: SecretFetcher |
                                 "run doctor again; if it persists, see Jenkins's log"))
             return checks + problems
         checks.append(queued_jobs_summary(len(found.waiting), found.waiting_total, len(problems)))
-        return checks + problems
+        return checks + problems + _scheduled_checks(client, found, settings.user)
+
+
+def _scheduled_checks(client: JenkinsClient, found: _Findings, user: str) -> list[Check]:
+    """Every job a schedule enqueues, asked of Jenkins (nothing when there is no schedule)."""
+    if not found.scheduled:
+        return []
+    problems: list[Check] = []
+    try:
+        for job_name, schedules in found.scheduled:
+            info = None if job_path_error(job_name) else client.job_info(job_name)
+            problem = scheduled_job_check(job_name, schedules, info, user)
+            if problem is not None:
+                problems.append(problem)
+    except JenkinsError as exc:
+        return [Check("scheduled jobs", FAIL, f"Jenkins failed while the jobs were read: {exc}",
+                      "run doctor again; if it persists, see Jenkins's log")]
+    return [scheduled_jobs_summary(len(found.scheduled), len(problems)), *problems]
 
 
 def _queued_row(found: _Findings, because: str) -> Check:

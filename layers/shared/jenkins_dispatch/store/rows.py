@@ -151,6 +151,7 @@ class Gauges(TypedDict):
     paused_jobs: int
     next_due_seconds: float | None
     next_lease_seconds: float | None
+    next_tick_seconds: float | None  # until the earliest enabled schedule's next tick
     pending: int
     oldest_transaction_seconds: float | None
 

@@ -139,3 +139,10 @@ def job_name(text: str | None, name: str = "job") -> str:
     if text is None:
         raise InvalidInput(f"{name}: a job name is required")
     return text
+
+
+def schedule_name(text: str | None) -> str:
+    """The schedule a lever names (required)."""
+    if not text:
+        raise InvalidInput("schedule: a schedule name is required")
+    return text

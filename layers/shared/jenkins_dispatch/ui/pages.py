@@ -15,8 +15,10 @@ from ..errors import InvalidInput
 from ..operating import bulk
 from ..operating.operator import cancel_job, job_details, list_jobs_waiting
 from ..operating.overview import queue_overview
+from ..operating.scheduling import list_schedules, pause_schedule, resume_schedule
 from ..store.db import SessionPool
 from ..store.queue import FINAL_STATUSES, STATUSES, Queue
+from ..store.schedules import Schedules
 from . import forms
 
 ACTOR = "ui"
@@ -61,7 +63,9 @@ class Pages:
     def overview(self, query: forms.Query) -> Page:
         """``/``: counts, caps, pauses, the oldest pending job, dispatchers, Jenkins, recent hours."""
         with self.queue() as queue:
-            return Page("overview.html", queue_overview(queue, self.settings))
+            context = queue_overview(queue, self.settings)
+            context["schedules"] = list_schedules(Schedules(queue.db))
+            return Page("overview.html", context)
 
     def jobs(self, query: forms.Query) -> Page:
         """``/jobs``: the filtered list, newest first, a page at a time (by id)."""
@@ -129,6 +133,24 @@ class Pages:
                    else f"{target} was not paused; nothing changed")
         return Done(self._back(form), message)
 
+    def pause_schedule(self, form: forms.Query) -> Done:
+        """Pause one schedule (as `schedule pause NAME`): no tick is enqueued until resumed."""
+        name = forms.schedule_name(forms.one(form, "schedule"))
+        with self.queue() as queue:
+            result = pause_schedule(Schedules(queue.db), name, paused_by=ACTOR)
+        message = (f"schedule {name} paused: no tick is enqueued until resumed" if result.changed
+                   else f"schedule {name} was already paused; nothing changed")
+        return Done(self._back(form), message)
+
+    def resume_schedule(self, form: forms.Query) -> Done:
+        """Resume one schedule (as `schedule resume NAME`), from its next tick."""
+        name = forms.schedule_name(forms.one(form, "schedule"))
+        with self.queue() as queue:
+            result = resume_schedule(Schedules(queue.db), name)
+        message = (f"schedule {name} resumed: next tick {result.next_tick:%Y-%m-%d %H:%M} UTC" if result.changed
+                   else f"schedule {name} was not paused; nothing changed")
+        return Done(self._back(form), message)
+
     def set_cap(self, form: forms.Query) -> Done:
         """Set a job's cap (as `limits set JOB N`), or remove it when the cap is blank (`limits rm JOB`)."""
         job = forms.job_name(forms.one(form, "job"))
@@ -183,4 +205,6 @@ LEVERS: dict[str, Callable[[Pages, forms.Query], Done]] = {
     "/pause": Pages.pause,
     "/resume": Pages.resume,
     "/caps": Pages.set_cap,
+    "/schedules/pause": Pages.pause_schedule,
+    "/schedules/resume": Pages.resume_schedule,
 }

@@ -151,7 +151,8 @@ SELECT (SELECT MAX(id) FROM jenkins_jobs_queue) AS last_job_id,
        (SELECT MAX(id) FROM jenkins_job_events) AS last_event_id,
        (SELECT COUNT(*) FROM jenkins_jobs_queue WHERE status = 'processing') AS processing,
        (SELECT CONCAT_WS('/', COUNT(*), SUM(max_in_flight), MAX(updated_at)) FROM jenkins_job_limits) AS limits,
-       (SELECT CONCAT_WS('/', COUNT(*), MAX(paused_at)) FROM jenkins_job_pauses) AS pauses;
+       (SELECT CONCAT_WS('/', COUNT(*), MAX(paused_at)) FROM jenkins_job_pauses) AS pauses,
+       (SELECT CONCAT_WS('/', COUNT(*), MAX(updated_at)) FROM jenkins_job_schedules) AS schedules;
 
 -- name: lock_caps
 -- Capped claims run one at a time (until the caller's transaction ends), each seeing every earlier claim
@@ -803,6 +804,8 @@ SELECT
     (SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), min(lease_expires_at)) / 1e6 FROM jenkins_jobs_queue
       WHERE status = 'processing') AS next_lease_seconds,
     (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'pending') AS pending,
+    (SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), min(next_tick)) / 1e6 FROM jenkins_job_schedules WHERE enabled)
+        AS next_tick_seconds,
     @jd_trx_seconds AS oldest_transaction_seconds;
 
 -- name: stats_per_job
@@ -1035,3 +1038,85 @@ SELECT c.upgraded_at, c.window_seconds, c.window_ends_at,
        (SELECT COUNT(*) FROM jenkins_jobs_queue q
          WHERE q.status = 'processing' AND q.dispatch_id LIKE 'legacy-%') AS held
 FROM jenkins_dispatch_cutover c;
+
+-- ============================================================================ schedules
+-- PostgreSQL's comments say what each statement is for. Names compare ignoring case through the column's
+-- collation; times are UTC DATETIME(6), handed in as aware datetimes (the session converts them).
+
+-- name: database_now
+SELECT NOW(6) AS now;
+
+-- name: add_schedule
+-- The name is the primary key: a second add of it inserts nothing (its row count says so). Not INSERT IGNORE,
+-- which would also turn a broken CHECK into a warning.
+SET @jd_changed = 0;
+INSERT INTO jenkins_job_schedules (name, job_name, parameters, cron, timezone, priority, controller, next_tick)
+SELECT :name, :job_name, :parameters, :cron, :timezone, :priority, :controller, :next_tick FROM DUAL
+WHERE NOT EXISTS (SELECT 1 FROM jenkins_job_schedules WHERE name = :name);
+SET @jd_changed = ROW_COUNT();
+SELECT name, next_tick FROM jenkins_job_schedules WHERE name = :name AND @jd_changed > 0;
+
+-- name: remove_schedule
+SET @jd_changed = 0;
+DELETE FROM jenkins_job_schedules WHERE name = :name;
+SET @jd_changed = ROW_COUNT();
+SELECT :name AS name FROM DUAL WHERE @jd_changed > 0;
+
+-- name: pause_schedule
+SET @jd_changed = 0;
+UPDATE jenkins_job_schedules
+SET enabled = FALSE, paused_at = NOW(6), paused_by = :paused_by, updated_at = NOW(6)
+WHERE name = :name AND enabled;
+SET @jd_changed = ROW_COUNT();
+SELECT name FROM jenkins_job_schedules WHERE name = :name AND @jd_changed > 0;
+
+-- name: resume_schedule
+SET @jd_changed = 0;
+UPDATE jenkins_job_schedules
+SET enabled = TRUE, next_tick = :next_tick, paused_at = NULL, paused_by = NULL, updated_at = NOW(6)
+WHERE name = :name AND NOT enabled;
+SET @jd_changed = ROW_COUNT();
+SELECT name, next_tick FROM jenkins_job_schedules WHERE name = :name AND @jd_changed > 0;
+
+-- name: list_schedules
+-- decode: enabled bool
+SELECT s.name, s.job_name, s.parameters, s.cron, s.timezone, s.priority, s.controller, s.enabled, s.next_tick,
+       s.last_tick, s.last_job_id, q.status AS last_status, s.paused_at, s.paused_by, s.created_at
+FROM jenkins_job_schedules s
+LEFT JOIN jenkins_jobs_queue q ON q.id = s.last_job_id
+WHERE :name IS NULL OR s.name = :name
+ORDER BY s.name;
+
+-- name: due_schedules
+-- The (enabled, next_tick) index, from the oldest tick.
+SELECT name, cron, timezone, next_tick, NOW(6) AS now
+FROM jenkins_job_schedules
+WHERE enabled AND next_tick <= NOW(6)
+ORDER BY next_tick, name
+LIMIT :limit;
+
+-- name: take_tick
+-- The compare-and-set is the UPDATE: InnoDB's UPDATE reads the latest committed row and waits for a taker
+-- holding it, so of any number of concurrent takers of the same :seen one changes the row, and the others
+-- then find next_tick moved on and match nothing (@jd_changed = 0): they enqueue nothing. The row, its
+-- history and last_job_id follow in the same block (one round trip, one transaction).
+SET @jd_changed = 0, @jd_id = NULL;
+UPDATE jenkins_job_schedules
+SET next_tick = :next_tick, last_tick = :tick, updated_at = NOW(6)
+WHERE name = :name AND enabled AND next_tick = :seen;
+SET @jd_changed = ROW_COUNT();
+-- The queue's columns, listed: the seam where a column the queue gains (controller) takes s.controller.
+INSERT INTO jenkins_jobs_queue (job_name, parameters, priority, scheduled_at, controller)
+SELECT s.job_name, s.parameters, s.priority, :tick, s.controller FROM jenkins_job_schedules s
+WHERE s.name = :name AND @jd_changed > 0;
+SET @jd_id = IF(@jd_changed > 0, LAST_INSERT_ID(), NULL);
+INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, actor, detail)
+SELECT q.id, 'enqueued', NULL, 'pending', 'dispatcher',
+       CONCAT('tick ', DATE_FORMAT(q.scheduled_at, '%Y-%m-%d %H:%i:%s'), ' UTC of schedule ', :name)
+FROM jenkins_jobs_queue q WHERE q.id = @jd_id;
+UPDATE jenkins_job_schedules SET last_job_id = @jd_id WHERE name = :name AND @jd_id IS NOT NULL;
+SELECT @jd_id AS job_id FROM DUAL WHERE @jd_id IS NOT NULL;
+
+-- name: scheduled_job_names
+SELECT MIN(job_name) AS job_name, GROUP_CONCAT(name ORDER BY name SEPARATOR ', ') AS schedules
+FROM jenkins_job_schedules GROUP BY LOWER(job_name) ORDER BY 1;

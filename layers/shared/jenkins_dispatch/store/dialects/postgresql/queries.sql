@@ -115,7 +115,8 @@ SELECT (SELECT max(id) FROM jenkins_jobs_queue) AS last_job_id,
        (SELECT max(id) FROM jenkins_job_events) AS last_event_id,
        (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing') AS processing,
        (SELECT concat_ws('/', count(*), sum(max_in_flight), max(updated_at)) FROM jenkins_job_limits) AS limits,
-       (SELECT concat_ws('/', count(*), max(paused_at)) FROM jenkins_job_pauses) AS pauses;
+       (SELECT concat_ws('/', count(*), max(paused_at)) FROM jenkins_job_pauses) AS pauses,
+       (SELECT concat_ws('/', count(*), max(updated_at)) FROM jenkins_job_schedules) AS schedules;
 
 -- name: lock_caps
 -- Capped claims run one at a time (transaction-scoped lock), each seeing every earlier claim committed.
@@ -749,6 +750,9 @@ SELECT
     (SELECT extract(epoch FROM min(lease_expires_at) - now())::float8 FROM jenkins_jobs_queue
       WHERE status = 'processing') AS next_lease_seconds,
     (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'pending') AS pending,
+    -- The next tick of an enabled schedule: a row that does not exist yet, so next_due_seconds cannot see it.
+    (SELECT extract(epoch FROM min(next_tick) - now())::float8 FROM jenkins_job_schedules WHERE enabled)
+        AS next_tick_seconds,
     -- A long-open transaction holds back vacuum: dead rows pile up and claims slow down (sessions of other
     -- users are visible only with pg_read_all_stats).
     (SELECT extract(epoch FROM now() - min(xact_start))::float8 FROM pg_stat_activity
@@ -946,3 +950,96 @@ SELECT c.upgraded_at, c.window_seconds, c.window_ends_at,
        (SELECT count(*) FROM jenkins_jobs_queue q
          WHERE q.status = 'processing' AND q.dispatch_id LIKE 'legacy-%') AS held
 FROM jenkins_dispatch_cutover c;
+
+-- ============================================================================ schedules
+-- Recurring rows (migrations/0010_schedules.sql, docs/schedules.md). When a schedule ticks is Python's
+-- (dispatching/cron.py): these statements store and take the ticks it computed. Schedules are found by name
+-- ignoring case (the lower(name) index), as on MySQL.
+
+-- name: database_now
+-- The database's clock: every dispatcher and command computes ticks from this one, not from its host's.
+SELECT now() AS now;
+
+-- name: add_schedule
+-- A second schedule of the same name (any case) adds nothing: no row comes back.
+INSERT INTO jenkins_job_schedules (name, job_name, parameters, cron, timezone, priority, controller, next_tick)
+VALUES (:name, :job_name, CAST(:parameters AS jsonb), :cron, :timezone, :priority, :controller,
+        CAST(:next_tick AS timestamptz))
+ON CONFLICT ((lower(name))) DO NOTHING
+RETURNING name, next_tick;
+
+-- name: remove_schedule
+-- Its rows already enqueued stay in the queue, ordinary rows.
+DELETE FROM jenkins_job_schedules WHERE lower(name) = lower(CAST(:name AS text)) RETURNING name;
+
+-- name: pause_schedule
+-- Only an enabled schedule changes (no row back otherwise). A pass that took the tick before this commits
+-- has enqueued it; none after.
+UPDATE jenkins_job_schedules
+SET enabled = false, paused_at = now(), paused_by = CAST(:paused_by AS text), updated_at = now()
+WHERE lower(name) = lower(CAST(:name AS text)) AND enabled
+RETURNING name;
+
+-- name: resume_schedule
+-- Its next tick is the first after now (computed by the caller from database_now): the ticks it missed while
+-- paused are not enqueued. Only a paused schedule changes (no row back otherwise).
+UPDATE jenkins_job_schedules
+SET enabled = true, next_tick = CAST(:next_tick AS timestamptz), paused_at = NULL, paused_by = NULL,
+    updated_at = now()
+WHERE lower(name) = lower(CAST(:name AS text)) AND NOT enabled
+RETURNING name, next_tick;
+
+-- name: list_schedules
+-- Every schedule (or the one named; NULL: all) with the state of its last tick's row (NULL once pruned).
+SELECT s.name, s.job_name, CAST(s.parameters AS text) AS parameters, s.cron, s.timezone, s.priority,
+       s.controller, s.enabled, s.next_tick, s.last_tick, s.last_job_id, q.status AS last_status,
+       s.paused_at, s.paused_by, s.created_at
+FROM jenkins_job_schedules s
+LEFT JOIN jenkins_jobs_queue q ON q.id = s.last_job_id
+WHERE CAST(:name AS text) IS NULL OR lower(s.name) = lower(CAST(:name AS text))
+ORDER BY s.name;
+
+-- name: due_schedules
+-- The passes' first question: which enabled schedules have a tick due, oldest first, with the database's
+-- clock (ticks are computed from it). Reads the partial due index only.
+SELECT name, cron, timezone, next_tick, now() AS now
+FROM jenkins_job_schedules
+WHERE enabled AND next_tick <= now()
+ORDER BY next_tick, name
+LIMIT :limit;
+
+-- name: take_tick
+-- Takes the tick :tick of schedule :name, seen due at :seen, and enqueues its ONE row, in one statement:
+-- the schedule is locked only if it is still enabled and its next_tick is still :seen (the compare-and-set),
+-- and a pass of another dispatcher holding that lock is skipped rather than waited for, so whoever locked
+-- it first enqueues the tick, and everyone else finds next_tick moved on (or the row locked) and enqueues
+-- nothing. The row is an ordinary row: scheduled_at is the tick, so caps, pauses and priorities apply.
+-- No row back: the tick was not this caller's.
+WITH taken AS MATERIALIZED (
+    SELECT s.name, s.job_name, s.parameters, s.priority, s.controller
+    FROM jenkins_job_schedules s
+    WHERE s.name = :name AND s.enabled AND s.next_tick = CAST(:seen AS timestamptz)
+    FOR UPDATE SKIP LOCKED
+), inserted AS (
+    -- The queue's columns, listed: the seam where a column the queue gains (controller) takes taken.controller.
+    INSERT INTO jenkins_jobs_queue (job_name, parameters, priority, scheduled_at, controller)
+    SELECT t.job_name, t.parameters, t.priority, CAST(:tick AS timestamptz), t.controller FROM taken t
+    RETURNING id, scheduled_at
+), logged AS (
+    INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, actor, detail)
+    SELECT id, 'enqueued', NULL, 'pending', 'dispatcher',
+           'tick ' || to_char(scheduled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC of schedule '
+           || CAST(:name AS text)
+    FROM inserted
+), moved AS (
+    UPDATE jenkins_job_schedules s
+    SET next_tick = CAST(:next_tick AS timestamptz), last_tick = CAST(:tick AS timestamptz),
+        last_job_id = (SELECT id FROM inserted), updated_at = now()
+    FROM taken WHERE s.name = taken.name
+)
+SELECT id AS job_id FROM inserted;
+
+-- name: scheduled_job_names
+-- `doctor`: the jobs schedules enqueue, each once (any case), with the schedules naming it.
+SELECT min(job_name) AS job_name, string_agg(name, ', ' ORDER BY name) AS schedules
+FROM jenkins_job_schedules GROUP BY lower(job_name) ORDER BY 1;

@@ -1,0 +1,79 @@
+"""What an operator does with schedules (`jenkins-dispatch schedule …` and the web page): add, list, remove,
+pause, resume. Every input is checked before anything is stored; ticks are computed from the database's clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..dispatching.cron import DEFAULT_TIMEZONE, check_expression, next_tick, zone
+from ..errors import Conflict, InvalidInput, NotFound
+from ..jenkins.jobs import job_path_error
+from ..store.db import Row
+from ..store.schedules import DEFAULT_CONTROLLER, Schedules, check_name
+
+
+@dataclass(frozen=True)
+class ScheduleChange:
+    """What an add, pause or resume did."""
+
+    name: str
+    changed: bool  # False: it was already so (pause of a paused schedule, resume of an enabled one)
+    next_tick: datetime | None = None  # the next tick it will enqueue (None while paused)
+
+
+def add_schedule(schedules: Schedules, name: str, job_name: str, parameters: dict | None = None, *, cron: str,
+                 timezone: str = DEFAULT_TIMEZONE, priority: int = 0,
+                 controller: str = DEFAULT_CONTROLLER) -> ScheduleChange:
+    """Store a schedule whose first tick is the first after now. Conflict when the name is taken; InvalidInput
+    (nothing stored) for a bad name, job, cron expression, time zone or controller."""
+    check_name(name)
+    if not isinstance(job_name, str) or not job_name.strip():
+        raise InvalidInput("job name must not be empty")
+    if error := job_path_error(job_name):
+        raise InvalidInput(error)
+    parameters = {} if parameters is None else parameters
+    if not isinstance(parameters, dict):
+        raise InvalidInput("parameters must be a JSON object")
+    cron = check_expression(cron)
+    zone(timezone)
+    if not isinstance(controller, str) or not controller.strip():
+        raise InvalidInput("controller must not be empty")
+    first = next_tick(cron, timezone, schedules.now())  # also refuses an expression that never matches
+    if not schedules.add(name, job_name, parameters, cron=cron, timezone=timezone, priority=priority,
+                         controller=controller, next_tick=first):
+        raise Conflict(f"a schedule named {name!r} exists already: `jenkins-dispatch schedule rm {name}` first")
+    return ScheduleChange(name=name, changed=True, next_tick=first)
+
+
+def remove_schedule(schedules: Schedules, name: str) -> None:
+    """Delete a schedule (the rows it enqueued stay); NotFound when there is none."""
+    if not schedules.remove(name):
+        raise NotFound(f"no schedule named {name!r}")
+
+
+def pause_schedule(schedules: Schedules, name: str, paused_by: str | None = None) -> ScheduleChange:
+    """Stop enqueuing its ticks (its rows already enqueued stay); pausing a paused one changes nothing."""
+    changed = schedules.pause(name, paused_by)
+    if not changed and schedules.get(name) is None:
+        raise NotFound(f"no schedule named {name!r}")
+    return ScheduleChange(name=name, changed=changed)
+
+
+def resume_schedule(schedules: Schedules, name: str) -> ScheduleChange:
+    """Enqueue its ticks again from the first after now (the ones missed while paused are not); resuming an
+    enabled one changes nothing."""
+    found = schedules.get(name)
+    if found is None:
+        raise NotFound(f"no schedule named {name!r}")
+    if found["enabled"]:
+        return ScheduleChange(name=found["name"], changed=False, next_tick=found["next_tick"])
+    following = next_tick(found["cron"], found["timezone"], schedules.now())
+    changed = schedules.resume(found["name"], following)
+    return ScheduleChange(name=found["name"], changed=changed, next_tick=following if changed else None)
+
+
+def list_schedules(schedules: Schedules) -> list[Row]:
+    """Every schedule with its state, next tick, last tick and its row's status."""
+    return schedules.listed()
