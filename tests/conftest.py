@@ -23,7 +23,8 @@ from .mysql_server import NO_SERVER, mysql_admin_url  # noqa: E402
 from .pg_server import postgres_server  # noqa: E402
 
 # Every table a test may fill; the migrations' own table (and MySQL's lock rows) stay.
-TABLES = ("jenkins_job_events", "jenkins_jobs_queue", "jenkins_job_limits", "jenkins_job_pauses", "jenkins_dispatchers")
+TABLES = ("jenkins_job_events", "jenkins_jobs_queue", "jenkins_job_limits", "jenkins_job_pauses", "jenkins_dispatchers",
+          "jenkins_job_limit_events")
 # Those whose id is an identity column on PostgreSQL (on MySQL every one has an AUTO_INCREMENT id).
 IDENTITY_TABLES = ("jenkins_job_events", "jenkins_jobs_queue")
 

@@ -148,32 +148,67 @@ def test_overview_then_filter_the_list_then_open_a_job(browser, ui, queue, db):
         assert "by operator" in css(browser, "#history").text
 
 
+def confirm(browser, label: str, within: str, expected: str, unchanged) -> None:
+    """Click a lever, check its confirmation names what changes and that nothing changed yet, then confirm."""
+    click_button(browser, label, within)
+    assert expected in css(browser, "#confirm-what").text, css(browser, "#confirm-what").text
+    assert unchanged(), f"{label}: something changed before it was confirmed"
+    click_button(browser, css(browser, "#confirm button").text, "#confirm")
+
+
 def test_retry_cancel_and_pause_change_the_page_and_the_database(browser, ui, queue, db):
     with screenshot_on_failure(browser, "levers"):
         failed = put(queue, db, "deploy", "failed", "HTTP 404")
         browser.get(f"{ui.url}jobs/{failed}")
-        click_button(browser, "Retry", "#levers")
+        confirm(browser, "Retry…", "#levers", f"sends job {failed} of deploy, failed, back to pending",
+                lambda: queue.get(failed)["status"] == "failed")
         assert css(browser, "#flash").text == f"job {failed} is pending again"
         assert css(browser, "#status").text == "pending"
         assert queue.get(failed)["status"] == "pending"
         assert queue.events(failed)[-1]["actor"] == "ui"
 
-        click_button(browser, "Cancel", "#levers")  # the retried job is pending now: cancel it
+        confirm(browser, "Cancel…", "#levers", f"cancels job {failed} of deploy, pending",
+                lambda: queue.get(failed)["status"] == "pending")
         assert css(browser, "#status").text == "cancelled" and "cancelled" in css(browser, "#flash").text
         row = queue.get(failed)
         assert row["status"] == "cancelled" and queue.events(failed)[-1]["actor"] == "ui"
 
-        click_button(browser, "Pause", "#levers")
+        queue.enqueue("deploy")
+        confirm(browser, "Pause every row of deploy…", "#levers", "pauses all 1 pending row of deploy",
+                lambda: queue.pauses() == [])
         assert "paused deploy" in css(browser, "#flash").text
-        assert [b.text for b in all_css(browser, "#levers button")] == ["Retry", "Resume"]
+        assert [b.text for b in all_css(browser, "#levers button")] == ["Retry…", "Resume"]
         [pause] = queue.pauses()
         assert (pause.job_name, pause.paused_by) == ("deploy", "ui")
         browser.get(ui.url)
-        click_button(browser, "Pause everything")
+        confirm(browser, "Pause everything…", "main", "pauses every job: all 1 pending row wait",
+                lambda: len(queue.pauses()) == 1)
         assert "Everything is paused" in css(browser, "#everything-paused").text
         assert {p.job_name for p in queue.pauses()} == {None, "deploy"}
         click_button(browser, "Resume everything")
         assert {p.job_name for p in queue.pauses()} == {"deploy"}
+
+
+def test_a_cap_change_asks_first_and_back_changes_nothing(browser, ui, queue):
+    with screenshot_on_failure(browser, "cap"):
+        queue.enqueue("deploy")
+        queue.set_limit("deploy", 2)
+        browser.get(ui.url)
+        field = css(browser, "#per-job input[name=cap]")
+        field.clear()
+        field.send_keys("5")
+        click_button(browser, "Set…", "#per-job")
+        assert "sets the cap of deploy to 5 in flight (it has a cap of 2)" in css(browser, "#confirm-what").text
+        css(browser, "#confirm-back").click()
+        assert wait_for(lambda: css(browser, "h1").text == "Overview")
+        assert queue.limit_of("deploy") == 2
+        field = css(browser, "#per-job input[name=cap]")
+        field.clear()
+        field.send_keys("5")
+        click_button(browser, "Set…", "#per-job")
+        click_button(browser, "Set the cap to 5", "#confirm")
+        assert queue.limit_of("deploy") == 5 and "deploy: at most 5 in flight" in css(browser, "#flash").text
+        assert "2 → 5 by ui" in css(browser, "#cap-changes").text
 
 
 def test_cancel_a_running_build_from_its_page(browser, ui, queue, jenkins):
@@ -183,7 +218,8 @@ def test_cancel_a_running_build_from_its_page(browser, ui, queue, jenkins):
         assert wait_for(lambda: jenkins.builds("deploy"))
         browser.get(f"{ui.url}jobs/{job_id}")
         assert css(browser, "#status").text == "processing"
-        click_button(browser, "Cancel", "#levers")
+        confirm(browser, "Cancel…", "#levers", "it is in Jenkins: its queue item is cancelled or its build stopped",
+                lambda: queue.get(job_id)["status"] == "processing")
         assert css(browser, "#status").text == "cancelled"
         assert wait_for(lambda: jenkins.builds("deploy")[0].result == "ABORTED")
         assert queue.get(job_id)["status"] == "cancelled"

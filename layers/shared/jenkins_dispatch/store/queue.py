@@ -585,15 +585,30 @@ class Queue:
             if deleted < batch:
                 return total
 
-    def set_limit(self, job_name: str, max_in_flight: int) -> None:
-        """Set a job's cap of rows in flight (0 holds it back)."""
+    def set_limit(self, job_name: str, max_in_flight: int, *, changed_by: str | None = None) -> Row:
+        """Set a job's cap of rows in flight (0 holds it back), recorded in the caps' history with
+        ``changed_by``. Returns the cap (``job_name``, ``max_in_flight``) and the one it replaced (``previous``,
+        None when there was none)."""
         if max_in_flight < 0:
             raise InvalidInput("a cap must be 0 or more (0 holds the job back)")
-        self._run("set_limit", job_name=job_name, max_in_flight=max_in_flight)
+        return self._run("set_limit", job_name=job_name, max_in_flight=max_in_flight, changed_by=changed_by)[0]
 
-    def remove_limit(self, job_name: str) -> bool:
-        """Remove a job's cap; False when it had none."""
-        return bool(self._run("remove_limit", job_name=job_name))
+    def remove_limit(self, job_name: str, *, changed_by: str | None = None) -> bool:
+        """Remove a job's cap (recorded in the caps' history); False when it had none."""
+        return bool(self._run("remove_limit", job_name=job_name, changed_by=changed_by))
+
+    def limit_of(self, job_name: str) -> int | None:
+        """A job's cap, under any spelling of its name; None when it has none."""
+        rows = self._run("limit_of", job_name=job_name)
+        return rows[0]["max_in_flight"] if rows else None
+
+    def limit_history(self, limit: int = 20) -> list[Row]:
+        """The latest cap changes, newest first: job_name, previous and new cap (None: none), changed_by, at."""
+        return self._run("limit_history", limit=limit)
+
+    def pending_count(self, job_name: str | None) -> int:
+        """Pending rows of ``job_name`` (every spelling), or of every job for None: what a pause holds back."""
+        return int(self._run("pending_of", job_name=_pause_key(job_name))[0]["pending"])
 
     def limits(self) -> list[Row]:
         """Every per-job cap with its rows in flight."""

@@ -665,15 +665,37 @@ UNHEX(SHA2(LOWER(:job_name), 256))
 -- name: set_limit
 -- VALUES(col) rather than MySQL 8.0.20's row alias, which MariaDB does not know. No trigger wakes the
 -- dispatcher on MySQL: it sees a raised cap at its next poll.
+-- The cap's history is written in the same block, the cap as it was read under the row's lock first.
+SET @jd_previous = NULL;
+SELECT max_in_flight INTO @jd_previous FROM jenkins_job_limits WHERE job_key = {{op_job_key}} FOR UPDATE;
 INSERT INTO jenkins_job_limits (job_name, max_in_flight) VALUES (:job_name, :max_in_flight)
 ON DUPLICATE KEY UPDATE max_in_flight = VALUES(max_in_flight), updated_at = NOW(6);
-SELECT job_name, max_in_flight FROM jenkins_job_limits WHERE job_key = {{op_job_key}};
+INSERT INTO jenkins_job_limit_events (job_name, previous, max_in_flight, changed_by)
+SELECT job_name, @jd_previous, max_in_flight, :changed_by FROM jenkins_job_limits WHERE job_key = {{op_job_key}};
+SELECT job_name, max_in_flight, @jd_previous AS previous FROM jenkins_job_limits WHERE job_key = {{op_job_key}};
 
 -- name: remove_limit
-SET @jd_removed = 0;
+SET @jd_removed = 0, @jd_previous = NULL, @jd_name = NULL;
+SELECT job_name, max_in_flight INTO @jd_name, @jd_previous FROM jenkins_job_limits
+WHERE job_key = {{op_job_key}} FOR UPDATE;
 DELETE FROM jenkins_job_limits WHERE job_key = {{op_job_key}};
 SET @jd_removed = ROW_COUNT();
-SELECT :job_name AS job_name FROM DUAL WHERE @jd_removed > 0;
+INSERT INTO jenkins_job_limit_events (job_name, previous, max_in_flight, changed_by)
+SELECT @jd_name, @jd_previous, NULL, :changed_by FROM DUAL WHERE @jd_removed > 0;
+SELECT :job_name AS job_name, @jd_previous AS previous FROM DUAL WHERE @jd_removed > 0;
+
+-- name: limit_history
+SELECT id, at, job_name, previous, max_in_flight, changed_by
+FROM jenkins_job_limit_events ORDER BY id DESC LIMIT :limit;
+
+-- name: limit_of
+SELECT job_name, max_in_flight FROM jenkins_job_limits WHERE job_key = {{op_job_key}};
+
+-- name: pending_of
+-- Counted as pause_job counts them.
+SELECT COUNT(*) AS pending FROM jenkins_jobs_queue q
+WHERE q.status = 'pending' AND ((q.job_name = :job_name AND {{t_job_key}} = UNHEX(SHA2(LOWER(:job_name), 256)))
+                                OR :job_name = '*');
 
 -- name: list_limits
 -- In flight counted as the capped claim counts (claim_in_flight: every spelling of the job's name).

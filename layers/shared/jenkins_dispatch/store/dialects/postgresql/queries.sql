@@ -645,13 +645,43 @@ SELECT count(*) AS deleted FROM gone;
 
 -- name: set_limit
 -- One cap per job: set under another spelling of its name, it changes that cap (which keeps its first
--- spelling, as on MySQL).
-INSERT INTO jenkins_job_limits (job_name, max_in_flight) VALUES (:job_name, :max_in_flight)
-ON CONFLICT ((lower(job_name))) DO UPDATE SET max_in_flight = EXCLUDED.max_in_flight, updated_at = now()
-RETURNING job_name, max_in_flight;
+-- spelling, as on MySQL). The cap's history is written by the same statement (``before`` reads the snapshot
+-- the statement started from: the cap as it was).
+WITH before AS (
+    SELECT max_in_flight FROM jenkins_job_limits WHERE lower(job_name) = lower(CAST(:job_name AS text))
+), changed AS (
+    INSERT INTO jenkins_job_limits (job_name, max_in_flight) VALUES (:job_name, :max_in_flight)
+    ON CONFLICT ((lower(job_name))) DO UPDATE SET max_in_flight = EXCLUDED.max_in_flight, updated_at = now()
+    RETURNING job_name, max_in_flight
+), logged AS (
+    INSERT INTO jenkins_job_limit_events (job_name, previous, max_in_flight, changed_by)
+    SELECT c.job_name, (SELECT max_in_flight FROM before), c.max_in_flight, :changed_by FROM changed c
+)
+SELECT job_name, max_in_flight, (SELECT max_in_flight FROM before) AS previous FROM changed;
 
 -- name: remove_limit
-DELETE FROM jenkins_job_limits WHERE lower(job_name) = lower(CAST(:job_name AS text)) RETURNING job_name;
+WITH gone AS (
+    DELETE FROM jenkins_job_limits WHERE lower(job_name) = lower(CAST(:job_name AS text))
+    RETURNING job_name, max_in_flight
+), logged AS (
+    INSERT INTO jenkins_job_limit_events (job_name, previous, max_in_flight, changed_by)
+    SELECT job_name, max_in_flight, NULL, :changed_by FROM gone
+)
+SELECT job_name, max_in_flight AS previous FROM gone;
+
+-- name: limit_history
+-- The latest cap changes, newest first (the primary key's order).
+SELECT id, at, job_name, previous, max_in_flight, changed_by
+FROM jenkins_job_limit_events ORDER BY id DESC LIMIT :limit;
+
+-- name: limit_of
+-- One job's cap (any spelling of its name), or no row.
+SELECT job_name, max_in_flight FROM jenkins_job_limits WHERE lower(job_name) = lower(CAST(:job_name AS text));
+
+-- name: pending_of
+-- Pending rows of one job (every spelling), or of every job for '*': what a pause would hold back.
+SELECT count(*) AS pending FROM jenkins_jobs_queue
+WHERE status = 'pending' AND (lower(job_name) = lower(CAST(:job_name AS text)) OR CAST(:job_name AS text) = '*');
 
 -- name: list_limits
 SELECT l.job_name, l.max_in_flight,
