@@ -128,7 +128,8 @@ def test_jobs_page_reloads_itself_with_the_self_served_script_only(make_ui):
     assert 'data-refresh="7"' in page and '<script src="/static/ui.js" defer></script>' in page
     assert page.count("<script") == 1 and "style=" not in page
     script = UiClient(server.url).get("/static/ui.js")
-    assert script.headers["Content-Type"].startswith("text/javascript") and "location.reload" in script.text
+    assert script.headers["Content-Type"].startswith("text/javascript") and "data-live" in script.text
+    assert "location.reload" not in script.text  # the changing parts only, never a full reload
 
 
 def test_job_page_shows_fields_parameters_links_history_and_why_it_waits(client, queue, jenkins):
@@ -410,3 +411,27 @@ def test_html_in_an_operator_name_and_a_cap_change_renders_as_text(make_ui, queu
         assert "<img" not in proxy.post("/pause", {"job": PAYLOAD, **form}).text
     for path in ("/", "/jobs", f"/jobs/{job_id}"):
         assert "<img" not in proxy.get(path).text, path
+
+
+def test_the_list_links_builds_and_consoles_and_offers_row_levers_and_picks(client, queue, db):
+    job_id = queue.enqueue("deploy").id
+    done = put(queue, db, "deploy", "failed", "boom")
+    url = "https://ci.example.com/job/deploy/7/"
+    db.run("UPDATE jenkins_jobs_queue SET build_url = :url, build_number = 7 WHERE id = :id", url=url, id=done)
+    text = client.get("/jobs").text
+    assert f'href="{url}" rel="noopener noreferrer" class="build-link"' in text
+    assert f'href="{url.rstrip("/")}/console"' in text
+    assert f'action="/jobs/{done}/retry"' in text and f'action="/jobs/{job_id}/cancel"' in text
+    assert ">#7</a>" in text
+    assert f'name="id" value="{done}" form="pick"' in text and 'id="pick"' in text
+    asked = client.post(f"/jobs/{done}/retry", {"next": "/jobs?status=failed"})
+    assert "back to pending" in asked.text and queue.get(done)["status"] == "failed"
+    answer = client.post(f"/jobs/{done}/retry", {"next": "/jobs?status=failed", "confirm": "yes"})
+    assert answer.url.endswith("/jobs?status=failed") and queue.get(done)["status"] == "pending"
+
+
+def test_count_cards_link_to_their_filtered_lists(client):
+    counts = client.get("/").text.split('id="counts"')[1].split("</section>")[0]
+    for link in ("/jobs?status=pending", "/jobs?status=processing", "/jobs?status=completed&amp;since=1h",
+                 "/jobs?status=failed&amp;since=1h", "/jobs?status=cancelled&amp;since=1h"):
+        assert f'href="{link}"' in counts, link

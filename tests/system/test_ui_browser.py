@@ -123,7 +123,7 @@ def put(queue, db, job, status, error=None, parameters=None):
 
 
 def listed_ids(browser) -> list[int]:
-    return [int(a.text) for a in all_css(browser, "#jobs tbody td:first-child a")]
+    return [int(a.text) for a in all_css(browser, "#jobs tbody a[href^='/jobs/']")]
 
 
 def test_overview_then_filter_the_list_then_open_a_job(browser, ui, queue, db):
@@ -287,3 +287,22 @@ def test_screenshots_of_the_overview_and_a_job(browser, ui, queue, db, jenkins):
             assert browser.save_screenshot(str(target / name))
             assert (target / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         browser.set_window_size(1280, 1000)
+
+
+def test_the_list_refreshes_its_rows_in_place_and_picks_feed_the_bulk_confirmation(browser, make_ui, queue, db):
+    with screenshot_on_failure(browser, "live"):
+        server = make_ui(refresh_seconds=1)
+        ids = [put(queue, db, "deploy", "failed", "boom") for _ in range(3)]
+        browser.get(server.url + "jobs")
+        browser.execute_script("window.__same_page = true")
+        late = queue.enqueue("deploy").id
+        assert wait_for(lambda: listed_ids(browser)[:1] == [late], timeout=8)
+        assert browser.execute_script("return window.__same_page === true")  # swapped in place, not reloaded
+        for job_id in ids[:2]:
+            css(browser, f"input[name=id][value='{job_id}']").click()
+        click_button(browser, "Retry ticked…", "#pick")
+        assert "2 jobs match" in css(browser, "#bulk-count").text
+        assert [queue.get(i)["status"] for i in ids] == ["failed"] * 3
+        click_button(browser, "Retry 2 jobs", "#bulk-confirm")
+        assert [queue.get(i)["status"] for i in ids] == ["pending", "pending", "failed"]
+        assert all(queue.events(i)[-1]["actor"] == "ui" for i in ids[:2])

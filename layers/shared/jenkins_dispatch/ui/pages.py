@@ -71,7 +71,8 @@ class Pages:
         with self.queue() as queue:
             rows = list_jobs_waiting(queue, self.settings.max_in_flight, **filters.list_arguments())
         older = filters.query(before=rows[-1]["id"]) if len(rows) == filters.limit else None
-        return Page("jobs.html", {"rows": rows, "filters": filters, "older": older, "statuses": STATUSES,
+        back = "/jobs" + (f"?{filters.query(before=filters.before)}" if filters.any() or filters.before else "")
+        return Page("jobs.html", {"rows": rows, "filters": filters, "older": older, "statuses": STATUSES, "back": back,
                                   "time_choices": forms.TIME_CHOICES, "bulk_allowed": self._bulk_allowed(filters)})
 
     def job(self, job_id: int) -> Page:
