@@ -574,6 +574,17 @@ class Queue:
             raise InvalidInput("hours must be 1 or more")
         return self._run("finished_per_hour", hours=hours)
 
+    def finished_per_bucket(self, window_seconds: int, bucket_seconds: int) -> list[Row]:
+        """Final rows per bucket of ``bucket_seconds`` over the last ``window_seconds``, by outcome
+        (``bucket_epoch``: the bucket's start in seconds since 1970); buckets with none are absent."""
+        if bucket_seconds < 1 or window_seconds < bucket_seconds:
+            raise InvalidInput("a bucket must be 1 s or more and the window at least one bucket")
+        return self._run("finished_per_bucket", window=window_seconds, bucket=bucket_seconds)
+
+    def recent_timings(self, limit: int) -> list[Row]:
+        """The latest ``limit`` finished rows, newest first: job_name, status, wait_seconds, build_seconds."""
+        return self._run("recent_timings", limit=limit)
+
     def prune(self, older_than_days: float, batch: int = 1000) -> int:
         """Delete finished rows older than the cutoff in bounded batches; returns how many went."""
         if older_than_days < 0:

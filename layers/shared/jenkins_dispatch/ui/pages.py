@@ -15,6 +15,7 @@ from ..errors import Conflict
 from ..operating import bulk
 from ..operating.operator import cancel_job, job_details, list_jobs_waiting, retry_job
 from ..operating.overview import queue_overview
+from ..operating.timeline import time_on_the_page
 from ..operating.transitions import ACT, CANCEL, IMPOSSIBLE, RETRY, verdict
 from ..store.db import SessionPool
 from ..store.queue import FINAL_STATUSES, STATUSES, Queue
@@ -64,6 +65,11 @@ class Pages:
         with self.queue() as queue:
             return Page("overview.html", dict(queue_overview(queue, self.settings),
                                               cap_changes=queue.limit_history(CAP_CHANGES_SHOWN)))
+
+    def time(self, query: forms.Query) -> Page:
+        """``/time``: outcomes over the last hour, day and week; queue wait and build duration per job."""
+        with self.queue() as queue:
+            return Page("time.html", time_on_the_page(queue))
 
     def jobs(self, query: forms.Query) -> Page:
         """``/jobs``: the filtered list, newest first, a page at a time (by id)."""

@@ -187,6 +187,8 @@ class UiApp:
             return self.render(self.pages.overview(query), session, path)
         if path == "/jobs":
             return self.render(self.pages.jobs(query), session, path)
+        if path == "/time":
+            return self.render(self.pages.time(query), session, path)
         if path == "/bulk" and not self.read_only:
             return self.render(self.pages.bulk_preview(query), session, path)
         match = _JOB_PATH.match(path)

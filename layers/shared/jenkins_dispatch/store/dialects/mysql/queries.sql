@@ -1015,3 +1015,22 @@ SELECT c.upgraded_at, c.window_seconds, c.window_ends_at,
        (SELECT COUNT(*) FROM jenkins_jobs_queue q
          WHERE q.status = 'processing' AND q.dispatch_id LIKE 'legacy-%') AS held
 FROM jenkins_dispatch_cutover c;
+
+-- name: finished_per_bucket
+SELECT CAST(FLOOR(UNIX_TIMESTAMP(finished_at) / :bucket) * :bucket AS SIGNED) AS bucket_epoch,
+       SUM(status = 'completed') AS completed,
+       SUM(status = 'failed') AS failed,
+       SUM(status = 'cancelled') AS cancelled
+FROM jenkins_jobs_queue
+WHERE finished_at >= NOW(6) - INTERVAL :window SECOND
+GROUP BY 1
+ORDER BY 1;
+
+-- name: recent_timings
+SELECT job_name, status,
+       TIMESTAMPDIFF(MICROSECOND, created_at, started_at) / 1000000 AS wait_seconds,
+       TIMESTAMPDIFF(MICROSECOND, started_at, finished_at) / 1000000 AS build_seconds
+FROM jenkins_jobs_queue
+WHERE finished_at IS NOT NULL
+ORDER BY finished_at DESC
+LIMIT :limit;

@@ -926,3 +926,26 @@ SELECT c.upgraded_at, c.window_seconds, c.window_ends_at,
        (SELECT count(*) FROM jenkins_jobs_queue q
          WHERE q.status = 'processing' AND q.dispatch_id LIKE 'legacy-%') AS held
 FROM jenkins_dispatch_cutover c;
+
+-- name: finished_per_bucket
+-- The time page's charts: final rows per bucket of :bucket seconds, by outcome, over the last :window seconds
+-- (bucket_epoch: the bucket's start, seconds since 1970). Reads the finished_at index over the window only.
+SELECT CAST(floor(extract(epoch FROM finished_at) / :bucket) * :bucket AS bigint) AS bucket_epoch,
+       count(*) FILTER (WHERE status = 'completed') AS completed,
+       count(*) FILTER (WHERE status = 'failed') AS failed,
+       count(*) FILTER (WHERE status = 'cancelled') AS cancelled
+FROM jenkins_jobs_queue
+WHERE finished_at >= now() - make_interval(secs => CAST(:window AS double precision))
+GROUP BY 1
+ORDER BY 1;
+
+-- name: recent_timings
+-- The latest :limit finished rows, newest first through the finished_at index: how long each waited (insert or
+-- retry to its build's start) and built (start to settle), in seconds; NULL where the build never started.
+SELECT job_name, status,
+       extract(epoch FROM started_at - created_at) AS wait_seconds,
+       extract(epoch FROM finished_at - started_at) AS build_seconds
+FROM jenkins_jobs_queue
+WHERE finished_at IS NOT NULL
+ORDER BY finished_at DESC
+LIMIT :limit;
