@@ -241,7 +241,9 @@ def test_html_in_parameters_and_errors_renders_as_text_and_runs_nothing(browser,
     with screenshot_on_failure(browser, "escaping"):
         job_id = put(queue, db, "deploy", "failed", f"boom {FLAG_PAYLOAD} {PAYLOAD}",
                      {"ENV": PAYLOAD, "FLAG": FLAG_PAYLOAD})
-        for path in (f"jobs/{job_id}", "jobs", "jobs?status=failed"):
+        named = put(queue, db, FLAG_PAYLOAD, "failed", PAYLOAD, {"ENV": FLAG_PAYLOAD})
+        db.run("UPDATE jenkins_jobs_queue SET started_at = created_at WHERE id = :id", id=named)
+        for path in (f"jobs/{job_id}", "jobs", "jobs?status=failed", "", "time", f"jobs/{named}"):
             browser.get(ui.url + path)
             assert no_alert(browser), path
             assert browser.execute_script("return window.__xss === undefined"), path
@@ -306,3 +308,15 @@ def test_the_list_refreshes_its_rows_in_place_and_picks_feed_the_bulk_confirmati
         click_button(browser, "Retry 2 jobs", "#bulk-confirm")
         assert [queue.get(i)["status"] for i in ids] == ["pending", "pending", "failed"]
         assert all(queue.events(i)[-1]["actor"] == "ui" for i in ids[:2])
+
+
+def test_time_charts_render_from_the_page_itself(browser, ui, queue, db):
+    with screenshot_on_failure(browser, "time"):
+        for status in ("completed", "completed", "failed"):
+            put(queue, db, "deploy", status)
+        browser.get(ui.url + "time")
+        assert len(all_css(browser, "svg.chart polyline")) == 9
+        assert "completed 2" in css(browser, "#chart-hour figcaption").text
+        sources = browser.execute_script(
+            "return performance.getEntriesByType('resource').map(function (e) { return e.name; })")
+        assert all(s.startswith(ui.url) for s in sources), sources  # nothing fetched from elsewhere
