@@ -1,5 +1,5 @@
 """The web page (`jenkins-dispatch ui`): time to first byte of its pages with a long finished history, on both
-engines. The target (issue 15): every page under 100 ms with a million finished rows, because each reads the
+engines. The target (issue 25, was 100 ms in issue 15): every page under 50 ms with a million finished rows, because each reads the
 partial (PostgreSQL) or status-led (MySQL) indexes the command line reads, never the whole history.
 
 The page server runs in this process on 127.0.0.1 (as `jenkins-dispatch ui` does), with one keep-alive HTTP
@@ -16,6 +16,7 @@ import dataclasses
 import http.client
 import statistics
 import time
+from urllib.parse import urlsplit
 
 from benchmarks.engines import fill, scratch_databases, server_name
 from jenkins_dispatch.config import Settings, parse_database_url
@@ -26,7 +27,7 @@ SIZES = (10_000, 1_000_000)
 PENDING = 1_000
 SAMPLES = 30
 WARMUP = 3
-TARGET_MS = 100.0
+TARGET_MS = 50.0  # issue 25: every page within 50 ms with a million finished rows
 
 
 def _pages(db: Database) -> dict[str, str]:
@@ -38,6 +39,7 @@ def _pages(db: Database) -> dict[str, str]:
     return {
         "/": "/",
         "/jobs": "/jobs",
+        "/time": "/time",
         "/jobs/ID (finished)": f"/jobs/{middle}",
         "/jobs/ID (pending)": f"/jobs/{ids['pending']}",
         "/jobs?status=pending": "/jobs?status=pending",
@@ -66,7 +68,7 @@ def measure(engine: str, url: str, finished: int) -> list[dict]:
     server = UiServer(Settings(database=parse_database_url(url)), "127.0.0.1", 0, refresh_seconds=0).start()
     rows = []
     try:
-        connection = http.client.HTTPConnection("127.0.0.1", server.httpd.server_address[1], timeout=30)
+        connection = http.client.HTTPConnection("127.0.0.1", urlsplit(server.url).port, timeout=30)
         for label, path in pages.items():
             for _ in range(WARMUP):
                 _ttfb(connection, path)

@@ -128,7 +128,8 @@ def test_jobs_page_reloads_itself_with_the_self_served_script_only(make_ui):
     assert 'data-refresh="7"' in page and '<script src="/static/ui.js" defer></script>' in page
     assert page.count("<script") == 1 and "style=" not in page
     script = UiClient(server.url).get("/static/ui.js")
-    assert script.headers["Content-Type"].startswith("text/javascript") and "location.reload" in script.text
+    assert script.headers["Content-Type"].startswith("text/javascript") and "data-live" in script.text
+    assert "location.reload" not in script.text  # the changing parts only, never a full reload
 
 
 def test_job_page_shows_fields_parameters_links_history_and_why_it_waits(client, queue, jenkins):
@@ -166,7 +167,11 @@ def test_user_data_renders_as_text(client, queue, db):
 def test_retry_sends_a_final_job_back_to_pending_as_ui(client, queue, db):
     job_id = put(queue, db, "deploy", "failed", "HTTP 404")
     client.get(f"/jobs/{job_id}")
-    answer = client.post(f"/jobs/{job_id}/retry")
+    asked = client.post(f"/jobs/{job_id}/retry")
+    assert asked.status_code == 200 and 'id="confirm"' in asked.text
+    assert f"sends job {job_id} of deploy, failed, back to pending" in asked.text
+    assert queue.get(job_id)["status"] == "failed" and len(queue.events(job_id)) == 1  # asking changes nothing
+    answer = client.post(f"/jobs/{job_id}/retry", {"confirm": "yes"})
     assert answer.status_code == 200 and answer.url.endswith(f"/jobs/{job_id}")
     assert f"job {job_id} is pending again" in answer.text
     assert queue.get(job_id)["status"] == "pending"
@@ -175,7 +180,9 @@ def test_retry_sends_a_final_job_back_to_pending_as_ui(client, queue, db):
 
 def test_cancel_a_pending_job_as_ui(client, queue):
     job_id = queue.enqueue("deploy").id
-    answer = client.post(f"/jobs/{job_id}/cancel")
+    asked = client.post(f"/jobs/{job_id}/cancel")
+    assert f"cancels job {job_id} of deploy, pending" in asked.text and queue.get(job_id)["status"] == "pending"
+    answer = client.post(f"/jobs/{job_id}/cancel", {"confirm": "yes"})
     assert f"job {job_id} cancelled" in answer.text
     row = queue.get(job_id)
     assert row["status"] == "cancelled" and row["last_error"] == "cancelled from the web page"
@@ -186,27 +193,37 @@ def test_cancel_a_running_job_stops_its_build_in_jenkins(client, queue, jenkins)
     job_id = queue.enqueue("deploy", {"EMULATOR_DURATION": "30"}).id
     run_pass(dispatch_settings(jenkins.base_url))
     assert wait_for(lambda: jenkins.builds("deploy"))
-    answer = client.post(f"/jobs/{job_id}/cancel")
+    answer = client.post(f"/jobs/{job_id}/cancel", {"confirm": "yes"})
     assert answer.status_code == 200 and f"job {job_id} cancelled" in answer.text
     assert wait_for(lambda: jenkins.builds("deploy")[0].result == "ABORTED")
     assert queue.get(job_id)["status"] == "cancelled"
     assert history(queue, job_id)[-1][2:] == ("cancelled", "ui")
 
 
-def test_retrying_a_pending_job_answers_409_and_changes_nothing(client, queue):
+def test_retrying_a_pending_job_says_already_pending_as_the_cli_does(client, queue, db):
     job_id = queue.enqueue("deploy").id
-    answer = client.post(f"/jobs/{job_id}/retry")
+    for form in ({}, {"confirm": "yes"}):
+        answer = client.post(f"/jobs/{job_id}/retry", form)
+        assert answer.status_code == 200 and f"job {job_id} is already pending; nothing changed" in answer.text
+    assert len(queue.events(job_id)) == 1
+    assert [c.id for c in queue.claim_batch(1)] == [job_id]
+    answer = client.post(f"/jobs/{job_id}/retry", {"confirm": "yes"})
     assert answer.status_code == 409 and "only completed, failed or cancelled jobs can be retried" in answer.text
-    assert "Traceback" not in answer.text and len(queue.events(job_id)) == 1
+    assert "Traceback" not in answer.text and len(queue.events(job_id)) == 2  # enqueued, claimed
 
 
 def test_pause_and_resume_a_job_and_everything(client, queue):
     queue.enqueue("deploy")
-    answer = client.post("/pause", {"job": "deploy", "next": "/jobs"})
-    assert answer.url.endswith("/jobs") and "paused deploy: 1 pending job(s) wait" in answer.text
+    queue.enqueue("DEPLOY")
+    asked = client.post("/pause", {"job": "deploy", "next": "/jobs"})
+    assert "pauses all 2 pending rows of deploy" in asked.text and queue.pauses() == []
+    answer = client.post("/pause", {"job": "deploy", "next": "/jobs", "confirm": "yes"})
+    assert answer.url.endswith("/jobs") and "paused deploy: 2 pending job(s) wait" in answer.text
     [pause] = queue.pauses()
     assert (pause.job_name, pause.paused_by) == ("deploy", "ui")
-    client.post("/pause", {"next": "/"})
+    asked = client.post("/pause", {"next": "/"})
+    assert "pauses every job: all 2 pending rows wait" in asked.text and len(queue.pauses()) == 1
+    client.post("/pause", {"next": "/", "confirm": "yes"})
     assert {p.job_name for p in queue.pauses()} == {None, "deploy"}
     assert "Everything is paused" in client.get("/").text
     client.post("/resume", {})
@@ -240,11 +257,20 @@ def test_schedules_are_listed_with_next_tick_last_row_and_state_and_pause_and_re
     assert client.post("/schedules/pause", {"schedule": "ghost", "next": "/"}).status_code == 404
 
 
-def test_edit_and_remove_a_cap(client, queue):
-    client.post("/caps", {"job": "deploy", "cap": "3"})
+def test_edit_and_remove_a_cap_each_asked_first_and_kept_in_the_caps_history(client, queue):
+    asked = client.post("/caps", {"job": "deploy", "cap": "3"})
+    assert "sets the cap of deploy to 3 in flight (it has no cap)" in asked.text and queue.limits() == []
+    client.post("/caps", {"job": "deploy", "cap": "3", "confirm": "yes"})
     assert [(r["job_name"], r["max_in_flight"]) for r in queue.limits()] == [("deploy", 3)]
-    answer = client.post("/caps", {"job": "deploy", "cap": ""})
+    assert "deploy: the cap is already 3" in client.post("/caps", {"job": "deploy", "cap": "3"}).text
+    asked = client.post("/caps", {"job": "deploy", "cap": ""})
+    assert "removes the cap of deploy" in asked.text and len(queue.limits()) == 1
+    answer = client.post("/caps", {"job": "deploy", "cap": "", "confirm": "yes"})
     assert "deploy: no cap" in answer.text and queue.limits() == []
+    changes = [(c["job_name"], c["previous"], c["max_in_flight"], c["changed_by"]) for c in queue.limit_history()]
+    assert changes == [("deploy", 3, None, "ui"), ("deploy", None, 3, "ui")]
+    overview = client.get("/").text.split('id="cap-changes"')[1].split("</ol>")[0]
+    assert "3 → no cap" in overview and "no cap → 3" in overview and "by ui" in overview
 
 
 def test_bulk_retry_shows_the_count_then_acts_on_confirmation(client, queue, db):
@@ -302,7 +328,8 @@ def test_a_post_without_or_with_a_wrong_csrf_token_changes_nothing(client, make_
     ("/bulk?action=explode&status=failed", 400, "action: expected retry or cancel"),
     ("/bulk?action=cancel&status=completed", 400, "completed jobs are final and cannot be cancelled"),
     ("/bulk?action=retry", 400, "name job ids or select jobs"),
-    ("/bulk?action=retry&param=ENV%3Dprod", 400, "remove the parameter filter"),
+    ("/bulk?action=retry&id=1&status=failed", 400, "give job ids or filters, not both"),
+    ("/bulk?action=retry&id=x", 400, "id: expected a job id"),
     ("/no/such/page", 404, "There is no page at /no/such/page"),
 ])
 def test_bad_input_answers_a_clear_page(client, path, status, message):
@@ -313,7 +340,7 @@ def test_bad_input_answers_a_clear_page(client, path, status, message):
 
 @pytest.mark.parametrize("cap", ["-1", "many", "1.5", "99999999999"])
 def test_a_bad_cap_answers_400_and_changes_nothing(client, queue, cap):
-    answer = client.post("/caps", {"job": "deploy", "cap": cap})
+    answer = client.post("/caps", {"job": "deploy", "cap": cap, "confirm": "yes"})
     assert answer.status_code == 400 and "cap: expected a whole number" in answer.text
     assert queue.limits() == []
 
@@ -354,5 +381,101 @@ def test_with_a_token_the_login_form_sets_a_strict_http_only_cookie(make_ui, que
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
     page = browser.get("/")
     assert page.status_code == 200 and "Overview" in page.text and "s3cret" not in page.text
-    assert browser.post("/pause", {}).status_code == 200 and queue.pauses()[0].paused_by == "ui"
+    assert browser.post("/pause", {"confirm": "yes"}).status_code == 200 and queue.pauses()[0].paused_by == "ui"
     assert "s3cret" not in repr(server.app.settings)
+
+
+def test_bulk_by_parameter_and_by_the_ids_ticked_in_the_list(client, queue, db):
+    prod = [put(queue, db, "deploy", "failed", "boom", {"ENV": "prod"}) for _ in range(2)]
+    dev = put(queue, db, "deploy", "failed", "boom", {"ENV": "dev"})
+    assert "2 jobs match" in client.get("/bulk?action=retry&param=ENV%3Dprod").text
+    done = client.post("/bulk", {"action": "retry", "param": "ENV=prod"})
+    assert "retried 2 of 2 jobs" in done.text and queue.get(dev)["status"] == "failed"
+    preview = client.get(f"/bulk?action=cancel&id={prod[0]}&id={prod[1]}")
+    assert "2 jobs match" in preview.text and "ticked in the list" in preview.text
+    assert [queue.get(i)["status"] for i in prod] == ["pending"] * 2
+    done = client.post("/bulk", {"action": "cancel", "id": [str(i) for i in prod]})
+    assert "cancelled 2 of 2 jobs" in done.text and [queue.get(i)["status"] for i in prod] == ["cancelled"] * 2
+
+
+# --------------------------------------------------------------------------- who did it
+
+
+def test_the_operator_a_trusted_proxy_names_is_recorded_everywhere(make_ui, queue, db):
+    server = make_ui(plain_settings(UI_TRUSTED_USER_HEADER="X-Forwarded-User", UI_TRUSTED_PROXIES="127.0.0.0/8"))
+    proxy = UiClient(server.url)
+    proxy.http.headers["X-Forwarded-User"] = "alice@example.com"
+    job_id = put(queue, db, "deploy", "failed", "HTTP 404")
+    proxy.post(f"/jobs/{job_id}/retry", {"confirm": "yes"})
+    proxy.post("/pause", {"job": "deploy", "confirm": "yes"})
+    proxy.post("/caps", {"job": "deploy", "cap": "2", "confirm": "yes"})
+    assert history(queue, job_id)[-1] == ("retried", "failed", "pending", "ui:alice@example.com")
+    assert queue.pauses()[0].paused_by == "ui:alice@example.com"
+    assert queue.limit_history()[0]["changed_by"] == "ui:alice@example.com"
+    assert "by ui:alice@example.com" in proxy.get(f"/jobs/{job_id}").text
+
+
+def test_the_same_header_from_an_untrusted_address_is_ignored(make_ui, queue, db):
+    server = make_ui(plain_settings(UI_TRUSTED_USER_HEADER="X-Forwarded-User", UI_TRUSTED_PROXIES="10.9.8.0/24"))
+    stranger = UiClient(server.url)
+    stranger.http.headers["X-Forwarded-User"] = "mallory"
+    job_id = put(queue, db, "deploy", "failed", "HTTP 404")
+    stranger.post(f"/jobs/{job_id}/retry", {"confirm": "yes"})
+    stranger.post("/pause", {"job": "deploy", "confirm": "yes"})
+    assert history(queue, job_id)[-1] == ("retried", "failed", "pending", "ui")
+    assert queue.pauses()[0].paused_by == "ui"
+
+
+def test_html_in_an_operator_name_and_a_cap_change_renders_as_text(make_ui, queue, db):
+    server = make_ui(plain_settings(UI_TRUSTED_USER_HEADER="X-Forwarded-User", UI_TRUSTED_PROXIES="127.0.0.1"))
+    proxy = UiClient(server.url)
+    proxy.http.headers["X-Forwarded-User"] = PAYLOAD
+    job_id = put(queue, db, PAYLOAD, "failed", PAYLOAD, {"ENV": PAYLOAD})
+    for form in ({}, {"confirm": "yes"}):
+        assert "<img" not in proxy.post(f"/jobs/{job_id}/retry", form).text
+        assert "<img" not in proxy.post("/caps", {"job": PAYLOAD, "cap": "1", **form}).text
+        assert "<img" not in proxy.post("/pause", {"job": PAYLOAD, **form}).text
+    for path in ("/", "/jobs", f"/jobs/{job_id}"):
+        assert "<img" not in proxy.get(path).text, path
+
+
+def test_the_list_links_builds_and_consoles_and_offers_row_levers_and_picks(client, queue, db):
+    job_id = queue.enqueue("deploy").id
+    done = put(queue, db, "deploy", "failed", "boom")
+    url = "https://ci.example.com/job/deploy/7/"
+    db.run("UPDATE jenkins_jobs_queue SET build_url = :url, build_number = 7 WHERE id = :id", url=url, id=done)
+    text = client.get("/jobs").text
+    assert f'href="{url}" rel="noopener noreferrer" class="build-link"' in text
+    assert f'href="{url.rstrip("/")}/console"' in text
+    assert f'action="/jobs/{done}/retry"' in text and f'action="/jobs/{job_id}/cancel"' in text
+    assert ">#7</a>" in text
+    assert f'name="id" value="{done}" form="pick"' in text and 'id="pick"' in text
+    asked = client.post(f"/jobs/{done}/retry", {"next": "/jobs?status=failed"})
+    assert "back to pending" in asked.text and queue.get(done)["status"] == "failed"
+    answer = client.post(f"/jobs/{done}/retry", {"next": "/jobs?status=failed", "confirm": "yes"})
+    assert answer.url.endswith("/jobs?status=failed") and queue.get(done)["status"] == "pending"
+
+
+def test_count_cards_link_to_their_filtered_lists(client):
+    counts = client.get("/").text.split('id="counts"')[1].split("</section>")[0]
+    for link in ("/jobs?status=pending", "/jobs?status=processing", "/jobs?status=completed&amp;since=1h",
+                 "/jobs?status=failed&amp;since=1h", "/jobs?status=cancelled&amp;since=1h"):
+        assert f'href="{link}"' in counts, link
+
+
+def test_time_page_charts_and_timings_render_with_data_and_escape_names(client, queue, db):
+    now = datetime.now(UTC)
+    for n, (job, status) in enumerate([("deploy", "completed"), ("deploy", "failed"), (PAYLOAD, "completed")]):
+        job_id = put(queue, db, job, status)
+        db.run("UPDATE jenkins_jobs_queue SET created_at = :c, started_at = :s, finished_at = :f WHERE id = :id",
+               id=job_id, c=now - timedelta(seconds=100), s=now - timedelta(seconds=40 + n), f=now)
+    page = client.get("/time")
+    assert page.status_code == 200
+    text = page.text
+    for window in ("hour", "day", "week"):
+        assert f'id="chart-{window}"' in text
+    assert text.count("<polyline") == 9 and "completed 2</span>" in text and "failed 1</span>" in text
+    timings = text.split('id="timings"')[1].split("</table>")[0]
+    assert "<th>all jobs</th><td>3</td>" in timings and "deploy" in timings
+    assert PAYLOAD not in text and html.escape(PAYLOAD) in text
+    assert "<script" not in text.split("</head>")[1]  # server-drawn SVG: nothing to run

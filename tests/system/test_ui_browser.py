@@ -123,7 +123,7 @@ def put(queue, db, job, status, error=None, parameters=None):
 
 
 def listed_ids(browser) -> list[int]:
-    return [int(a.text) for a in all_css(browser, "#jobs tbody td:first-child a")]
+    return [int(a.text) for a in all_css(browser, "#jobs tbody a[href^='/jobs/']")]
 
 
 def test_overview_then_filter_the_list_then_open_a_job(browser, ui, queue, db):
@@ -148,32 +148,67 @@ def test_overview_then_filter_the_list_then_open_a_job(browser, ui, queue, db):
         assert "by operator" in css(browser, "#history").text
 
 
+def confirm(browser, label: str, within: str, expected: str, unchanged) -> None:
+    """Click a lever, check its confirmation names what changes and that nothing changed yet, then confirm."""
+    click_button(browser, label, within)
+    assert expected in css(browser, "#confirm-what").text, css(browser, "#confirm-what").text
+    assert unchanged(), f"{label}: something changed before it was confirmed"
+    click_button(browser, css(browser, "#confirm button").text, "#confirm")
+
+
 def test_retry_cancel_and_pause_change_the_page_and_the_database(browser, ui, queue, db):
     with screenshot_on_failure(browser, "levers"):
         failed = put(queue, db, "deploy", "failed", "HTTP 404")
         browser.get(f"{ui.url}jobs/{failed}")
-        click_button(browser, "Retry", "#levers")
+        confirm(browser, "Retry…", "#levers", f"sends job {failed} of deploy, failed, back to pending",
+                lambda: queue.get(failed)["status"] == "failed")
         assert css(browser, "#flash").text == f"job {failed} is pending again"
         assert css(browser, "#status").text == "pending"
         assert queue.get(failed)["status"] == "pending"
         assert queue.events(failed)[-1]["actor"] == "ui"
 
-        click_button(browser, "Cancel", "#levers")  # the retried job is pending now: cancel it
+        confirm(browser, "Cancel…", "#levers", f"cancels job {failed} of deploy, pending",
+                lambda: queue.get(failed)["status"] == "pending")
         assert css(browser, "#status").text == "cancelled" and "cancelled" in css(browser, "#flash").text
         row = queue.get(failed)
         assert row["status"] == "cancelled" and queue.events(failed)[-1]["actor"] == "ui"
 
-        click_button(browser, "Pause", "#levers")
+        queue.enqueue("deploy")
+        confirm(browser, "Pause every row of deploy…", "#levers", "pauses all 1 pending row of deploy",
+                lambda: queue.pauses() == [])
         assert "paused deploy" in css(browser, "#flash").text
-        assert [b.text for b in all_css(browser, "#levers button")] == ["Retry", "Resume"]
+        assert [b.text for b in all_css(browser, "#levers button")] == ["Retry…", "Resume"]
         [pause] = queue.pauses()
         assert (pause.job_name, pause.paused_by) == ("deploy", "ui")
         browser.get(ui.url)
-        click_button(browser, "Pause everything")
+        confirm(browser, "Pause everything…", "main", "pauses every job: all 1 pending row wait",
+                lambda: len(queue.pauses()) == 1)
         assert "Everything is paused" in css(browser, "#everything-paused").text
         assert {p.job_name for p in queue.pauses()} == {None, "deploy"}
         click_button(browser, "Resume everything")
         assert {p.job_name for p in queue.pauses()} == {"deploy"}
+
+
+def test_a_cap_change_asks_first_and_back_changes_nothing(browser, ui, queue):
+    with screenshot_on_failure(browser, "cap"):
+        queue.enqueue("deploy")
+        queue.set_limit("deploy", 2)
+        browser.get(ui.url)
+        field = css(browser, "#per-job input[name=cap]")
+        field.clear()
+        field.send_keys("5")
+        click_button(browser, "Set…", "#per-job")
+        assert "sets the cap of deploy to 5 in flight (it has a cap of 2)" in css(browser, "#confirm-what").text
+        css(browser, "#confirm-back").click()
+        assert wait_for(lambda: css(browser, "h1").text == "Overview")
+        assert queue.limit_of("deploy") == 2
+        field = css(browser, "#per-job input[name=cap]")
+        field.clear()
+        field.send_keys("5")
+        click_button(browser, "Set…", "#per-job")
+        click_button(browser, "Set the cap to 5", "#confirm")
+        assert queue.limit_of("deploy") == 5 and "deploy: at most 5 in flight" in css(browser, "#flash").text
+        assert "2 → 5 by ui" in css(browser, "#cap-changes").text
 
 
 def test_cancel_a_running_build_from_its_page(browser, ui, queue, jenkins):
@@ -183,7 +218,8 @@ def test_cancel_a_running_build_from_its_page(browser, ui, queue, jenkins):
         assert wait_for(lambda: jenkins.builds("deploy"))
         browser.get(f"{ui.url}jobs/{job_id}")
         assert css(browser, "#status").text == "processing"
-        click_button(browser, "Cancel", "#levers")
+        confirm(browser, "Cancel…", "#levers", "it is in Jenkins: its queue item is cancelled or its build stopped",
+                lambda: queue.get(job_id)["status"] == "processing")
         assert css(browser, "#status").text == "cancelled"
         assert wait_for(lambda: jenkins.builds("deploy")[0].result == "ABORTED")
         assert queue.get(job_id)["status"] == "cancelled"
@@ -205,7 +241,9 @@ def test_html_in_parameters_and_errors_renders_as_text_and_runs_nothing(browser,
     with screenshot_on_failure(browser, "escaping"):
         job_id = put(queue, db, "deploy", "failed", f"boom {FLAG_PAYLOAD} {PAYLOAD}",
                      {"ENV": PAYLOAD, "FLAG": FLAG_PAYLOAD})
-        for path in (f"jobs/{job_id}", "jobs", "jobs?status=failed"):
+        named = put(queue, db, FLAG_PAYLOAD, "failed", PAYLOAD, {"ENV": FLAG_PAYLOAD})
+        db.run("UPDATE jenkins_jobs_queue SET started_at = created_at WHERE id = :id", id=named)
+        for path in (f"jobs/{job_id}", "jobs", "jobs?status=failed", "", "time", f"jobs/{named}"):
             browser.get(ui.url + path)
             assert no_alert(browser), path
             assert browser.execute_script("return window.__xss === undefined"), path
@@ -251,3 +289,34 @@ def test_screenshots_of_the_overview_and_a_job(browser, ui, queue, db, jenkins):
             assert browser.save_screenshot(str(target / name))
             assert (target / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         browser.set_window_size(1280, 1000)
+
+
+def test_the_list_refreshes_its_rows_in_place_and_picks_feed_the_bulk_confirmation(browser, make_ui, queue, db):
+    with screenshot_on_failure(browser, "live"):
+        server = make_ui(refresh_seconds=1)
+        ids = [put(queue, db, "deploy", "failed", "boom") for _ in range(3)]
+        browser.get(server.url + "jobs")
+        browser.execute_script("window.__same_page = true")
+        late = queue.enqueue("deploy").id
+        assert wait_for(lambda: listed_ids(browser)[:1] == [late], timeout=8)
+        assert browser.execute_script("return window.__same_page === true")  # swapped in place, not reloaded
+        for job_id in ids[:2]:
+            css(browser, f"input[name=id][value='{job_id}']").click()
+        click_button(browser, "Retry ticked…", "#pick")
+        assert "2 jobs match" in css(browser, "#bulk-count").text
+        assert [queue.get(i)["status"] for i in ids] == ["failed"] * 3
+        click_button(browser, "Retry 2 jobs", "#bulk-confirm")
+        assert [queue.get(i)["status"] for i in ids] == ["pending", "pending", "failed"]
+        assert all(queue.events(i)[-1]["actor"] == "ui" for i in ids[:2])
+
+
+def test_time_charts_render_from_the_page_itself(browser, ui, queue, db):
+    with screenshot_on_failure(browser, "time"):
+        for status in ("completed", "completed", "failed"):
+            put(queue, db, "deploy", status)
+        browser.get(ui.url + "time")
+        assert len(all_css(browser, "svg.chart polyline")) == 9
+        assert "completed 2" in css(browser, "#chart-hour figcaption").text
+        sources = browser.execute_script(
+            "return performance.getEntriesByType('resource').map(function (e) { return e.name; })")
+        assert all(s.startswith(ui.url) for s in sources), sources  # nothing fetched from elsewhere

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from jenkins_dispatch.config import load_settings, parse_database_url
+from jenkins_dispatch.config import load_settings, load_ui_identity, parse_database_url
 from jenkins_dispatch.errors import ConfigError
 
 from .aws_secrets import DB_SECRET, JENKINS_SECRET, WEBHOOK_TOKEN, create_secrets
@@ -164,3 +164,25 @@ def test_the_cutover_window_is_read_with_its_default_and_refused_in_one_line_whe
         with pytest.raises(ConfigError, match="CUTOVER_WINDOW_SECONDS") as caught:
             load_settings({**base, "CUTOVER_WINDOW_SECONDS": bad})
         assert "\n" not in str(caught.value)
+
+
+def test_a_login_proxy_header_with_the_proxies_it_is_believed_from():
+    identity = load_ui_identity({"UI_TRUSTED_USER_HEADER": "X-Forwarded-User",
+                                 "UI_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/24,::1"})
+    assert identity.header == "x-forwarded-user"
+    assert [str(n) for n in identity.proxies] == ["127.0.0.1/32", "10.0.0.0/24", "::1/128"]
+    assert load_ui_identity({}).header is None
+
+
+@pytest.mark.parametrize(("env", "lines"), [
+    ({"UI_TRUSTED_USER_HEADER": "X-User"}, ["UI_TRUSTED_PROXIES is required with UI_TRUSTED_USER_HEADER"]),
+    ({"UI_TRUSTED_PROXIES": "10.0.0.1"}, ["UI_TRUSTED_USER_HEADER is required with UI_TRUSTED_PROXIES"]),
+    ({"UI_TRUSTED_USER_HEADER": "X User", "UI_TRUSTED_PROXIES": "nope,10.0.0.0/99"},
+     ["UI_TRUSTED_USER_HEADER must be an HTTP header name", "UI_TRUSTED_PROXIES: 'nope'",
+      "UI_TRUSTED_PROXIES: '10.0.0.0/99'"]),
+])
+def test_login_proxy_settings_refused_one_line_per_problem(env, lines):
+    with pytest.raises(ConfigError) as refused:
+        load_settings({"DATABASE_URL": "postgresql://u@127.0.0.1/db", **env})
+    said = str(refused.value).splitlines()
+    assert len(said) == len(lines) and all(s.startswith(line) for s, line in zip(said, lines, strict=True))

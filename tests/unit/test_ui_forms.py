@@ -136,3 +136,24 @@ def test_hourly_fills_the_window_oldest_first():
 ])
 def test_jenkins_health(outage, dispatchers, state):
     assert jenkins_health(outage, dispatchers).state == state
+
+
+@pytest.mark.parametrize(("header", "proxies", "peer", "sent", "expected"), [
+    ("x-forwarded-user", ("127.0.0.0/8",), "127.0.0.1", "alice", "alice"),
+    ("x-forwarded-user", ("10.0.0.0/24",), "127.0.0.1", "alice", None),  # not from a trusted proxy: ignored
+    ("x-forwarded-user", ("::1/128",), "::1", " bob ", "bob"),
+    (None, ("127.0.0.0/8",), "127.0.0.1", "alice", None),  # no header configured
+    ("x-forwarded-user", ("127.0.0.0/8",), "127.0.0.1", "", None),
+    ("x-forwarded-user", ("127.0.0.0/8",), "127.0.0.1", "a\x1bb", None),  # control characters
+    ("x-forwarded-user", ("127.0.0.0/8",), "127.0.0.1", "x" * 61, None),  # longer than the history holds
+    ("x-forwarded-user", ("127.0.0.0/8",), "not-an-address", "alice", None),
+])
+def test_operator_name_only_from_a_trusted_proxy(header, proxies, peer, sent, expected):
+    import ipaddress
+
+    from jenkins_dispatch.ui import security
+
+    networks = tuple(ipaddress.ip_network(p) for p in proxies)
+    name = security.operator_name(header, networks, peer, {"x-forwarded-user": sent})
+    assert name == expected
+    assert security.actor(name) == (f"ui:{expected}" if expected else "ui")

@@ -111,10 +111,12 @@ def parse_since(text: str) -> datetime:
 def parse_key_value(text: str) -> tuple[str, str]:
     """``KEY=VALUE`` as a (key, value) pair: the one reading of enqueue's ``-p`` and the filters' ``--param``
     (the queue checks the key a filter names)."""
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"bad parameter {text!r}: expected KEY=VALUE")
-    return key.strip(), value
+    from .operating.bulk import parse_key_value as split
+
+    try:
+        return split(text)
+    except InvalidInput as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def parse_json_object(text: str) -> dict:
@@ -547,7 +549,7 @@ def cmd_prune(ctx: Context, args) -> None:
 
 def cmd_limits_set(ctx: Context, args) -> None:
     """`limits set JOB N`: at most N of the job in flight."""
-    ctx.queue.set_limit(args.job, args.n)
+    ctx.queue.set_limit(args.job, args.n, changed_by=_operator_name())
     if args.json:
         print_json({"job_name": args.job, "max_in_flight": args.n})
     else:
@@ -558,7 +560,7 @@ def cmd_limits_set(ctx: Context, args) -> None:
 
 def cmd_limits_rm(ctx: Context, args) -> None:
     """`limits rm JOB`: remove the job's cap."""
-    removed = ctx.queue.remove_limit(args.job)  # none to remove: already as asked, exit 0 and say so
+    removed = ctx.queue.remove_limit(args.job, changed_by=_operator_name())  # none to remove: already as asked, exit 0 and say so
     if args.json:
         print_json({"job_name": args.job, "removed": removed})
     else:

@@ -8,6 +8,7 @@ never echoes a secret's value.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
@@ -117,6 +118,10 @@ ENVIRONMENT: tuple[Variable, ...] = (
     Variable("WEBHOOK_SECRET_ARN", "on AWS: secret holding it (plain text or JSON with 'token')"),
     Variable("UI_TOKEN", "token the web page (`ui`) asks for at its login form; required off loopback"),
     Variable("UI_TOKEN_SECRET_ARN", "on AWS: secret holding it (plain text or JSON with 'token')"),
+    Variable("UI_TRUSTED_USER_HEADER", "header a login proxy names the operator in (e.g. X-Forwarded-User); the web "
+             "page records that name with every action, honoured only from UI_TRUSTED_PROXIES"),
+    Variable("UI_TRUSTED_PROXIES", "comma-separated addresses or CIDRs of the login proxies whose "
+             "UI_TRUSTED_USER_HEADER is believed (e.g. 127.0.0.1/32,10.0.0.0/24)"),
     Variable("BATCH_SIZE", "jobs claimed per statement", 32, minimum=1, maximum=10_000),
     Variable("MAX_PARALLEL_TRIGGERS", "trigger requests sent at once", 8, minimum=1, maximum=512),
     Variable("MAX_IN_FLIGHT", "cap on jobs processing, overall", default_text="no cap", minimum=1,
@@ -201,6 +206,45 @@ def resend_quiet_for(lease_seconds: float) -> float:
     return float(RESEND_QUIET_LEASES * lease_seconds)
 
 
+_HEADER_NAME = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}")
+
+
+@dataclass(frozen=True)
+class UiIdentity:
+    """Who pulls the web page's levers, as a login proxy tells: the header naming the operator and the proxies
+    believed (an empty ``header``: nobody is named, every action is recorded as ``ui``)."""
+
+    header: str | None = None  # lower-case, as the page's request headers are keyed
+    proxies: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
+
+
+def load_ui_identity(env: Mapping[str, str] | None = None) -> UiIdentity:
+    """UI_TRUSTED_USER_HEADER and UI_TRUSTED_PROXIES, both or neither; ConfigError with one line per problem."""
+    env = os.environ if env is None else env
+    header = _text(env, "UI_TRUSTED_USER_HEADER") or None
+    proxies_text = _text(env, "UI_TRUSTED_PROXIES") or ""
+    problems: list[str] = []
+    if header is not None and not _HEADER_NAME.fullmatch(header):
+        problems.append(f"UI_TRUSTED_USER_HEADER must be an HTTP header name (e.g. X-Forwarded-User), got {header!r}")
+    proxies: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
+    for part in (p.strip() for p in proxies_text.split(",")):
+        if not part:
+            continue
+        try:
+            proxies.append(ipaddress.ip_network(part, strict=False))
+        except ValueError:
+            problems.append(f"UI_TRUSTED_PROXIES: {part!r} is not an address or CIDR (e.g. 10.0.0.0/24)")
+    if header is not None and not proxies and not problems:
+        problems.append("UI_TRUSTED_PROXIES is required with UI_TRUSTED_USER_HEADER: the addresses of the login "
+                        "proxies whose header is believed (a header from anyone else is ignored)")
+    if proxies and header is None:
+        problems.append("UI_TRUSTED_USER_HEADER is required with UI_TRUSTED_PROXIES: the header the proxies name "
+                        "the operator in")
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return UiIdentity(header.lower() if header else None, tuple(proxies))
+
+
 @dataclass(frozen=True)
 class Settings:
     """Every setting of the package, read once by ``load_settings`` and passed around."""
@@ -212,6 +256,7 @@ class Settings:
     webhook_secret: str | None = field(default=None, repr=False)
     # The web page's login token (`jenkins-dispatch ui`); never rendered or logged.
     ui_token: str | None = field(default=None, repr=False)
+    ui_identity: UiIdentity = field(default_factory=lambda: UiIdentity())
     batch_size: int = default_of("BATCH_SIZE")
     max_parallel_triggers: int = default_of("MAX_PARALLEL_TRIGGERS")
     max_in_flight: int | None = None
@@ -882,5 +927,6 @@ def load_settings(env: Mapping[str, str] | None = None, fetch_secret: SecretFetc
         controllers=load_controllers(env, fetch_secret, jenkins),
         webhook_secret=load_webhook_secret(env, fetch_secret),
         ui_token=load_ui_token(env, fetch_secret),
+        ui_identity=load_ui_identity(env),
         **tuning,
     )

@@ -78,6 +78,15 @@ class Outcome:
 # --------------------------------------------------------------------------- pure decisions
 
 
+def parse_key_value(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` as a (key, value) pair: the one reading of enqueue's ``-p``, the filters' ``--param`` and the
+    web page's parameter filter (the queue checks the key a filter names). The key is stripped, the value kept
+    as written."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise InvalidInput(f"bad parameter {text!r}: expected KEY=VALUE")
+    return key.strip(), value
+
 
 def _join(words: Sequence[str]) -> str:
     return ", ".join(words[:-1]) + " or " + words[-1] if len(words) > 1 else "".join(words)

@@ -608,6 +608,17 @@ class Queue:
             raise InvalidInput("hours must be 1 or more")
         return cast(list[HourCounts], self._run("finished_per_hour", hours=hours))
 
+    def finished_per_bucket(self, window_seconds: int, bucket_seconds: int) -> list[Row]:
+        """Final rows per bucket of ``bucket_seconds`` over the last ``window_seconds``, by outcome
+        (``bucket_epoch``: the bucket's start in seconds since 1970); buckets with none are absent."""
+        if bucket_seconds < 1 or window_seconds < bucket_seconds:
+            raise InvalidInput("a bucket must be 1 s or more and the window at least one bucket")
+        return self._run("finished_per_bucket", window=window_seconds, bucket=bucket_seconds)
+
+    def recent_timings(self, limit: int) -> list[Row]:
+        """The latest ``limit`` finished rows, newest first: job_name, status, wait_seconds, build_seconds."""
+        return self._run("recent_timings", limit=limit)
+
     def prune(self, older_than_days: float, batch: int = 1000) -> int:
         """Delete finished rows older than the cutoff in bounded batches; returns how many went."""
         if older_than_days < 0:
@@ -619,15 +630,34 @@ class Queue:
             if deleted < batch:
                 return total
 
-    def set_limit(self, job_name: str, max_in_flight: int, controller: str = DEFAULT_CONTROLLER) -> None:
-        """Set a job's cap of rows in flight on ``controller`` (0 holds it back)."""
+    def set_limit(self, job_name: str, max_in_flight: int, controller: str = DEFAULT_CONTROLLER, *,
+                  changed_by: str | None = None) -> Row:
+        """Set a job's cap of rows in flight on ``controller`` (0 holds it back), recorded in the caps' history
+        with ``changed_by``. Returns the cap (``job_name``, ``max_in_flight``) and the one it replaced
+        (``previous``, None when there was none)."""
         if max_in_flight < 0:
             raise InvalidInput("a cap must be 0 or more (0 holds the job back)")
-        self._run("set_limit", job_name=job_name, max_in_flight=max_in_flight, controller=controller)
+        return self._run("set_limit", job_name=job_name, max_in_flight=max_in_flight, controller=controller,
+                         changed_by=changed_by)[0]
 
-    def remove_limit(self, job_name: str, controller: str = DEFAULT_CONTROLLER) -> bool:
-        """Remove a job's cap on ``controller``; False when it had none."""
-        return bool(self._run("remove_limit", job_name=job_name, controller=controller))
+    def remove_limit(self, job_name: str, controller: str = DEFAULT_CONTROLLER, *,
+                     changed_by: str | None = None) -> bool:
+        """Remove a job's cap on ``controller`` (recorded in the caps' history); False when it had none."""
+        return bool(self._run("remove_limit", job_name=job_name, controller=controller, changed_by=changed_by))
+
+    def limit_of(self, job_name: str, controller: str = DEFAULT_CONTROLLER) -> int | None:
+        """A job's cap on ``controller``, under any spelling of its name; None when it has none."""
+        rows = self._run("limit_of", job_name=job_name, controller=controller)
+        return rows[0]["max_in_flight"] if rows else None
+
+    def limit_history(self, limit: int = 20) -> list[Row]:
+        """The latest cap changes, newest first: controller, job_name, previous and new cap (None: none),
+        changed_by, at."""
+        return self._run("limit_history", limit=limit)
+
+    def pending_count(self, job_name: str | None) -> int:
+        """Pending rows of ``job_name`` (every spelling), or of every job for None: what a pause holds back."""
+        return int(self._run("pending_of", job_name=_pause_key(job_name))[0]["pending"])
 
     def limits(self) -> list[Limit]:
         """Every per-job cap (with its controller) with its rows in flight."""

@@ -26,6 +26,7 @@ class Fingerprint(TypedDict):
     processing: int
     limits: str | None
     pauses: str | None
+    schedules: str | None  # how many, and the latest change: a new or resumed schedule wakes a polling pass
 
 
 class WatchedRow(TypedDict):

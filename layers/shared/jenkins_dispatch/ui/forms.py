@@ -46,9 +46,11 @@ def positive_id(text: str | None, name: str) -> int | None:
 
 def parameter_pair(text: str) -> tuple[str, str]:
     """``KEY=VALUE`` as a pair; the key as the queue accepts it in a filter."""
-    key, sep, value = text.partition("=")
-    key = key.strip()
-    if not sep or not PARAMETER_KEY.match(key):
+    try:
+        key, value = bulk.parse_key_value(text)
+    except InvalidInput:
+        key, value = "", ""
+    if not PARAMETER_KEY.match(key):
         raise InvalidInput(f"param: expected KEY=VALUE with a key of letters, digits, '_', '-' or '.', got {text!r}")
     return key, value
 
@@ -72,8 +74,9 @@ class JobFilters:
                     parameters=self.parameters or None, before_id=self.before, limit=self.limit)
 
     def bulk_filters(self) -> bulk.Filters:
-        """The same selection for a bulk retry or cancel (which filters by status, job, time and error)."""
-        return bulk.Filters(status=self.status, job_name=self.job_name, since=self.since, error_like=self.error_like)
+        """The same selection for a bulk retry or cancel."""
+        return bulk.Filters(status=self.status, job_name=self.job_name, since=self.since, error_like=self.error_like,
+                            parameters=dict(self.parameters))
 
     def fields(self) -> list[tuple[str, str]]:
         """The filters as form fields (for links and hidden inputs), paging left out."""
@@ -146,3 +149,17 @@ def schedule_name(text: str | None) -> str:
     if not text:
         raise InvalidInput("schedule: a schedule name is required")
     return text
+
+MAX_PICKED = bulk.DEFAULT_LIMIT
+
+
+def job_ids(query: Query) -> list[int]:
+    """The jobs ticked in the list (``id``, repeated), each once, in the order given."""
+    picked: list[int] = []
+    for text in query.get("id", []):
+        job_id = positive_id(text.strip(), "id")
+        if job_id is not None and job_id not in picked:
+            picked.append(job_id)
+    if len(picked) > MAX_PICKED:
+        raise InvalidInput(f"id: at most {MAX_PICKED} jobs at once")
+    return picked

@@ -11,17 +11,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import Settings
-from ..errors import InvalidInput
+from ..errors import Conflict
 from ..operating import bulk
-from ..operating.operator import cancel_job, job_details, list_jobs_waiting
+from ..operating.operator import cancel_job, job_details, list_jobs_waiting, retry_job
 from ..operating.overview import queue_overview
 from ..operating.scheduling import list_schedules, pause_schedule, resume_schedule
+from ..operating.timeline import time_on_the_page
+from ..operating.transitions import ACT, CANCEL, IMPOSSIBLE, RETRY, verdict
 from ..store.db import SessionPool
 from ..store.queue import FINAL_STATUSES, STATUSES, Queue
 from ..store.schedules import Schedules
 from . import forms
 
-ACTOR = "ui"
+CAP_CHANGES_SHOWN = 10
 FIELD_ORDER = ("id", "job_name", "status", "priority", "scheduled_at", "attempts", "max_attempts", "dispatch_id",
                "jenkins_queue_id", "build_number", "build_url", "jenkins_result", "last_error", "dedupe_key",
                "created_at", "updated_at", "finished_at", "lease_expires_at")
@@ -63,9 +65,14 @@ class Pages:
     def overview(self, query: forms.Query) -> Page:
         """``/``: counts, caps, pauses, the oldest pending job, dispatchers, Jenkins, recent hours."""
         with self.queue() as queue:
-            context = queue_overview(queue, self.settings)
-            context["schedules"] = list_schedules(Schedules(queue.db))
-            return Page("overview.html", context)
+            return Page("overview.html", dict(queue_overview(queue, self.settings),
+                                              schedules=list_schedules(Schedules(queue.db)),
+                                              cap_changes=queue.limit_history(CAP_CHANGES_SHOWN)))
+
+    def time(self, query: forms.Query) -> Page:
+        """``/time``: outcomes over the last hour, day and week; queue wait and build duration per job."""
+        with self.queue() as queue:
+            return Page("time.html", time_on_the_page(queue))
 
     def jobs(self, query: forms.Query) -> Page:
         """``/jobs``: the filtered list, newest first, a page at a time (by id)."""
@@ -73,7 +80,8 @@ class Pages:
         with self.queue() as queue:
             rows = list_jobs_waiting(queue, self.settings.max_in_flight, **filters.list_arguments())
         older = filters.query(before=rows[-1]["id"]) if len(rows) == filters.limit else None
-        return Page("jobs.html", {"rows": rows, "filters": filters, "older": older, "statuses": STATUSES,
+        back = "/jobs" + (f"?{filters.query(before=filters.before)}" if filters.any() or filters.before else "")
+        return Page("jobs.html", {"rows": rows, "filters": filters, "older": older, "statuses": STATUSES, "back": back,
                                   "time_choices": forms.TIME_CHOICES, "bulk_allowed": self._bulk_allowed(filters)})
 
     def job(self, job_id: int) -> Page:
@@ -90,41 +98,80 @@ class Pages:
                                      everything_paused=any(p.job_name is None for p in context.pauses)))
 
     def bulk_preview(self, query: forms.Query) -> Page:
-        """``/bulk``: what a bulk retry or cancel of the filters would act on, and the confirmation form."""
+        """``/bulk``: what a bulk retry or cancel of the filters (or of the ids ticked in the list) would act on,
+        and the confirmation form."""
         action = forms.bulk_action(forms.one(query, "action"))
-        filters = self._bulk_filters(query, action)
+        filters, ids = self._bulk_request(query, action)
         with self.queue() as queue:
-            selection = bulk.select_targets(queue, action, filters.bulk_filters(), bulk.DEFAULT_LIMIT)
-        ids = [t.id for t in selection.rows]
-        return Page("bulk.html", {"action": action, "filters": filters, "ids": ids, "total": selection.total,
-                                  "shown": ids[:bulk.IDS_SHOWN], "limit": bulk.DEFAULT_LIMIT}, refresh=False)
+            selection = self._select(queue, action, filters, ids)
+        chosen = [t.id for t in selection.rows]
+        return Page("bulk.html", {"action": action, "filters": filters, "ids": chosen, "total": selection.total,
+                                  "picked": ids, "shown": chosen[:bulk.IDS_SHOWN], "limit": bulk.DEFAULT_LIMIT},
+                    refresh=False)
 
     # ------------------------------------------------------------------ levers
+    # Each lever asks first: without ``confirm=yes`` it answers a page naming what would change and changes
+    # nothing; that page's form posts the same fields with ``confirm=yes``.
 
-    def retry(self, job_id: int) -> Done:
-        """Send a final job back to pending (as `retry ID`)."""
+    def retry(self, job_id: int, form: forms.Query, actor: str) -> Done | Page:
+        """Send a final job back to pending (as `retry ID`); a pending job is left as it is and says so."""
         with self.queue() as queue:
-            queue.retry_final(job_id, actor=ACTOR)
-        return Done(f"/jobs/{job_id}", f"job {job_id} is pending again")
+            row = queue.get(job_id)
+            check = verdict(RETRY, row["status"])
+            if check == IMPOSSIBLE:
+                raise Conflict(f"job {job_id} is {row['status']}: only completed, failed or cancelled jobs can be "
+                               "retried")
+            if check == ACT and not confirmed(form):
+                build = f" (build #{row['build_number']})" if row.get("build_number") is not None else ""
+                return confirmation(
+                    f"Retry job {job_id}?",
+                    f"sends job {job_id} of {row['job_name']}, {row['status']}{build}, back to pending with fresh "
+                    "attempts: Jenkins builds it again",
+                    f"/jobs/{job_id}/retry", {"next": self._back(form, f"/jobs/{job_id}")}, "Retry it",
+                    self._back(form, f"/jobs/{job_id}"))
+            outcome = retry_job(queue, job_id, actor=actor)
+        return Done(self._back(form, f"/jobs/{job_id}"), outcome["message"])
 
-    def cancel(self, job_id: int) -> Done:
+    def cancel(self, job_id: int, form: forms.Query, actor: str) -> Done | Page:
         """Cancel a pending or processing job, in Jenkins too (as `cancel ID`)."""
         with self.queue() as queue:
-            outcome = cancel_job(queue, job_id, self.settings, reason="cancelled from the web page", actor=ACTOR)
-        return Done(f"/jobs/{job_id}", outcome["message"])
+            if not confirmed(form):
+                row = queue.get(job_id)
+                check = verdict(CANCEL, row["status"])
+                if check == ACT:
+                    where = ("it has not reached Jenkins" if row["status"] == "pending"
+                             else "it is in Jenkins: its queue item is cancelled or its build stopped")
+                    return confirmation(f"Cancel job {job_id}?",
+                                        f"cancels job {job_id} of {row['job_name']}, {row['status']}: {where}",
+                                        f"/jobs/{job_id}/cancel", {"next": self._back(form, f"/jobs/{job_id}")},
+                                        "Cancel it", self._back(form, f"/jobs/{job_id}"), danger=True)
+            outcome = cancel_job(queue, job_id, self.settings, reason="cancelled from the web page", actor=actor)
+        return Done(self._back(form, f"/jobs/{job_id}"), outcome["message"])
 
-    def pause(self, form: forms.Query) -> Done:
+    def pause(self, form: forms.Query, actor: str) -> Done | Page:
         """Pause one job (``job``) or, without one, everything (as `pause [JOB]`)."""
         job = forms.one(form, "job")
         with self.queue() as queue:
-            result = queue.pause(job, reason=forms.one(form, "reason"), paused_by=ACTOR)
+            if not confirmed(form):
+                pending = queue.pending_count(job)
+                rows = f"{pending} pending row{'s' if pending != 1 else ''}"
+                what = (f"pauses all {rows} of {job}, and any enqueued later, until resumed; its rows already in "
+                        "Jenkins carry on" if job else
+                        f"pauses every job: all {rows} wait, and any enqueued later, until resumed; rows already "
+                        "in Jenkins carry on")
+                return confirmation(f"Pause {job or 'everything'}?", what, "/pause",
+                                    {"job": job or "", "next": self._back(form)},
+                                    f"Pause {job}" if job else "Pause everything", self._back(form), danger=True,
+                                    reason=True)
+            result = queue.pause(job, reason=forms.one(form, "reason"), paused_by=actor)
         target = job or "everything"
         message = (f"paused {target}: {result.pending} pending job(s) wait until resumed" if result.created
                    else f"{target} was already paused; nothing changed")
         return Done(self._back(form), message)
 
-    def resume(self, form: forms.Query) -> Done:
-        """Lift the pause of one job (``job``) or of everything (as `resume [JOB]`)."""
+    def resume(self, form: forms.Query, actor: str) -> Done:
+        """Lift the pause of one job (``job``) or of everything (as `resume [JOB]`): it only lets work go on,
+        so it does not ask."""
         job = forms.one(form, "job")
         with self.queue() as queue:
             result = queue.resume(job)
@@ -133,16 +180,16 @@ class Pages:
                    else f"{target} was not paused; nothing changed")
         return Done(self._back(form), message)
 
-    def pause_schedule(self, form: forms.Query) -> Done:
+    def pause_schedule(self, form: forms.Query, actor: str) -> Done:
         """Pause one schedule (as `schedule pause NAME`): no tick is enqueued until resumed."""
         name = forms.schedule_name(forms.one(form, "schedule"))
         with self.queue() as queue:
-            result = pause_schedule(Schedules(queue.db), name, paused_by=ACTOR)
+            result = pause_schedule(Schedules(queue.db), name, paused_by=actor)
         message = (f"schedule {name} paused: no tick is enqueued until resumed" if result.changed
                    else f"schedule {name} was already paused; nothing changed")
         return Done(self._back(form), message)
 
-    def resume_schedule(self, form: forms.Query) -> Done:
+    def resume_schedule(self, form: forms.Query, actor: str) -> Done:
         """Resume one schedule (as `schedule resume NAME`), from its next tick."""
         name = forms.schedule_name(forms.one(form, "schedule"))
         with self.queue() as queue:
@@ -151,27 +198,40 @@ class Pages:
                    else f"schedule {name} was not paused; nothing changed")
         return Done(self._back(form), message)
 
-    def set_cap(self, form: forms.Query) -> Done:
+    def set_cap(self, form: forms.Query, actor: str) -> Done | Page:
         """Set a job's cap (as `limits set JOB N`), or remove it when the cap is blank (`limits rm JOB`)."""
         job = forms.job_name(forms.one(form, "job"))
         cap = forms.cap(forms.one(form, "cap"))
         with self.queue() as queue:
+            current = queue.limit_of(job)
+            if cap == current:
+                return Done(self._back(form), f"{job}: the cap is already {'none' if cap is None else cap}; "
+                                              "nothing changed")
+            if not confirmed(form):
+                was = "no cap" if current is None else f"a cap of {current}"
+                what = (f"removes the cap of {job} (now {current} in flight at most): as many as the global cap "
+                        "allows" if cap is None else
+                        f"sets the cap of {job} to {cap} in flight (it has {was})"
+                        + ("; 0 holds every pending row of it back" if cap == 0 else ""))
+                return confirmation(f"Change the cap of {job}?", what, "/caps",
+                                    {"job": job, "cap": "" if cap is None else str(cap), "next": self._back(form)},
+                                    "Remove the cap" if cap is None else f"Set the cap to {cap}", self._back(form))
             if cap is None:
-                if not queue.remove_limit(job):
-                    raise InvalidInput(f"no cap is set for {job!r}")
+                queue.remove_limit(job, changed_by=actor)
                 message = f"{job}: no cap"
             else:
-                queue.set_limit(job, cap)
+                queue.set_limit(job, cap, changed_by=actor)
                 message = f"{job}: at most {cap} in flight"
         return Done(self._back(form), message)
 
-    def bulk_act(self, form: forms.Query) -> Page:
-        """A confirmed bulk retry or cancel: selected again, each row through the single-job path."""
+    def bulk_act(self, form: forms.Query, actor: str) -> Page:
+        """A confirmed bulk retry or cancel (the /bulk page's form): selected again, each row through the
+        single-job path."""
         action = forms.bulk_action(forms.one(form, "action"))
-        filters = self._bulk_filters(form, action)
+        filters, ids = self._bulk_request(form, action)
         with self.queue() as queue:
-            selection = bulk.select_targets(queue, action, filters.bulk_filters(), bulk.DEFAULT_LIMIT)
-            outcomes = bulk.act(queue, self.settings, action, selection.rows, actor=ACTOR,
+            selection = self._select(queue, action, filters, ids)
+            outcomes = bulk.act(queue, self.settings, action, selection.rows, actor=actor,
                                 reason="cancelled from the web page")  # a cancel's last_error; a retry has none
         return Page("bulk_done.html", {"action": action, "filters": filters, "outcomes": outcomes,
                                        "summary": bulk.summary_line(action, outcomes, selection.total),
@@ -181,27 +241,45 @@ class Pages:
 
     @staticmethod
     def _bulk_allowed(filters: forms.JobFilters) -> bool:
-        return filters.any() and not filters.parameters
+        return filters.any()
 
     @staticmethod
-    def _bulk_filters(query: forms.Query, action: str) -> forms.JobFilters:
+    def _bulk_request(query: forms.Query, action: str) -> tuple[forms.JobFilters, list[int]]:
+        """The filters, or the ids ticked in the list (``id``, repeated), checked as the CLI checks them."""
         filters = forms.job_filters(query)
-        if filters.parameters:
-            raise InvalidInput("bulk retry and cancel select by status, job, time and error text: remove the "
-                               "parameter filter")
-        bulk.check_request(action, [], filters.bulk_filters())
-        return filters
+        ids = forms.job_ids(query)
+        bulk.check_request(action, ids, filters.bulk_filters())
+        return filters, ids
 
     @staticmethod
-    def _back(form: forms.Query) -> str:
-        """Where a lever's form asked to go back to: a path of this page only, else the overview."""
-        target = forms.one(form, "next") or "/"
+    def _select(queue: Queue, action: str, filters: forms.JobFilters, ids: list[int]) -> bulk.Selection:
+        if ids:
+            return bulk.Selection([bulk.Target(i) for i in ids], len(ids))
+        return bulk.select_targets(queue, action, filters.bulk_filters(), bulk.DEFAULT_LIMIT)
+
+    @staticmethod
+    def _back(form: forms.Query, default: str = "/") -> str:
+        """Where a lever's form asked to go back to: a path of this page only, else ``default``."""
+        target = forms.one(form, "next") or default
         if not target.startswith("/") or target.startswith("//") or "\\" in target:
-            return "/"
+            return default
         return target
 
 
-LEVERS: dict[str, Callable[[Pages, forms.Query], Done]] = {
+def confirmed(form: forms.Query) -> bool:
+    """Whether the form is the confirmation's (``confirm=yes``), not the first click."""
+    return forms.one(form, "confirm") == "yes"
+
+
+def confirmation(question: str, what: str, action: str, fields: dict[str, str], button: str, back: str, *,
+                 danger: bool = False, reason: bool = False) -> Page:
+    """The page a lever answers before acting: the question, what exactly changes, and the form that acts."""
+    return Page("confirm.html", {"question": question, "what": what, "action": action,
+                                 "fields": dict(fields, confirm="yes"), "button": button, "back": back,
+                                 "danger": danger, "reason": reason}, refresh=False)
+
+
+LEVERS: dict[str, Callable[[Pages, forms.Query, str], Done | Page]] = {
     "/pause": Pages.pause,
     "/resume": Pages.resume,
     "/caps": Pages.set_cap,

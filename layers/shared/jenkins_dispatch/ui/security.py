@@ -135,3 +135,30 @@ class Sessions:
             return
         with self._lock:
             self._sessions.pop(session.id, None)
+
+
+ACTOR = "ui"  # who the history names for an action from the page when no login proxy names the operator
+MAX_OPERATOR_NAME = 60  # the history's actor column holds "ui:" and this many characters (MySQL: VARCHAR(63))
+_OPERATOR_NAME = re.compile("[^\\x00-\\x1f\\x7f]{1," + str(MAX_OPERATOR_NAME) + "}")
+
+
+def operator_name(header: str | None, proxies: tuple, peer: str | None, headers: dict[str, str]) -> str | None:
+    """The operator a login proxy names in ``header``, believed only when the request came from one of
+    ``proxies`` (an address anyone else sends it from is ignored); None when nobody is named, or the name is
+    empty, too long or holds control characters."""
+    if not header or not peer:
+        return None
+    try:
+        address = ipaddress.ip_address(peer.strip("[]"))
+    except ValueError:
+        return None
+    if not any(address in network for network in proxies):
+        return None
+    name = headers.get(header, "").strip()
+    return name if _OPERATOR_NAME.fullmatch(name) else None
+
+
+def actor(name: str | None) -> str:
+    """What the history, the pauses and the cap changes record for an action from the page: ``ui:NAME`` for
+    an operator a trusted proxy named, else ``ui``."""
+    return f"{ACTOR}:{name}" if name else ACTOR

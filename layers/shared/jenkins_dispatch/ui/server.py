@@ -124,8 +124,9 @@ class UiApp:
 
     # ------------------------------------------------------------------ requests
 
-    def handle(self, method: str, target: str, headers: dict[str, str], body: bytes) -> Answer:
-        """Answer one request; never raises."""
+    def handle(self, method: str, target: str, headers: dict[str, str], body: bytes, peer: str | None = None) -> Answer:
+        """Answer one request; never raises. ``peer``: the address it came from (whether a login proxy's header
+        naming the operator is believed)."""
         session = None
         try:
             url = urlsplit(target)
@@ -137,7 +138,10 @@ class UiApp:
                 return self.problem(421, "Wrong host", "This page answers only at its own loopback address "
                                     "(set UI_TOKEN to serve it under other names).", None)
             session, visitor_cookie = self._session(headers)
-            answer = self._route(method, path, parse_qs(url.query, keep_blank_values=True), headers, body, session)
+            actor = security.actor(security.operator_name(self.settings.ui_identity.header,
+                                                          self.settings.ui_identity.proxies, peer, headers))
+            answer = self._route(method, path, parse_qs(url.query, keep_blank_values=True), headers, body, session,
+                                 actor)
             if visitor_cookie:
                 answer.headers.setdefault("Set-Cookie", visitor_cookie)
             return answer
@@ -166,9 +170,9 @@ class UiApp:
         return visitor, security.session_cookie(nonce, name=security.VISITOR_COOKIE) if nonce else None
 
     def _route(self, method: str, path: str, query: dict, headers: dict[str, str], body: bytes,
-               session: security.Session) -> Answer:
+               session: security.Session, actor: str = security.ACTOR) -> Answer:
         if method == "POST":
-            return self._post(path, headers, body, session)
+            return self._post(path, headers, body, session, actor)
         if method not in ("GET", "HEAD"):
             return self.problem(405, "Method not allowed", f"{method} is not answered here.", session)
         if path == "/login":
@@ -187,6 +191,8 @@ class UiApp:
             return self.render(self.pages.overview(query), session, path)
         if path == "/jobs":
             return self.render(self.pages.jobs(query), session, path)
+        if path == "/time":
+            return self.render(self.pages.time(query), session, path)
         if path == "/bulk" and not self.read_only:
             return self.render(self.pages.bulk_preview(query), session, path)
         match = _JOB_PATH.match(path)
@@ -194,7 +200,8 @@ class UiApp:
             return self.render(self.pages.job(self._job_id(match.group(1))), session, path)
         return self.problem(404, "Not found", f"There is no page at {path}.", session)
 
-    def _post(self, path: str, headers: dict[str, str], body: bytes, session: security.Session) -> Answer:
+    def _post(self, path: str, headers: dict[str, str], body: bytes, session: security.Session,
+              actor: str) -> Answer:
         form_type = headers.get("content-type", "").split(";")[0].strip().lower()
         if (body and form_type != "application/x-www-form-urlencoded") or len(body) > MAX_FORM_BYTES:
             return self.problem(400, "Bad request", "Levers accept only this page's own forms.", session)
@@ -220,24 +227,28 @@ class UiApp:
             # with the token the visitor's page carries, so the next page shows this lever's message.
             session = opened = self.sessions.start(authenticated=True, csrf=session.csrf)
         try:
-            answer = self._lever(path, form, session)
+            answer = self._lever(path, form, session, actor)
         except DispatchError as error:
             answer = self._failure(error, session)
         if opened is not None:
             answer.headers["Set-Cookie"] = security.session_cookie(opened.id)
         return answer
 
-    def _lever(self, path: str, form: dict, session: security.Session) -> Answer:
+    def _lever(self, path: str, form: dict, session: security.Session, actor: str) -> Answer:
         match = _JOB_PATH.match(path)
+        done: Done | Page
         if match and match.group(2):
             job_id = self._job_id(match.group(1))
-            done = self.pages.retry(job_id) if match.group(2) == "retry" else self.pages.cancel(job_id)
+            lever = self.pages.retry if match.group(2) == "retry" else self.pages.cancel
+            done = lever(job_id, form, actor)
         elif path in LEVERS:
-            done = LEVERS[path](self.pages, form)
+            done = LEVERS[path](self.pages, form, actor)
         elif path == "/bulk":
-            return self.render(self.pages.bulk_act(form), session, path)
+            return self.render(self.pages.bulk_act(form, actor), session, path)
         else:
             return self.problem(404, "Not found", f"There is no lever at {path}.", session)
+        if isinstance(done, Page):  # the lever asks first: its confirmation, nothing changed
+            return self.render(done, session, path)
         return self._done(done, session)
 
     def _done(self, done: Done, session: security.Session) -> Answer:
@@ -282,7 +293,8 @@ class UiApp:
 
 def answer_wsgi(app: UiApp, environ: dict, start_response: StartResponse, method: str, target: str) -> list[bytes]:
     """Answer a WSGI request through ``app``, with the security headers (also `serve --ui`'s way in)."""
-    answer = app.handle(method, target, request_headers(environ), read_body(environ, MAX_FORM_BYTES))
+    answer = app.handle(method, target, request_headers(environ), read_body(environ, MAX_FORM_BYTES),
+                        environ.get("REMOTE_ADDR"))
     headers = {**security.SECURITY_HEADERS, **answer.headers, "Content-Length": str(len(answer.body))}
     start_response(status_line(answer.status), list(headers.items()))
     return [] if method == "HEAD" else [answer.body]

@@ -673,16 +673,40 @@ UNHEX(SHA2(LOWER(:job_name), 256))
 -- name: set_limit
 -- VALUES(col) rather than MySQL 8.0.20's row alias, which MariaDB does not know. No trigger wakes the
 -- dispatcher on MySQL: it sees a raised cap at its next poll.
+-- The cap's history is written in the same block, the cap as it was read under the row's lock first.
+SET @jd_previous = NULL;
+SELECT max_in_flight INTO @jd_previous FROM jenkins_job_limits
+WHERE job_key = {{op_job_key}} AND controller = :controller FOR UPDATE;
 INSERT INTO jenkins_job_limits (controller, job_name, max_in_flight) VALUES (:controller, :job_name, :max_in_flight)
 ON DUPLICATE KEY UPDATE max_in_flight = VALUES(max_in_flight), updated_at = NOW(6);
-SELECT controller, job_name, max_in_flight FROM jenkins_job_limits
+INSERT INTO jenkins_job_limit_events (controller, job_name, previous, max_in_flight, changed_by)
+SELECT controller, job_name, @jd_previous, max_in_flight, :changed_by FROM jenkins_job_limits
+WHERE job_key = {{op_job_key}} AND controller = :controller;
+SELECT controller, job_name, max_in_flight, @jd_previous AS previous FROM jenkins_job_limits
 WHERE job_key = {{op_job_key}} AND controller = :controller;
 
 -- name: remove_limit
-SET @jd_removed = 0;
+SET @jd_removed = 0, @jd_previous = NULL, @jd_name = NULL;
+SELECT job_name, max_in_flight INTO @jd_name, @jd_previous FROM jenkins_job_limits
+WHERE job_key = {{op_job_key}} AND controller = :controller FOR UPDATE;
 DELETE FROM jenkins_job_limits WHERE job_key = {{op_job_key}} AND controller = :controller;
 SET @jd_removed = ROW_COUNT();
-SELECT :job_name AS job_name FROM DUAL WHERE @jd_removed > 0;
+INSERT INTO jenkins_job_limit_events (controller, job_name, previous, max_in_flight, changed_by)
+SELECT :controller, @jd_name, @jd_previous, NULL, :changed_by FROM DUAL WHERE @jd_removed > 0;
+SELECT :job_name AS job_name, @jd_previous AS previous FROM DUAL WHERE @jd_removed > 0;
+
+-- name: limit_history
+SELECT id, at, controller, job_name, previous, max_in_flight, changed_by
+FROM jenkins_job_limit_events ORDER BY id DESC LIMIT :limit;
+
+-- name: limit_of
+SELECT job_name, max_in_flight FROM jenkins_job_limits WHERE job_key = {{op_job_key}} AND controller = :controller;
+
+-- name: pending_of
+-- Counted as pause_job counts them.
+SELECT COUNT(*) AS pending FROM jenkins_jobs_queue q
+WHERE q.status = 'pending' AND ((q.job_name = :job_name AND {{t_job_key}} = UNHEX(SHA2(LOWER(:job_name), 256)))
+                                OR :job_name = '*');
 
 -- name: list_limits
 -- In flight counted as the capped claim counts (claim_in_flight: every spelling of the job's name).
@@ -1120,3 +1144,22 @@ SELECT @jd_id AS job_id FROM DUAL WHERE @jd_id IS NOT NULL;
 -- name: scheduled_job_names
 SELECT MIN(job_name) AS job_name, GROUP_CONCAT(name ORDER BY name SEPARATOR ', ') AS schedules
 FROM jenkins_job_schedules GROUP BY LOWER(job_name) ORDER BY 1;
+
+-- name: finished_per_bucket
+SELECT CAST(FLOOR(UNIX_TIMESTAMP(finished_at) / :bucket) * :bucket AS SIGNED) AS bucket_epoch,
+       SUM(status = 'completed') AS completed,
+       SUM(status = 'failed') AS failed,
+       SUM(status = 'cancelled') AS cancelled
+FROM jenkins_jobs_queue
+WHERE finished_at >= NOW(6) - INTERVAL :window SECOND
+GROUP BY 1
+ORDER BY 1;
+
+-- name: recent_timings
+SELECT job_name, status,
+       TIMESTAMPDIFF(MICROSECOND, created_at, started_at) / 1000000 AS wait_seconds,
+       TIMESTAMPDIFF(MICROSECOND, started_at, finished_at) / 1000000 AS build_seconds
+FROM jenkins_jobs_queue
+WHERE finished_at IS NOT NULL
+ORDER BY finished_at DESC
+LIMIT :limit;

@@ -657,14 +657,46 @@ SELECT count(*) AS deleted FROM gone;
 
 -- name: set_limit
 -- One cap per job and controller: set under another spelling of its name, it changes that cap (which keeps
--- its first spelling, as on MySQL).
-INSERT INTO jenkins_job_limits (controller, job_name, max_in_flight) VALUES (:controller, :job_name, :max_in_flight)
-ON CONFLICT (controller, (lower(job_name))) DO UPDATE SET max_in_flight = EXCLUDED.max_in_flight, updated_at = now()
-RETURNING controller, job_name, max_in_flight;
+-- its first spelling, as on MySQL). The cap's history is written by the same statement (``before`` reads the
+-- snapshot the statement started from: the cap as it was).
+WITH before AS (
+    SELECT max_in_flight FROM jenkins_job_limits
+    WHERE controller = :controller AND lower(job_name) = lower(CAST(:job_name AS text))
+), changed AS (
+    INSERT INTO jenkins_job_limits (controller, job_name, max_in_flight) VALUES (:controller, :job_name, :max_in_flight)
+    ON CONFLICT (controller, (lower(job_name))) DO UPDATE SET max_in_flight = EXCLUDED.max_in_flight, updated_at = now()
+    RETURNING controller, job_name, max_in_flight
+), logged AS (
+    INSERT INTO jenkins_job_limit_events (controller, job_name, previous, max_in_flight, changed_by)
+    SELECT c.controller, c.job_name, (SELECT max_in_flight FROM before), c.max_in_flight, :changed_by FROM changed c
+)
+SELECT controller, job_name, max_in_flight, (SELECT max_in_flight FROM before) AS previous FROM changed;
 
 -- name: remove_limit
-DELETE FROM jenkins_job_limits
-WHERE controller = :controller AND lower(job_name) = lower(CAST(:job_name AS text)) RETURNING job_name;
+WITH gone AS (
+    DELETE FROM jenkins_job_limits
+    WHERE controller = :controller AND lower(job_name) = lower(CAST(:job_name AS text))
+    RETURNING controller, job_name, max_in_flight
+), logged AS (
+    INSERT INTO jenkins_job_limit_events (controller, job_name, previous, max_in_flight, changed_by)
+    SELECT controller, job_name, max_in_flight, NULL, :changed_by FROM gone
+)
+SELECT job_name, max_in_flight AS previous FROM gone;
+
+-- name: limit_history
+-- The latest cap changes, newest first (the primary key's order).
+SELECT id, at, controller, job_name, previous, max_in_flight, changed_by
+FROM jenkins_job_limit_events ORDER BY id DESC LIMIT :limit;
+
+-- name: limit_of
+-- One job's cap on one controller (any spelling of its name), or no row.
+SELECT job_name, max_in_flight FROM jenkins_job_limits
+WHERE controller = :controller AND lower(job_name) = lower(CAST(:job_name AS text));
+
+-- name: pending_of
+-- Pending rows of one job (every spelling), or of every job for '*': what a pause would hold back.
+SELECT count(*) AS pending FROM jenkins_jobs_queue
+WHERE status = 'pending' AND (lower(job_name) = lower(CAST(:job_name AS text)) OR CAST(:job_name AS text) = '*');
 
 -- name: list_limits
 SELECT l.controller, l.job_name, l.max_in_flight,
@@ -1043,3 +1075,26 @@ SELECT id AS job_id FROM inserted;
 -- `doctor`: the jobs schedules enqueue, each once (any case), with the schedules naming it.
 SELECT min(job_name) AS job_name, string_agg(name, ', ' ORDER BY name) AS schedules
 FROM jenkins_job_schedules GROUP BY lower(job_name) ORDER BY 1;
+
+-- name: finished_per_bucket
+-- The time page's charts: final rows per bucket of :bucket seconds, by outcome, over the last :window seconds
+-- (bucket_epoch: the bucket's start, seconds since 1970). Reads the finished_at index over the window only.
+SELECT CAST(floor(extract(epoch FROM finished_at) / :bucket) * :bucket AS bigint) AS bucket_epoch,
+       count(*) FILTER (WHERE status = 'completed') AS completed,
+       count(*) FILTER (WHERE status = 'failed') AS failed,
+       count(*) FILTER (WHERE status = 'cancelled') AS cancelled
+FROM jenkins_jobs_queue
+WHERE finished_at >= now() - make_interval(secs => CAST(:window AS double precision))
+GROUP BY 1
+ORDER BY 1;
+
+-- name: recent_timings
+-- The latest :limit finished rows, newest first through the finished_at index: how long each waited (insert or
+-- retry to its build's start) and built (start to settle), in seconds; NULL where the build never started.
+SELECT job_name, status,
+       extract(epoch FROM started_at - created_at) AS wait_seconds,
+       extract(epoch FROM finished_at - started_at) AS build_seconds
+FROM jenkins_jobs_queue
+WHERE finished_at IS NOT NULL
+ORDER BY finished_at DESC
+LIMIT :limit;
