@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from jenkins_dispatch.dispatching.heartbeat import Heartbeat
+from jenkins_dispatch.operating.scheduling import add_schedule
 from jenkins_dispatch.store.queue import Queue
+from jenkins_dispatch.store.schedules import Schedules
 
 from ..conftest import TABLES, TRUNCATE_FROM_ROWS, empty_tables
 from ..engines import numbers
@@ -26,6 +28,7 @@ def test_every_table_a_test_filled_is_empty_again_and_ids_restart(db, rows):
     queue.set_limit("deploy", 2)
     queue.pause("deploy")
     assert Heartbeat("cli").record(queue, "ok", None)
+    add_schedule(Schedules(db), "nightly", "deploy", cron="0 3 * * *")
     assert all(_counts(db).values()), _counts(db)
 
     empty_tables(db)

@@ -64,7 +64,9 @@ def test_without_a_token_visitors_create_no_session_until_they_pull_a_lever(make
     assert len(server.app.sessions) == 0
     visitor = UiClient(server.url)
     visitor.get("/")
-    done = visitor.post("/pause", {})
+    asked = visitor.post("/pause", {})  # the lever asks first (a session now holds its form token)
+    assert asked.status_code == 200 and queue.pauses() == []
+    done = visitor.post("/pause", {"confirm": "yes"})
     assert done.status_code == 200 and queue.pauses() and "paused" in done.text.lower()
     assert len(server.app.sessions) == 1
     assert visitor.post("/resume", {}).status_code == 200 and queue.pauses() == []  # the same form token

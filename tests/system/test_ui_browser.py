@@ -123,7 +123,9 @@ def put(queue, db, job, status, error=None, parameters=None):
 
 
 def listed_ids(browser) -> list[int]:
-    return [int(a.text) for a in all_css(browser, "#jobs tbody a[href^='/jobs/']")]
+    """The ids the list shows, read in one script (a live list may swap its rows between two WebDriver calls)."""
+    return [int(text) for text in browser.execute_script(
+        "return Array.from(document.querySelectorAll(\"#jobs tbody a[href^='/jobs/']\"), a => a.textContent.trim())")]
 
 
 def test_overview_then_filter_the_list_then_open_a_job(browser, ui, queue, db):
@@ -291,6 +293,23 @@ def test_screenshots_of_the_overview_and_a_job(browser, ui, queue, db, jenkins):
         browser.set_window_size(1280, 1000)
 
 
+def tick(browser, selector: str) -> None:
+    """Tick a box of the live list. Until one is ticked the list may swap its rows in (every second here), and a
+    box found just before a swap is gone when clicked: find it again then. Once one is ticked the list holds still."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    def ticked() -> bool:
+        try:
+            box = css(browser, selector)
+            if not box.is_selected():
+                box.click()
+            return css(browser, selector).is_selected()
+        except StaleElementReferenceException:
+            return False
+
+    assert wait_for(ticked, timeout=10)
+
+
 def test_the_list_refreshes_its_rows_in_place_and_picks_feed_the_bulk_confirmation(browser, make_ui, queue, db):
     with screenshot_on_failure(browser, "live"):
         server = make_ui(refresh_seconds=1)
@@ -301,7 +320,7 @@ def test_the_list_refreshes_its_rows_in_place_and_picks_feed_the_bulk_confirmati
         assert wait_for(lambda: listed_ids(browser)[:1] == [late], timeout=8)
         assert browser.execute_script("return window.__same_page === true")  # swapped in place, not reloaded
         for job_id in ids[:2]:
-            css(browser, f"input[name=id][value='{job_id}']").click()
+            tick(browser, f"input[name=id][value='{job_id}']")
         click_button(browser, "Retry ticked…", "#pick")
         assert "2 jobs match" in css(browser, "#bulk-count").text
         assert [queue.get(i)["status"] for i in ids] == ["failed"] * 3

@@ -74,7 +74,9 @@ def test_serve_ui_mounts_the_page_beside_the_webhook(database_url, jenkins, queu
         page = browser.get(f"/jobs/{job_id}")
         assert page.status_code == 200 and "not due until" in page.text
         assert "Content-Security-Policy" in page.headers
-        assert browser.post(f"/jobs/{job_id}/cancel").status_code == 200
+        assert browser.post(f"/jobs/{job_id}/cancel").status_code == 200  # asks first: nothing changed yet
+        assert queue.get(job_id)["status"] == "pending"
+        assert browser.post(f"/jobs/{job_id}/cancel", {"confirm": "yes"}).status_code == 200
         assert queue.get(job_id)["status"] == "cancelled" and queue.events(job_id)[-1]["actor"] == "ui"
     finally:
         assert served.stop() == 0
