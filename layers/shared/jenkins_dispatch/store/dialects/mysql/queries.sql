@@ -128,7 +128,9 @@ ORDER BY q.claim_priority, q.scheduled_at, q.id
 SET @jd_claimed = NULL;
 {{claim_paused_lock}};
 SELECT JSON_ARRAYAGG(picked.id) INTO @jd_claimed FROM (
-    SELECT q.id FROM jenkins_jobs_queue q
+    -- Forced: on a small table the optimizer may prefer a scan, whose locking read locks (for a moment) the
+    -- other controllers' rows too, and their claims, running beside this one, would skip them (SKIP LOCKED).
+    SELECT q.id FROM jenkins_jobs_queue q FORCE INDEX (jenkins_jobs_queue_claim_by_controller_idx)
     WHERE q.status = 'pending' AND q.controller = :controller AND q.scheduled_at <= NOW(6)
       -- A cap set while this dispatcher's pass runs uncapped: leave that job to the capped claim.
       AND {{t_job_key}} NOT IN (SELECT l.job_key FROM jenkins_job_limits l WHERE l.controller = :controller)
@@ -182,7 +184,8 @@ SELECT JSON_ARRAYAGG(ranked.id) INTO @jd_claimed FROM (
            ROW_NUMBER() OVER (PARTITION BY picked.job_key
                               ORDER BY picked.claim_priority, picked.scheduled_at, picked.id) AS nth_of_job
     FROM (
-        SELECT q.id, {{t_job_key}} AS job_key, q.claim_priority, q.scheduled_at FROM jenkins_jobs_queue q
+        SELECT q.id, {{t_job_key}} AS job_key, q.claim_priority, q.scheduled_at
+        FROM jenkins_jobs_queue q FORCE INDEX (jenkins_jobs_queue_claim_by_controller_idx)  -- as in claim_batch
         WHERE q.status = 'pending' AND q.controller = :controller AND q.scheduled_at <= NOW(6)
           AND {{t_job_key}} NOT IN (
               SELECT l.job_key FROM jenkins_job_limits l
@@ -422,7 +425,8 @@ SELECT :id AS id FROM DUAL WHERE @jd_changed > 0;
 -- hold, their leases renewed in the same block.
 SET @jd_taken = NULL;
 SELECT JSON_ARRAYAGG(picked.id) INTO @jd_taken FROM (
-    SELECT id FROM jenkins_jobs_queue
+    -- Forced, as the claims are: a scan would lock (for a moment) pending rows that a claim beside it skips.
+    SELECT id FROM jenkins_jobs_queue FORCE INDEX (jenkins_jobs_queue_lease_idx)
     WHERE status = 'processing' AND lease_expires_at <= NOW(6) AND controller = :controller
     ORDER BY lease_expires_at
     LIMIT :limit
@@ -691,10 +695,17 @@ FROM jenkins_job_limits l ORDER BY l.job_name, l.controller;
 -- name: fail_unknown_controllers
 -- Pending rows naming a controller that is not configured (:known, a JSON array of the configured names) end
 -- failed, their last_error naming the controller: nothing is sent anywhere. Once per pass.
-SET @jd_taken = NULL;
+-- Found by a plain read first, then only those rows locked: a locking scan would lock every pending row it
+-- reads (InnoDB locks before it filters), and the other controllers' claims, running beside it in their own
+-- threads, would skip their own rows meanwhile (SKIP LOCKED) or deadlock with it.
+SET @jd_taken = NULL, @jd_unknown = NULL;
+SELECT JSON_ARRAYAGG(id) INTO @jd_unknown FROM jenkins_jobs_queue
+WHERE status = 'pending' AND NOT JSON_CONTAINS(:known, JSON_QUOTE(controller));
 SELECT JSON_ARRAYAGG(picked.id) INTO @jd_taken FROM (
-    SELECT id FROM jenkins_jobs_queue
-    WHERE status = 'pending' AND NOT JSON_CONTAINS(:known, JSON_QUOTE(controller))
+    -- The list drives (STRAIGHT_JOIN), each row looked up by its key: a scan of the queue would lock it all.
+    SELECT q.id FROM JSON_TABLE(COALESCE(@jd_unknown, '[]'), '$[*]' COLUMNS (id BIGINT PATH '$')) u
+    STRAIGHT_JOIN jenkins_jobs_queue q FORCE INDEX (PRIMARY) ON q.id = u.id
+    WHERE q.status = 'pending' AND NOT JSON_CONTAINS(:known, JSON_QUOTE(q.controller))
     FOR UPDATE SKIP LOCKED
 ) picked;
 UPDATE jenkins_jobs_queue q JOIN {{t_taken}} ON q.id = t.id
