@@ -28,14 +28,14 @@ from ..config import DEFAULT_CONTROLLER, Settings
 from ..errors import ConfigError, DatabaseBusy, DatabaseUnavailable, DispatchError
 from ..jenkins.client import JenkinsClient, jenkins_client
 from ..observability import logger, metrics
-from ..store.db import Session
+from ..store.db import Database, Session
 from ..store.queue import Queue
 from ..store.rows import Gauges
 from .breaker import Breaker, breaker_for
 from .decisions import backoff_seconds
 from .dispatcher import Dispatcher, combine_summaries
 from .heartbeat import Heartbeat
-from .wakeup import SLOT, WorkSignal
+from .wakeup import SLOT, LaneSignal, WorkSignal
 
 # How soon a lost database is tried again: doubling from the base up to the cap, with jitter. (Jenkins: its
 # breaker's JENKINS_RETRY_BASE_SECONDS / JENKINS_RETRY_MAX_SECONDS.)
@@ -99,8 +99,9 @@ class Health:
         self.statements_sent: Callable[[], int] = lambda: 0
         self._waiting: Callable[[], float] = lambda: 0.0  # the statement in progress's wait, in seconds
         self._stall_seconds = math.inf
-        self._pass_started: float | None = None  # monotonic
-        self._pass_overdue_after = math.inf
+        # Passes in progress, by lane (a controller's own thread; "" when one thread serves every controller):
+        # (monotonic start, budget, overdue after).
+        self._running: dict[str, tuple[float, float, float]] = {}
 
     def watch_database(self, waiting_seconds: Callable[[], float], stall_seconds: float) -> None:
         """Read ``waiting_seconds()`` at each report: above ``stall_seconds`` the database stopped answering."""
@@ -124,17 +125,15 @@ class Health:
         self._set(self.database, False, reason)
         return self.database.failures
 
-    def pass_started(self, budget_seconds: float, overdue_after_seconds: float) -> None:
-        """A pass began (its claiming budget, and when it counts as overdue)."""
+    def pass_started(self, budget_seconds: float, overdue_after_seconds: float, lane: str = "") -> None:
+        """A pass began (its claiming budget, and when it counts as overdue) on ``lane``."""
         with self._lock:
-            self._pass_started = time.monotonic()
-            self._pass_budget = budget_seconds
-            self._pass_overdue_after = overdue_after_seconds
+            self._running[lane] = (time.monotonic(), budget_seconds, overdue_after_seconds)
 
-    def pass_ended(self) -> None:
-        """The pass in progress ended, however."""
+    def pass_ended(self, lane: str = "") -> None:
+        """The pass in progress on ``lane`` ended, however."""
         with self._lock:
-            self._pass_started = None
+            self._running.pop(lane, None)
 
     def record_pass(self, summary: dict[str, Any]) -> None:
         """Remember a finished pass and when it ended."""
@@ -155,12 +154,14 @@ class Health:
         return doc
 
     def _dispatcher_now(self) -> dict[str, Any]:
-        if self._pass_started is None:
+        if not self._running:
             return {"status": "idle"}
-        running = time.monotonic() - self._pass_started
-        overdue = running > self._pass_overdue_after
+        # The pass that has run longest speaks for the dispatcher (lanes: one controller's pass may be overdue).
+        started, budget, overdue_after = min(self._running.values())
+        running = time.monotonic() - started
+        overdue = running > overdue_after
         return {"status": "overdue" if overdue else "passing", "pass_running_seconds": round(running, 1),
-                "pass_budget_seconds": self._pass_budget}
+                "pass_budget_seconds": budget}
 
     def _jenkins_now(self) -> dict[str, Any]:
         if self.jenkins is None:
@@ -287,6 +288,8 @@ class DispatchLoop:
         rng: random.Random | None = None,
         heartbeat: Heartbeat | None = None,
         breaker: Breaker | None = None,
+        lane: str | None = None,
+        breakers: dict[str, Breaker] | None = None,
     ):
         self.settings = settings
         self.db = db
@@ -296,17 +299,27 @@ class DispatchLoop:
         self.rng = rng or random.Random()
         # One breaker per controller (per Jenkins), kept across passes: whether it is down, and when to try it
         # again. A controller whose breaker is open is left out of the pass: its rows are not even claimed.
-        self.controllers = list(settings.controllers_by_name()) or [DEFAULT_CONTROLLER]
+        # ``lane``: this loop is one controller's own thread under a loop serving several (``_run_lanes``): it
+        # passes over that controller only, on its own session, and leaves health wiring and the shutdown
+        # heartbeat to the loop that started it.
+        self.lane = lane
+        self.controllers = [lane] if lane is not None else (list(settings.controllers_by_name())
+                                                            or [DEFAULT_CONTROLLER])
         self.breakers: dict[str, Breaker] = {}
         for name in self.controllers:
-            given = breaker if breaker is not None and name == self.controllers[0] else None
+            given = (breakers or {}).get(name) or (
+                breaker if breaker is not None and name == self.controllers[0] else None)
             self.breakers[name] = given or breaker_for(self._settings_of(name), rng=self.rng)
         self.breaker = self.breakers[self.controllers[0]]
         self.health = health or Health()
-        self.health.statements_sent = lambda: db.statements
-        self.health.watch_database(db.waiting_seconds, settings.db_stall_seconds)
-        self.health.jenkins = self.breaker
-        self.health.controllers = self.breakers
+        if lane is None:
+            self.health.statements_sent = lambda: db.statements
+            self.health.watch_database(db.waiting_seconds, settings.db_stall_seconds)
+            self.health.jenkins = self.breaker
+            self.health.controllers = self.breakers
+        # Which loop fails the rows that name no configured controller: the only one, or the first lane.
+        self.fails_unknown_controllers = lane is None or lane == (list(settings.controllers_by_name())
+                                                                  or [DEFAULT_CONTROLLER])[0]
         self.pass_budget_seconds = pass_budget_seconds or default_pass_budget(settings)
         self.heartbeat = heartbeat  # None: this loop records no heartbeat (tests)
         self.gauges: Gauges | None = None
@@ -320,8 +333,11 @@ class DispatchLoop:
         return self.settings.for_controller(name) if self.settings.controllers_by_name() else self.settings
 
     def run(self, seconds_left: Callable[[], float] | None = None) -> dict[str, Any]:
-        """Run passes until shutdown, a configuration error or ``seconds_left`` runs out; return the summary."""
+        """Run passes until shutdown, a configuration error or ``seconds_left`` runs out; return the summary.
+        Several controllers: each runs in its own lane (``_run_lanes``)."""
         left = seconds_left or (lambda: math.inf)
+        if self.lane is None and len(self.controllers) > 1:
+            return self._run_lanes(left)
         summary = LoopSummary()
         last_stop = ""
         clients = {name: jenkins_client(self._settings_of(name)) for name in self.controllers}
@@ -342,10 +358,80 @@ class DispatchLoop:
             for client in clients.values():
                 client.close()
         # `serve` shutting down says so (not live any more), unless the database is away: not worth a wait.
-        if summary.stopped_because == "stop requested" and self.heartbeat is not None \
+        if summary.stopped_because == "stop requested" and self.heartbeat is not None and self.lane is None \
                 and self.health.database.ok is not False:
             self.heartbeat.stopped(Queue(self.db))
         return summary.as_dict()
+
+    def _run_lanes(self, left: Callable[[], float]) -> dict[str, Any]:
+        """Several controllers: each runs in its own lane — a thread, a database session (a session is not
+        thread-safe) and a loop over that controller only — so a controller that answers slowly (a trigger wave of
+        timeouts) or not at all never delays another's pass. This thread keeps the one session that waits for
+        news (LISTEN, or the poll) and hands each piece to every lane. A lane that fails for good (a configuration
+        error) stops them all, and its error is raised here."""
+        stop = threading.Event()
+        sessions: list[Session] = []
+        lanes: list[DispatchLoop] = []
+        signals = [LaneSignal(stop) for _ in self.controllers]
+        for name, lane_signal in zip(self.controllers, signals, strict=True):
+            session = Database(self.settings.database, application_name=f"jenkins-dispatch-{name}"[:63])
+            sessions.append(session)
+            lanes.append(DispatchLoop(self.settings, session, lane_signal, interval=self.interval,
+                                      shutdown=stop, health=self.health, pass_budget_seconds=self.pass_budget_seconds,
+                                      rng=random.Random(self.rng.random()), heartbeat=self.heartbeat, lane=name,
+                                      breakers=self.breakers))
+        every = [self.db, *sessions]
+        self.health.statements_sent = lambda: sum(s.statements for s in every)
+        self.health.watch_database(lambda: max(s.waiting_seconds() for s in every), self.settings.db_stall_seconds)
+        results: dict[str, dict[str, Any]] = {}
+        failures: list[BaseException] = []
+
+        def run_lane(lane: DispatchLoop) -> None:
+            try:
+                results[lane.controllers[0]] = lane.run(left)
+            except BaseException as exc:  # raised again in the loop's own thread, below
+                failures.append(exc)
+                stop.set()
+                self.shutdown.set()  # the loop ends (a lane fails only for good): wakes the wait for news too
+
+        threads = [threading.Thread(target=run_lane, args=(lane,), name=f"lane-{lane.controllers[0]}", daemon=True)
+                   for lane in lanes]
+        for thread in threads:
+            thread.start()
+        stopped_because = "stop requested"
+        try:
+            while not self.shutdown.is_set() and not stop.is_set():
+                if left() < self.reserve_seconds:
+                    stopped_because = "time nearly up"
+                    break
+                try:
+                    # As long as the single loop would wait (a polling signal polls only within a long wait).
+                    news = self.signal.wait(min(self.interval, left() - self.reserve_seconds))
+                except DatabaseUnavailable as exc:  # the lanes meet it too, and wait it out on their own
+                    self.health.database_failed(str(exc))
+                    logger.error("lost the database session while waiting for work", extra={"reason": str(exc)})
+                    self.shutdown.wait(backoff_seconds(self.health.database.failures, *DATABASE_RETRY, self.rng))
+                    continue
+                if news:
+                    for lane_signal in signals:
+                        lane_signal.post(news)
+        finally:
+            stop.set()
+            for lane_signal in signals:
+                lane_signal.post(set())
+            for thread in threads:
+                thread.join()
+            for session in sessions:
+                session.close()
+        if failures:
+            raise failures[0]
+        total = LoopSummary(stopped_because=stopped_because)
+        for result in results.values():
+            total.passes += int(result.get("passes", 0))
+            add_up(total.totals, {k: v for k, v in result.items() if k not in ("passes", "stopped_because")})
+        if self.heartbeat is not None and self.health.database.ok is not False and stopped_because == "stop requested":
+            self.heartbeat.stopped(Queue(self.db))
+        return dict(total.as_dict(), controllers=results)
 
     def _one_pass(self, clients: dict[str, JenkinsClient], left: Callable[[], float],
                   summary: LoopSummary) -> tuple[float | None, str]:
@@ -360,7 +446,7 @@ class DispatchLoop:
         # Lambda: the invocation's real time left; `serve`: none (its pass ends softly at claim_until).
         remaining_ms = None if left() == math.inf else (lambda: int(left() * 1000))
         timeout = self.settings.jenkins.timeout_seconds if self.settings.jenkins else 0.0
-        self.health.pass_started(budget, OVERDUE_BUDGETS * budget + timeout)
+        self.health.pass_started(budget, OVERDUE_BUDGETS * budget + timeout, self.lane or "")
         was_down = {name for name in ready if self.breakers[name].is_open}
         results: dict[str, dict[str, Any]] = {}
         dispatchers: list[Dispatcher] = []
@@ -368,7 +454,8 @@ class DispatchLoop:
             for n, name in enumerate(ready):
                 dispatcher = Dispatcher(self._settings_of(name), self.db, clients[name], remaining_ms=remaining_ms,
                                         stop=self.shutdown, rng=self.rng, claim_until=claim_until,
-                                        breaker=self.breakers[name], fail_unknown_controllers=n == 0)
+                                        breaker=self.breakers[name],
+                                        fail_unknown_controllers=n == 0 and self.fails_unknown_controllers)
                 dispatchers.append(dispatcher)
                 results[name] = dispatcher.run()
         except ConfigError:
@@ -393,7 +480,7 @@ class DispatchLoop:
             self._beat("crashed", f"{type(exc).__name__}: {exc}")
             return backoff_seconds(3, *DATABASE_RETRY, self.rng), "crashed"
         finally:
-            self.health.pass_ended()
+            self.health.pass_ended(self.lane or "")
             try:
                 metrics.flush_if_any()
             except Exception as exc:  # metrics must never end the loop

@@ -33,6 +33,7 @@ from typing import Any
 
 from ..config import DEFAULT_CONTROLLER, LEASE_SAFETY_SECONDS, Settings, default_of
 from ..errors import (
+    DatabaseBusy,
     DatabaseUnavailable,
     DispatchError,
     JenkinsAuthRejected,
@@ -196,14 +197,7 @@ class Dispatcher:
         return self.summary.as_dict()
 
     def _fail_rows_of_unknown_controllers(self) -> None:
-        known = list(self.settings.controllers_by_name())
-        if not known:  # no Jenkins at all: nothing can be told apart (the pass fails on its own)
-            return
-        failed = self.queue.fail_unknown_controllers(known)
-        self.summary.failed += len(failed)
-        for row in failed:
-            logger.warning("failed: its controller is not configured",
-                           extra={"job_id": row["id"], "controller": row["controller"]})
+        self.summary.failed += fail_rows_of_unknown_controllers(self.settings, self.queue)
 
     def _emit_metrics(self) -> None:
         s = self.summary
@@ -545,30 +539,69 @@ def run_pass(
     own_db = db is None
     db = db or open_database(settings.database, application_name="jenkins-dispatch-dispatcher")
     names = list(settings.controllers_by_name()) or [DEFAULT_CONTROLLER]
+    # Each controller on its own: one down holds back only its rows, and one that answers slowly (a trigger wave
+    # of timeouts) delays no other: with several, each has its own thread and database session (a session is not
+    # thread-safe); the first keeps ``db``.
+    sessions = [db] + [Database(settings.database, application_name=f"jenkins-dispatch-{name}"[:63])
+                       for name in names[1:]]
     per_controller: dict[str, dict[str, Any]] = {}
-    talked = False
+    talked: list[bool] = []
+
+    def one_controller(n: int) -> None:
+        name, session = names[n], sessions[n]
+        one = settings.for_controller(name) if settings.controllers_by_name() else settings
+        with jenkins_client(one) as client:
+            dispatcher = Dispatcher(one, session, client, remaining_ms=remaining_ms, stop=stop,
+                                    fail_unknown_controllers=len(names) == 1)
+            try:
+                per_controller[name] = dispatcher.run(max_jobs)
+            except DatabaseUnavailable:
+                raise  # nowhere to record it
+            except DispatchError as exc:
+                if heartbeat is not None:
+                    heartbeat.record(dispatcher.queue, "failed", str(exc))
+                raise
+            talked.append(dispatcher.talked_to_jenkins)
+
     try:
-        for n, name in enumerate(names):  # each controller on its own: one down holds back only its rows
-            one = settings.for_controller(name) if settings.controllers_by_name() else settings
-            with jenkins_client(one) as client:
-                dispatcher = Dispatcher(one, db, client, remaining_ms=remaining_ms, stop=stop,
-                                        fail_unknown_controllers=n == 0)
-                try:
-                    per_controller[name] = dispatcher.run(max_jobs)
-                except DatabaseUnavailable:
-                    raise  # nowhere to record it
-                except DispatchError as exc:
-                    if heartbeat is not None:
-                        heartbeat.record(dispatcher.queue, "failed", str(exc))
-                    raise
-                talked = talked or dispatcher.talked_to_jenkins
-        summary = combine_summaries(per_controller)
+        if len(names) == 1:
+            one_controller(0)
+        else:
+            # Before the controllers' threads start: no claim runs beside it yet, so it skips no row they lock.
+            unknown = fail_rows_of_unknown_controllers(settings, Queue(db))
+            with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="controller") as pool:
+                futures = [pool.submit(one_controller, n) for n in range(len(names))]
+                for future in futures:
+                    future.result()  # the first controller's failure first, as when they ran one by one
+        summary = combine_summaries({name: per_controller[name] for name in names})
+        if len(names) > 1:
+            summary["failed"] += unknown
         if heartbeat is not None:
-            heartbeat.after_pass(Queue(db), summary, talked)
+            heartbeat.after_pass(Queue(db), summary, any(talked))
         return summary
     finally:
+        for session in sessions[1:]:
+            session.close()
         if own_db:
             db.close()
+
+
+def fail_rows_of_unknown_controllers(settings: Settings, queue: Queue) -> int:
+    """Fail the pending rows that name no configured controller (nothing sent); return how many."""
+    known = list(settings.controllers_by_name())
+    if not known:  # no Jenkins at all: nothing can be told apart (the pass fails on its own)
+        return 0
+    try:
+        failed = queue.fail_unknown_controllers(known)
+    except DatabaseBusy as exc:
+        # Other controllers' claims run beside this one (their own threads; on MySQL the scan can meet them in a
+        # deadlock): housekeeping that the next pass does as well, not a reason to end this one.
+        logger.warning("could not fail rows of unknown controllers yet; next pass", extra={"reason": str(exc)})
+        return 0
+    for row in failed:
+        logger.warning("failed: its controller is not configured",
+                       extra={"job_id": row["id"], "controller": row["controller"]})
+    return len(failed)
 
 
 def combine_summaries(per_controller: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -71,11 +72,13 @@ class Heartbeat:
         self.started_at = datetime.now(UTC)
         self.stale_after = stale_after_seconds(interval)
         self.passes = 0
+        self._count_lock = threading.Lock()  # several controllers' lanes record passes from their own threads
 
     def record(self, queue: Queue, outcome: str, detail: str | None, *, jenkins_ok: bool | None = None,
                jenkins_reason: str | None = None) -> bool:
         """Upsert this dispatcher's row after a pass; False (and a warning) when it could not be written."""
-        self.passes += 1
+        with self._count_lock:
+            self.passes += 1
         return self._write(queue, outcome, detail, jenkins_ok, jenkins_reason)
 
     def stopped(self, queue: Queue, detail: str = "stop requested") -> bool:

@@ -113,3 +113,27 @@ def work_signal(db: Session, shutdown: threading.Event | None = None, poll_secon
     if db.supports_listen:
         return NotificationSignal(db, shutdown)
     return PollingSignal(db, poll_seconds, shutdown)
+
+
+class LaneSignal:
+    """One controller's lane's share of the loop's signal: the thread that waits on the database hands every
+    piece of news to each lane (``post``), and each lane waits for its own (several controllers: one session
+    LISTENs or polls for all of them, not one per controller)."""
+
+    def __init__(self, shutdown: threading.Event):
+        self.shutdown = shutdown
+        self._news: set[str] = set()
+        self._changed = threading.Condition()
+
+    def post(self, news: set[str]) -> None:
+        """News for this lane (an empty set only wakes it, to see the shutdown)."""
+        with self._changed:
+            self._news |= news
+            self._changed.notify_all()
+
+    def wait(self, timeout: float) -> set[str]:
+        """Block up to ``timeout`` seconds for news (or the shutdown); return it, and forget it."""
+        with self._changed:
+            self._changed.wait_for(lambda: bool(self._news) or self.shutdown.is_set(), timeout)
+            news, self._news = self._news, set()
+        return news

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from ..config import DEFAULT_CONTROLLER, default_of
-from ..errors import Conflict, InvalidInput, NotFound
+from ..errors import Conflict, DatabaseBusy, InvalidInput, NotFound
 from ..jenkins.jobs import dumps_parameters, job_path_error, loads_parameters
 from ..moments import from_iso
 from . import statements
@@ -47,6 +47,7 @@ STATUSES = ("pending", "processing", *FINAL_STATUSES)
 LEGACY_DISPATCH_PREFIX = LEGACY_PREFIX
 MAX_PARAMETER_FILTERS = 3  # parameter values a job list filters on at once (slots of list_jobs)
 PARAMETER_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")  # parameter names a filter may name (quoted into a JSON path)
+CLAIM_ATTEMPTS = 3  # a claim picked as a deadlock victim is tried again at once, up to this many times in all
 EVERYTHING = "*"  # jenkins_job_pauses.job_name of a pause of every job (Jenkins forbids '*' in item names)
 
 
@@ -352,14 +353,23 @@ class Queue:
         ever exceeded.
         """
         params = dict(batch_size=batch_size, lease_seconds=self.lease_seconds, actor=actor, controller=controller)
-        if not capped and controller_max_in_flight is None:
-            rows = self._run("claim_batch", **params)
-        else:
-            with self.db.transaction():
-                self._run("lock_caps")
-                rows = self._run("claim_batch_capped", max_in_flight=max_in_flight,
-                                 controller_max_in_flight=controller_max_in_flight, **params)
-        return [_claimed(r) for r in rows]
+        for attempt in range(CLAIM_ATTEMPTS):
+            try:
+                if not capped and controller_max_in_flight is None:
+                    rows = self._run("claim_batch", **params)
+                else:
+                    with self.db.transaction():
+                        self._run("lock_caps")
+                        rows = self._run("claim_batch_capped", max_in_flight=max_in_flight,
+                                         controller_max_in_flight=controller_max_in_flight, **params)
+                return [_claimed(r) for r in rows]
+            except DatabaseBusy:
+                # Claims of several controllers run side by side (a thread each); InnoDB may pick one as a
+                # deadlock victim. A busy claim was rolled back whole (nothing claimed): claiming again at once
+                # costs less than ending the pass, which would hold this controller's rows back a second.
+                if attempt == CLAIM_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
 
     # ------------------------------------------------------------------ fenced transitions
     def mark_triggered(

@@ -128,7 +128,9 @@ ORDER BY q.claim_priority, q.scheduled_at, q.id
 SET @jd_claimed = NULL;
 {{claim_paused_lock}};
 SELECT JSON_ARRAYAGG(picked.id) INTO @jd_claimed FROM (
-    SELECT q.id FROM jenkins_jobs_queue q
+    -- Forced: on a small table the optimizer may prefer a scan, whose locking read locks (for a moment) the
+    -- other controllers' rows too, and their claims, running beside this one, would skip them (SKIP LOCKED).
+    SELECT q.id FROM jenkins_jobs_queue q FORCE INDEX (jenkins_jobs_queue_claim_by_controller_idx)
     WHERE q.status = 'pending' AND q.controller = :controller AND q.scheduled_at <= NOW(6)
       -- A cap set while this dispatcher's pass runs uncapped: leave that job to the capped claim.
       AND {{t_job_key}} NOT IN (SELECT l.job_key FROM jenkins_job_limits l WHERE l.controller = :controller)
@@ -183,7 +185,8 @@ SELECT JSON_ARRAYAGG(ranked.id) INTO @jd_claimed FROM (
            ROW_NUMBER() OVER (PARTITION BY picked.job_key
                               ORDER BY picked.claim_priority, picked.scheduled_at, picked.id) AS nth_of_job
     FROM (
-        SELECT q.id, {{t_job_key}} AS job_key, q.claim_priority, q.scheduled_at FROM jenkins_jobs_queue q
+        SELECT q.id, {{t_job_key}} AS job_key, q.claim_priority, q.scheduled_at
+        FROM jenkins_jobs_queue q FORCE INDEX (jenkins_jobs_queue_claim_by_controller_idx)  -- as in claim_batch
         WHERE q.status = 'pending' AND q.controller = :controller AND q.scheduled_at <= NOW(6)
           AND {{t_job_key}} NOT IN (
               SELECT l.job_key FROM jenkins_job_limits l
@@ -423,7 +426,8 @@ SELECT :id AS id FROM DUAL WHERE @jd_changed > 0;
 -- hold, their leases renewed in the same block.
 SET @jd_taken = NULL;
 SELECT JSON_ARRAYAGG(picked.id) INTO @jd_taken FROM (
-    SELECT id FROM jenkins_jobs_queue
+    -- Forced, as the claims are: a scan would lock (for a moment) pending rows that a claim beside it skips.
+    SELECT id FROM jenkins_jobs_queue FORCE INDEX (jenkins_jobs_queue_lease_idx)
     WHERE status = 'processing' AND lease_expires_at <= NOW(6) AND controller = :controller
     ORDER BY lease_expires_at
     LIMIT :limit
@@ -727,10 +731,11 @@ SELECT controller FROM seen WHERE controller IS NOT NULL;
 
 -- name: fail_rows_of_unknown_controller
 -- Pending rows naming :controller, which is not configured, end failed, their last_error naming it: nothing is
--- sent anywhere.
+-- sent anywhere. Through the claim index only: a table scan would lock the other controllers' rows too, and their
+-- claims, running beside it, would skip them meanwhile.
 SET @jd_taken = NULL;
 SELECT JSON_ARRAYAGG(picked.id) INTO @jd_taken FROM (
-    SELECT id FROM jenkins_jobs_queue
+    SELECT id FROM jenkins_jobs_queue FORCE INDEX (jenkins_jobs_queue_claim_by_controller_idx)
     WHERE status = 'pending' AND controller = :controller
     FOR UPDATE SKIP LOCKED
 ) picked;

@@ -1,0 +1,88 @@
+"""Several controllers under `serve`, run as users run it (a subprocess), against two emulators: a controller that
+answers too slowly (every request over JENKINS_TIMEOUT_SECONDS) or not at all holds back only its own rows — the
+other's rows are each triggered promptly after their INSERT, while the first is still slow or down (issue 23)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+
+import pytest
+
+from ..dispatch_helpers import wait_for
+from ..emulator_fixtures import ADMIN_TOKEN
+from ..serve_helpers import serve_env, start_serve
+
+pytestmark = pytest.mark.both_engines
+
+# Generous on purpose (a loaded test machine, MySQL's one-second poll): the benchmark gives the real number. Before
+# the controllers had a thread each, a row of b waited for a's whole trigger wave of timeouts.
+PROMPT_SECONDS = 5.0
+
+
+def _triggered_after_insert(db, queue, rows: int, still_bad) -> list[float]:
+    """INSERT ``rows`` rows for controller b one after another; seconds from each INSERT until it is triggered.
+    Each must be so while ``still_bad()`` (controller a is still slow or down). Triggered: Jenkins answered with
+    its queue item (a claimed row is processing already, before its trigger is sent)."""
+    waited = []
+    for n in range(rows):
+        inserted = time.monotonic()
+        job_id = queue.enqueue("deploy", {"N": str(n)}, controller="b").id
+        assert wait_for(lambda job_id=job_id: queue.get(job_id)["jenkins_queue_id"] is not None,
+                        timeout=PROMPT_SECONDS, interval=0.02), queue.get(job_id)
+        waited.append(time.monotonic() - inserted)
+        assert still_bad(), "controller a recovered before the test ended: it proves nothing"
+    return waited
+
+
+def _serve(database_url, a, b, tmp_path, **env: str):
+    controllers = {"b": {"url": b.base_url, "user": "admin", "api_token": ADMIN_TOKEN}}
+    return start_serve(serve_env(database_url, a.base_url, JENKINS_CONTROLLERS=json.dumps(controllers), **env),
+                       tmp_path / "serve.log", "--interval", "30")
+
+
+def _report(label: str, waited: list[float]) -> None:
+    print(f"{label}: INSERT -> triggered for b, {len(waited)} rows: p50 {statistics.median(waited) * 1000:.0f} ms, "
+          f"max {max(waited) * 1000:.0f} ms")
+
+
+def test_a_slow_controller_does_not_delay_the_others_rows(make_jenkins, db, queue, database_url, tmp_path):
+    a, b = make_jenkins(), make_jenkins()
+    # Every trigger sent to a waits 3 s, over JENKINS_TIMEOUT_SECONDS: a's pass spends its time in timeouts (its
+    # other requests answer, so that a looks slow rather than down).
+    a.add_fault(path="buildWithParameters$", latency_seconds=3.0)
+    served = _serve(database_url, a, b, tmp_path, JENKINS_TIMEOUT_SECONDS="1", LEASE_SECONDS="10",
+                    MAX_PARALLEL_TRIGGERS="2")
+    try:
+        for n in range(40):
+            queue.enqueue("deploy", {"N": str(n)})
+        time.sleep(1.5)  # a's pass is now waiting on a
+        waited = _triggered_after_insert(db, queue, 8, lambda: served.alive())
+        _report("a slow (3 s a request, timeout 1 s)", waited)
+        assert b.counters()["items_created"] == 8
+    finally:
+        assert served.stop() == 0, served.log()[-3000:]
+
+
+def test_a_controller_down_does_not_delay_the_others_rows(make_jenkins, db, queue, database_url, tmp_path):
+    a, b = make_jenkins(), make_jenkins()
+    for n in range(8):
+        queue.enqueue("deploy", {"N": str(n)})
+    a.restart(window_seconds=12)  # 503 for every request meanwhile
+    down_until = time.monotonic() + 12
+    served = _serve(database_url, a, b, tmp_path, JENKINS_RETRY_BASE_SECONDS="0.5", JENKINS_RETRY_MAX_SECONDS="2")
+    try:
+        waited = _triggered_after_insert(db, queue, 8, lambda: time.monotonic() < down_until)
+        _report("a down (503)", waited)
+        assert wait_for(lambda: served.health()[1]["controllers"]["default"]["status"] == "unavailable", timeout=5)
+        status, doc = served.health()
+        # One controller down: the service is degraded, not unavailable; the other controller is fine.
+        assert status == 200 and doc["status"] == "degraded", doc
+        assert doc["controllers"]["b"]["status"] == "ok" and doc["controllers"]["b"]["url"] == b.base_url, doc
+        assert a.counters()["items_created"] == 0 and time.monotonic() < down_until
+        # Once a is back, its rows go out too, each once.
+        assert wait_for(lambda: a.counters()["items_created"] == 8, timeout=30, interval=0.2)
+        assert all(n == 1 for n in a.counters()["triggers_by_dispatch_id"].values())
+    finally:
+        assert served.stop() == 0, served.log()[-3000:]
