@@ -101,9 +101,9 @@ UNHEX(SHA2(LOWER(q.job_name), 256))
 
 -- fragment: claim_job_room
 -- How many more rows of the job of limit l may be claimed now: the room under its cap and under its rate, the
--- smaller (a limits row has at least one of the two; the other counts as no bound).
-LEAST(COALESCE(l.max_in_flight - {{claim_in_flight}}, 2147483647),
-      COALESCE(l.per_minute - {{claim_started}}, 2147483647))
+-- smaller (a limits row has at least one of the two; the other counts as no bound, and is not counted).
+LEAST(CASE WHEN l.max_in_flight IS NULL THEN 2147483647 ELSE l.max_in_flight - {{claim_in_flight}} END,
+      CASE WHEN l.per_minute IS NULL THEN 2147483647 ELSE l.per_minute - {{claim_started}} END)
 
 -- fragment: claim_not_paused
 AND {{t_job_key}} NOT IN (SELECT p.job_key FROM jenkins_job_pauses p)
