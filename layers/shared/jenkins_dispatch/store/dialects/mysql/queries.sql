@@ -95,7 +95,7 @@ UNHEX(SHA2(LOWER(q.job_name), 256))
    AND f.controller = l.controller)
 
 -- fragment: claim_started
--- The starts of the last minute of the job of limit l on its controller (jenkins_job_starts, 0009_rate_limits.sql).
+-- The starts of the last minute of the job of limit l on its controller (jenkins_job_starts, 0010_rate_limits.sql).
 (SELECT COUNT(*) FROM jenkins_job_starts s
  WHERE s.controller = l.controller AND s.job_key = l.job_key AND s.at > NOW(6) - INTERVAL 1 MINUTE)
 

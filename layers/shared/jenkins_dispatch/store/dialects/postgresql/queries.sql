@@ -133,7 +133,7 @@ SELECT pg_advisory_xact_lock({{lock:caps}});
 -- As claim_batch, but never lets the processing rows of a job (every spelling of its name, on this controller)
 -- exceed its jenkins_job_limits entry, nor all processing rows exceed :max_in_flight (NULL: no global cap), nor
 -- the controller's processing rows exceed :controller_max_in_flight (NULL: no cap of its own), nor a rated job's
--- starts of the last minute exceed its rate (per_minute; 0012_rate_limits.sql). Run after lock_caps: each claim
+-- starts of the last minute exceed its rate (per_minute; 0013_rate_limits.sql). Run after lock_caps: each claim
 -- counts the starts of every claim before it, so no set of dispatchers starts more than the rate in any minute.
 WITH {{paused}}, job_room AS (
     -- Each capped job's rows in flight, counted on the in-flight index by job key: index entries of capped jobs

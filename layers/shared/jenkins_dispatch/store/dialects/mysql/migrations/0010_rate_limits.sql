@@ -1,4 +1,4 @@
--- Rate limits (PostgreSQL's 0012; docs/operating.md, "Limits"): a job may have a rate, starts per minute, beside or
+-- Rate limits (PostgreSQL's 0013; docs/operating.md, "Limits"): a job may have a rate, starts per minute, beside or
 -- instead of its cap on jobs in flight. Written, like 0006, to be run again after a stop part-way: each step is
 -- idempotent or done only when information_schema says it is still to do.
 --
