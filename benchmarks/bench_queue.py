@@ -36,6 +36,8 @@ DEPTHS = (10_000, 100_000, 1_000_000)
 LATENCY_SAMPLES = 300
 TARGET_RATIO_AT_4 = 10.0  # batch of 100 vs the seed's loop, 4 workers (the issue)
 TARGET_DEPTH_RATIO = 1.5  # claim p50 at 1M pending vs at 10k (the issue)
+RATE_DEPTH = 1_000_000  # pending rows for rate_latency (issue 24)
+TARGET_RATE_RATIO = 1.2  # claim p50 with one rate set vs none (issue 24)
 # (pending, finished) for stats_latency: a long history behind a short queue, then a deep backlog.
 STATS_POINTS = ((10_000, 1_000_000), (1_000_000, 0))
 
@@ -239,6 +241,43 @@ def claim_latency(engine: str, url: str, depths=DEPTHS, samples: int = LATENCY_S
     return rows
 
 
+def rate_latency(engine: str, url: str, depth: int = RATE_DEPTH, samples: int = LATENCY_SAMPLES) -> list[dict]:
+    """claim_batch(10) as the dispatcher calls it (the capped path whenever any limit is set) with `depth` due rows
+    of ten jobs: no limits; one cap (the capped path's own cost, for reference); one rate; 100 rates (the ten jobs
+    and 90 others). The rates never bind (a million a minute): each claim counts and records the rated jobs'
+    starts, which pile up over the run as they would under a high rate."""
+    rows = []
+    with _bulk(url) as filler, Database(parse_database_url(url), application_name="jd-bench") as db:
+        queue = Queue(db, lease_seconds=300)
+        fill(filler, pending=depth, finished=depth)
+        cases = (("no limits", [], []), ("one cap", ["job-1"], []), ("one rate", [], ["job-1"]),
+                 ("100 rates", [], [f"job-{n}" for n in range(100)]))
+        base = None
+        for name, capped_jobs, rated_jobs in cases:
+            for job in capped_jobs:
+                queue.set_limit(job, 1_000_000)
+            for job in rated_jobs:
+                queue.set_rate(job, 1_000_000)
+            capped = queue.caps_in_force(None)
+            for _ in range(20):  # warm the plan cache and the buffers
+                queue.claim_batch(10, capped=capped)
+            before = db.statements
+            timings = _timed(lambda: queue.claim_batch(10, capped=capped), samples)  # noqa: B023
+            per_claim = (db.statements - before) / samples
+            for job in capped_jobs:
+                queue.remove_limit(job)
+            for job in rated_jobs:
+                queue.remove_rate(job)
+            p50 = statistics.median(timings)
+            base = base or p50
+            rows.append({"engine": engine, "pending": depth, "limits": name, "p50_ms": round(p50, 3),
+                         "p99_ms": round(timings[int(len(timings) * 0.99) - 1], 3),
+                         "round_trips_per_claim": round(per_claim, 2), "vs_no_limits": f"{p50 / base:.2f}x"})
+        one_rate = next(r for r in rows if r["limits"] == "one rate")
+        one_rate["meets_target"] = "yes" if one_rate["p50_ms"] <= TARGET_RATE_RATIO * base else "NO"
+    return rows
+
+
 def stats_latency(engine: str, url: str, points=STATS_POINTS, samples: int = 20) -> list[dict]:
     """The operator's reads and the dispatcher's gauges must not read the finished history, and per-job figures
     must not cost a row lookup per waiting row: time them with a long history, then with a deep backlog."""
@@ -288,7 +327,7 @@ def _notes(throughput_rows: list[dict], latency_rows: list[dict], probes: dict[s
 
 def run(depths=DEPTHS, jobs: int = JOBS) -> dict[str, list[dict]]:
     """Every queue measure on every engine that answers; one table per measure."""
-    tput, latency, stats, probes, memory = [], [], [], {}, {}
+    tput, latency, rates, stats, probes, memory = [], [], [], [], {}, {}
     with scratch_databases("jd_bench") as (urls, missing):
         for url in urls.values():
             with Database(parse_database_url(url)) as db:
@@ -297,10 +336,12 @@ def run(depths=DEPTHS, jobs: int = JOBS) -> dict[str, list[dict]]:
             probes[engine] = seed_probe(url, jobs)
             tput += throughput(engine, url, jobs)
             latency += claim_latency(engine, url, depths)
+            rates += rate_latency(engine, url, max(depths))
             stats += stats_latency(engine, url)
     return {
         f"claim + settle throughput (no-op work; {jobs:,} due rows, at most {TIME_BOX_SECONDS:g} s per run)": tput,
         "claim latency, batch of 10 (as many finished rows as pending)": latency,
+        "claim latency with rate limits, batch of 10 (the dispatcher's path: capped when any limit is set)": rates,
         "stats, gauges and stats_per_job: a long finished history, then a deep backlog": stats,
         "queue benchmarks: targets and notes": _notes(tput, latency, probes, memory, missing),
     }

@@ -25,7 +25,7 @@ from .pg_server import postgres_server  # noqa: E402
 # Every table a test may fill; the migrations' own table (and MySQL's lock rows) stay.
 TABLES = ("jenkins_job_events", "jenkins_jobs_queue", "jenkins_job_limits", "jenkins_job_pauses", "jenkins_dispatchers",
           "jenkins_job_schedules", "jenkins_job_limit_events", "jenkins_job_stats", "jenkins_job_stat_bins",
-          "jenkins_queue_depth")
+          "jenkins_queue_depth", "jenkins_job_starts")
 # Keyed by something else than an id (no counter tells they were used): MySQL empties them every time.
 KEYED_TABLES = ("jenkins_job_schedules", "jenkins_job_stats", "jenkins_job_stat_bins", "jenkins_queue_depth")
 # Those whose id is an identity column on PostgreSQL (on MySQL every one but the schedules has an AUTO_INCREMENT id).

@@ -53,8 +53,10 @@ def test_enqueue_parameters_from_json_and_time(capsys, queue):
 
 
 def test_limits_and_stats(capsys, queue):
-    assert run_json(capsys, "limits", "set", "deploy", "2") == {"job_name": "deploy", "max_in_flight": 2}
-    assert run_json(capsys, "limits", "ls") == [{"controller": "default", "job_name": "deploy", "max_in_flight": 2, "in_flight": 0}]
+    assert run_json(capsys, "limits", "set", "deploy", "2") == {"job_name": "deploy", "controller": "default",
+                                                                 "max_in_flight": 2, "per_minute": None}
+    assert run_json(capsys, "limits", "ls") == [{"controller": "default", "job_name": "deploy", "max_in_flight": 2,
+                                                 "in_flight": 0, "per_minute": None, "started_last_minute": 0}]
     queue.enqueue("deploy")
     stats = run_json(capsys, "stats")
     assert stats["totals"]["pending"] == 1
@@ -64,6 +66,28 @@ def test_limits_and_stats(capsys, queue):
     code, out, _ = run(capsys, "stats")
     assert "0/2" in out
     assert run_json(capsys, "limits", "rm", "deploy")["removed"] is True
+
+
+def test_limits_rate_beside_the_cap(capsys, queue):
+    assert run_json(capsys, "limits", "set", "deploy", "2", "--per-minute", "10")["per_minute"] == 10
+    code, out, _ = run(capsys, "limits", "set", "deploy", "--per-minute", "5")  # the cap stays
+    assert code == 0 and "at most 5 started in any minute" in out and "in flight" not in out
+    (row,) = run_json(capsys, "limits", "ls")
+    assert (row["max_in_flight"], row["per_minute"], row["started_last_minute"]) == (2, 5, 0)
+    assert run_json(capsys, "limits", "rm", "deploy", "--per-minute") == {
+        "job_name": "deploy", "controller": "default", "removed": True, "rate_removed": True}
+    assert [(r["max_in_flight"], r["per_minute"]) for r in run_json(capsys, "limits", "ls")] == [(2, None)]
+    code, out, _ = run(capsys, "limits", "rm", "deploy", "--per-minute")
+    assert code == 0 and out.strip() == "deploy had no rate; nothing changed"
+    code, out, _ = run(capsys, "limits", "rm", "deploy")
+    assert code == 0 and out.strip() == "deploy: no cap now"
+    code, _, err = run(capsys, "limits", "set", "deploy")
+    assert code == 2 and "--per-minute" in err
+    with pytest.raises(SystemExit) as exited:  # argparse's own refusal: exit 2, one line
+        run(capsys, "limits", "set", "deploy", "--per-minute", "0")
+    assert exited.value.code == 2 and "expected 1 or more" in capsys.readouterr().err
+    run_json(capsys, "limits", "set", "deploy", "--per-minute", "3", "--controller", "eu")
+    assert [(r["controller"], r["per_minute"]) for r in run_json(capsys, "limits", "ls")] == [("eu", 3)]
 
 
 def test_prune_and_migrate(capsys, queue, db):

@@ -18,4 +18,4 @@ def test_json_before_or_after_the_command(capsys, queue, argv):
 
 def test_without_json_the_output_is_a_table(capsys, queue):
     assert main(["limits", "ls"]) == 0
-    assert capsys.readouterr().out.strip() == "no per-job caps"
+    assert capsys.readouterr().out.strip() == "no per-job limits"

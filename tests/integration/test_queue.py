@@ -255,7 +255,8 @@ def test_stats_and_limits(queue):
     per_job = {r["job_name"]: r for r in queue.stats_per_job()}
     assert (per_job["deploy"]["in_flight"], per_job["deploy"]["cap"], per_job["deploy"]["pending"]) == (1, 2, 1)
     assert per_job["test"]["cap"] is None
-    assert queue.limits() == [{"controller": "default", "job_name": "deploy", "max_in_flight": 2, "in_flight": 1}]
+    assert queue.limits() == [{"controller": "default", "job_name": "deploy", "max_in_flight": 2, "in_flight": 1,
+                               "per_minute": None, "started_last_minute": 0}]
     assert queue.remove_limit("deploy") and queue.limits() == []
 
 

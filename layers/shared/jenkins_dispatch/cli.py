@@ -548,32 +548,52 @@ def cmd_prune(ctx: Context, args) -> None:
 
 
 def cmd_limits_set(ctx: Context, args) -> None:
-    """`limits set JOB N`: at most N of the job in flight."""
-    ctx.queue.set_limit(args.job, args.n, changed_by=_operator_name())
+    """`limits set JOB [N] [--per-minute M]`: at most N of the job in flight, at most M started in any minute; what
+    is not given stays as it was."""
+    if args.n is None and args.per_minute is None:
+        raise InvalidInput("give a cap (N, jobs in flight at most) or --per-minute M (starts per minute), or both")
+    where = "" if args.controller == DEFAULT_CONTROLLER else f" on {args.controller}"
+    if args.per_minute is not None:
+        ctx.queue.set_rate(args.job, args.per_minute, args.controller)
+    if args.n is not None:
+        ctx.queue.set_limit(args.job, args.n, args.controller, changed_by=_operator_name())
     if args.json:
-        print_json({"job_name": args.job, "max_in_flight": args.n})
-    else:
-        print(f"{args.job}: at most {args.n} in flight"
+        print_json({"job_name": args.job, "controller": args.controller, "max_in_flight": args.n,
+                    "per_minute": args.per_minute})
+        return
+    if args.n is not None:
+        print(f"{args.job}{where}: at most {args.n} in flight"
               + (" (held back until the cap is raised or removed; to stop a job for a while, `jenkins-dispatch "
                  f"pause {args.job}` says so everywhere)" if args.n == 0 else ""))
+    if args.per_minute is not None:
+        print(f"{args.job}{where}: at most {args.per_minute} started in any minute, by all dispatchers together")
 
 
 def cmd_limits_rm(ctx: Context, args) -> None:
-    """`limits rm JOB`: remove the job's cap."""
-    removed = ctx.queue.remove_limit(args.job, changed_by=_operator_name())  # none to remove: already as asked, exit 0 and say so
+    """`limits rm JOB [--cap | --per-minute]`: remove the job's cap and rate (or only the one named)."""
+    removed = {}
+    if not args.per_minute:
+        removed["cap"] = ctx.queue.remove_limit(args.job, args.controller, changed_by=_operator_name())
+    if not args.cap:
+        removed["rate"] = ctx.queue.remove_rate(args.job, args.controller)
+    # none to remove: already as asked, exit 0 and say so
     if args.json:
-        print_json({"job_name": args.job, "removed": removed})
-    else:
-        print(f"{args.job}: no cap" if removed else f"{args.job} had no cap; nothing changed")
+        print_json({"job_name": args.job, "controller": args.controller, "removed": any(removed.values()),
+                    **{f"{kind}_removed": gone for kind, gone in removed.items()}})
+        return
+    gone = [kind for kind, was in removed.items() if was]
+    asked = " or ".join(removed)
+    print(f"{args.job}: no {' and no '.join(gone)} now" if gone else f"{args.job} had no {asked}; nothing changed")
 
 
 def cmd_limits_ls(ctx: Context, args) -> None:
-    """`limits ls`: every per-job cap with its jobs in flight."""
+    """`limits ls`: every job's cap with its jobs in flight, its rate with its starts of the last minute."""
     rows = ctx.queue.limits()
     if args.json:
         print_json(rows)
     else:
-        print_table(rows, ["job_name", "controller", "max_in_flight", "in_flight"], empty="no per-job caps")
+        print_table(rows, ["job_name", "controller", "max_in_flight", "in_flight", "per_minute", "started_last_minute"],
+                    empty="no per-job limits")
 
 
 def cmd_dispatch(ctx: Context, args) -> int:
@@ -844,21 +864,32 @@ def build_parser() -> argparse.ArgumentParser:
                    help="finished at least DAYS days ago (required)")
     p.add_argument("--batch", type=positive_int, default=1000, help="rows deleted per statement")
 
-    limits = sub.add_parser("limits", help="per-job caps on jobs in flight", description="per-job caps on jobs in flight")
+    limits = sub.add_parser("limits", help="per-job caps on jobs in flight and rates of starts",
+                            description="per-job caps on jobs in flight and rates (starts per minute)")
     add_json_option(limits)
     limits_sub = limits.add_commands("limits_command")
     limit_help = ("cap JOB at N in flight (a cap of 0 holds the job back; to stop a job for a while use "
-                  "`pause JOB`, which stats, show and ls name)")
+                  "`pause JOB`, which stats, show and ls name), and/or limit how many of it start in any minute "
+                  "(--per-minute M); what is not given stays as it was")
     p = limits_sub.add_parser("set", help=limit_help, description=limit_help)
     p.add_argument("job", help="exact job_name")
-    p.add_argument("n", type=non_negative_int, help="jobs in flight at most (0: none)")
+    p.add_argument("n", type=non_negative_int, nargs="?", help="jobs in flight at most (0: none)")
+    p.add_argument("--per-minute", type=positive_int, metavar="M",
+                   help="starts at most M of the job in any 60 s, all dispatchers together")
+    p.add_argument("--controller", default=DEFAULT_CONTROLLER, metavar="NAME",
+                   help="the Jenkins controller whose job it is")
     add_json_option(p)
     p.set_defaults(func=cmd_limits_set)
-    p = limits_sub.add_parser("rm", help="remove JOB's cap")
+    p = limits_sub.add_parser("rm", help="remove JOB's cap and rate (or only the one named)")
     p.add_argument("job", help="exact job_name")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--cap", action="store_true", help="remove only the cap (the rate stays)")
+    which.add_argument("--per-minute", action="store_true", help="remove only the rate (the cap stays)")
+    p.add_argument("--controller", default=DEFAULT_CONTROLLER, metavar="NAME",
+                   help="the Jenkins controller whose job it is")
     add_json_option(p)
     p.set_defaults(func=cmd_limits_rm)
-    p = limits_sub.add_parser("ls", help="list per-job caps")
+    p = limits_sub.add_parser("ls", help="list per-job caps and rates")
     add_json_option(p)
     p.set_defaults(func=cmd_limits_ls)
 

@@ -45,7 +45,7 @@ def why_rows_wait(queue: Queue, rows: Sequence[Mapping[str, Any]], global_cap: i
         why_waiting(r, now, job_cap=context.caps.get(r["job_name"]),
                     job_in_flight=context.in_flight.get(r["job_name"], 0), global_cap=global_cap,
                     total_in_flight=context.total_in_flight, pause=context.pause_of(r["job_name"]),
-                    jenkins_unavailable=jenkins_unavailable)
+                    jenkins_unavailable=jenkins_unavailable, rate=context.rates.get(r["job_name"]))
         for r in rows
     ]
 

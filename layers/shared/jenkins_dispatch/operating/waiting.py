@@ -2,17 +2,19 @@
 the web UI. The caller reads what it needs once (``Queue.waiting_context`` for a whole page of rows).
 
 When several reasons hold, the one a person must act on or know about first wins: paused (someone chose
-this), not due yet, backing off after an error, the job's cap, the global cap, Jenkins unavailable.
+this), not due yet, backing off after an error, the job's cap, the job's rate, the global cap, Jenkins
+unavailable.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..store.queue import Pause
+from ..store.queue import Pause, RateWindow
 from .display import duration, when
 
 
@@ -26,7 +28,7 @@ class JenkinsOutage:
 
 @dataclass(frozen=True)
 class Waiting:
-    """Why a pending row waits. ``code``: paused · not_due · backing_off · job_cap · global_cap ·
+    """Why a pending row waits. ``code``: paused · not_due · backing_off · job_cap · rate_limit · global_cap ·
     jenkins_unavailable · due (nothing holds it back: the next pass takes it)."""
 
     code: str
@@ -55,6 +57,15 @@ def held_back(*, paused: bool, cap: int | None, in_flight: int, pending: int) ->
     return "-"
 
 
+def _rate_limited(rate: RateWindow) -> Waiting:
+    """The rate's line: how many started in the minute, and when the next may start (the dispatcher's next pass
+    after that takes it)."""
+    text = f"rate limit {rate.per_minute}/min: {rate.started} started in the last minute"
+    if rate.next_start_seconds is not None:
+        text += f"; next start in ~{max(1, math.ceil(rate.next_start_seconds))}s"
+    return Waiting("rate_limit", text)
+
+
 def _paused(pause: Pause) -> Waiting:
     who = f" by {pause.paused_by}" if pause.paused_by else ""
     why = f": {pause.reason}" if pause.reason else ""
@@ -75,6 +86,7 @@ def why_waiting(
     total_in_flight: int,
     pause: Pause | None,
     jenkins_unavailable: JenkinsOutage | None = None,
+    rate: RateWindow | None = None,
 ) -> Waiting | None:
     """Why ``row`` (status, scheduled_at, attempts, max_attempts, last_error) is not in Jenkins yet; None
     unless it is pending.
@@ -82,7 +94,8 @@ def why_waiting(
     ``job_cap`` / ``job_in_flight``: the row's job's cap (None: none) and its rows in flight;
     ``global_cap`` / ``total_in_flight``: MAX_IN_FLIGHT (None: none) and every row in flight; ``pause``: the
     pause holding the job back (its own, or everything's), if any; ``jenkins_unavailable``: how the
-    dispatchers last found Jenkins, if it was failing.
+    dispatchers last found Jenkins, if it was failing; ``rate``: the job's rate and its last minute, if it has
+    one.
     """
     if row["status"] != "pending":
         return None
@@ -104,6 +117,8 @@ def why_waiting(
         if job_cap == 0:
             return Waiting("job_cap", "job cap full (0/0): a cap of 0 holds this job back")
         return Waiting("job_cap", f"job cap full ({job_in_flight}/{job_cap} in flight)")
+    if rate is not None and rate.full:
+        return _rate_limited(rate)
     if cap_full(global_cap, total_in_flight):
         return Waiting("global_cap", f"global cap full ({total_in_flight}/{global_cap} in flight, MAX_IN_FLIGHT)")
     if jenkins_unavailable is not None:

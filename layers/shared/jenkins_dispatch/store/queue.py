@@ -139,6 +139,20 @@ class ResumeResult:
 
 
 @dataclass(frozen=True)
+class RateWindow:
+    """A job's rate (starts per minute) and its last minute, as the capped claim counts it."""
+
+    per_minute: int
+    started: int  # starts in the last 60 s
+    next_start_seconds: float | None = None  # when the rate next has room (None: it has room now)
+
+    @property
+    def full(self) -> bool:
+        """Whether the rate holds the job's rows back now."""
+        return self.started >= self.per_minute
+
+
+@dataclass(frozen=True)
 class WaitingContext:
     """What decides why pending rows wait, read once for a page of rows (``Queue.waiting_context``)."""
 
@@ -149,6 +163,7 @@ class WaitingContext:
     jenkins_unavailable_since: datetime | None = None  # as the live dispatchers last found Jenkins
     jenkins_reason: str | None = None
     paused_as: dict[str, str] = field(default_factory=dict)  # job_name → the name its job's pause was given
+    rates: dict[str, RateWindow] = field(default_factory=dict)  # job_name → its job's rate (only rated jobs)
 
     def pause_of(self, job_name: str) -> Pause | None:
         """The pause holding ``job_name`` back: everything's first (it says most), else its job's own, under
@@ -258,6 +273,7 @@ def _constraint_message(exc: DatabaseError) -> str:
         "jenkins_jobs_queue_attempts_check": "attempts must not be negative",
         "jenkins_job_limits_max_in_flight_check": "a cap must be 0 or more",
         "jenkins_job_limits_job_name_check": "job name must not be empty",
+        "jenkins_job_limits_per_minute_check": "a rate must be 1 or more starts per minute",
         "jenkins_jobs_queue_dedupe_key": "another unfinished job has the same dedupe key",
         "jenkins_jobs_queue_controller_check": ("a controller name is lower-case letters, digits, '_' and '-', "
                                                 "starting with a letter or digit"),
@@ -671,8 +687,23 @@ class Queue:
 
     def remove_limit(self, job_name: str, controller: str = DEFAULT_CONTROLLER, *,
                      changed_by: str | None = None) -> bool:
-        """Remove a job's cap on ``controller`` (recorded in the caps' history); False when it had none."""
+        """Remove a job's cap on ``controller`` (recorded in the caps' history; its rate, if any, stays); False when
+        it had none."""
         return bool(self._run("remove_limit", job_name=job_name, controller=controller, changed_by=changed_by))
+
+    def set_rate(self, job_name: str, per_minute: int, controller: str = DEFAULT_CONTROLLER) -> Row:
+        """Set a job's rate on ``controller``: no set of dispatchers starts more than ``per_minute`` of its rows in
+        any 60 s (enforced by the capped claim, as caps are). Its cap, if any, stays. Returns the rate
+        (``job_name``, ``per_minute``) and the one it replaced (``previous``, None when there was none)."""
+        if per_minute < 1:
+            raise InvalidInput("a rate must be 1 or more starts per minute (a cap of 0 holds a job back)")
+        if error := job_path_error(job_name):
+            raise InvalidInput(error)
+        return self._run("set_rate", job_name=job_name, per_minute=per_minute, controller=controller)[0]
+
+    def remove_rate(self, job_name: str, controller: str = DEFAULT_CONTROLLER) -> bool:
+        """Remove a job's rate on ``controller`` (its cap, if any, stays); False when it had none."""
+        return bool(self._run("remove_rate", job_name=job_name, controller=controller))
 
     def limit_of(self, job_name: str, controller: str = DEFAULT_CONTROLLER) -> int | None:
         """A job's cap on ``controller``, under any spelling of its name; None when it has none."""
@@ -689,7 +720,8 @@ class Queue:
         return int(self._run("pending_of", job_name=_pause_key(job_name))[0]["pending"])
 
     def limits(self) -> list[Limit]:
-        """Every per-job cap (with its controller) with its rows in flight."""
+        """Every job's limits (with its controller): its cap with its rows in flight, its rate with its starts of the
+        last minute (either None when it has none)."""
         return cast(list[Limit], self._run("list_limits"))
 
     def fail_unknown_controllers(self, known: list[str], *, actor: str = "dispatcher") -> list[Row]:
@@ -741,6 +773,10 @@ class Queue:
             caps={name: j["cap"] for name, j in jobs.items() if j["cap"] is not None},
             in_flight={name: j["in_flight"] for name, j in jobs.items()},
             paused_as={name: j["paused_as"] for name, j in jobs.items() if j.get("paused_as") is not None},
+            rates={name: RateWindow(per_minute=j["rate"], started=int(j["started"]),
+                                    next_start_seconds=(None if j.get("next_start_seconds") is None
+                                                        else float(j["next_start_seconds"])))
+                   for name, j in jobs.items() if j.get("rate") is not None},
             total_in_flight=row["total_in_flight"],
             pauses=[_pause(p) for p in row["pauses"] or []],
             jenkins_unavailable_since=_timestamp(jenkins.get("since")),

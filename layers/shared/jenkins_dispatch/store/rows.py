@@ -121,11 +121,14 @@ class HourCounts(TypedDict):
 
 
 class Limit(TypedDict):
-    """``list_limits``: a job's cap on one controller and its rows in flight there."""
+    """``list_limits``: a job's limits on one controller: its cap (None: none) and its rows in flight there, its
+    rate (starts per minute; None: none) and its starts of the last minute."""
     controller: str
     job_name: str
-    max_in_flight: int
+    max_in_flight: int | None
     in_flight: int
+    per_minute: int | None
+    started_last_minute: int
 
 
 class Stats(TypedDict):

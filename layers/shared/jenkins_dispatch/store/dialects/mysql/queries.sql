@@ -94,6 +94,17 @@ UNHEX(SHA2(LOWER(q.job_name), 256))
  WHERE f.status = 'processing' AND f.job_name = l.job_name AND UNHEX(SHA2(LOWER(f.job_name), 256)) = l.job_key
    AND f.controller = l.controller)
 
+-- fragment: claim_started
+-- The starts of the last minute of the job of limit l on its controller (jenkins_job_starts, 0010_rate_limits.sql).
+(SELECT COUNT(*) FROM jenkins_job_starts s
+ WHERE s.controller = l.controller AND s.job_key = l.job_key AND s.at > NOW(6) - INTERVAL 1 MINUTE)
+
+-- fragment: claim_job_room
+-- How many more rows of the job of limit l may be claimed now: the room under its cap and under its rate, the
+-- smaller (a limits row has at least one of the two; the other counts as no bound, and is not counted).
+LEAST(CASE WHEN l.max_in_flight IS NULL THEN 2147483647 ELSE l.max_in_flight - {{claim_in_flight}} END,
+      CASE WHEN l.per_minute IS NULL THEN 2147483647 ELSE l.per_minute - {{claim_started}} END)
+
 -- fragment: claim_not_paused
 AND {{t_job_key}} NOT IN (SELECT p.job_key FROM jenkins_job_pauses p)
 AND NOT EXISTS (SELECT 1 FROM jenkins_job_pauses p WHERE p.job_name = '*')
@@ -163,7 +174,8 @@ SELECT name FROM jenkins_dispatch_locks WHERE name = 'caps' FOR UPDATE;
 
 -- name: claim_batch_capped
 -- As claim_batch, but never lets the processing rows of a job_name exceed its jenkins_job_limits entry, nor
--- all processing rows exceed :max_in_flight (NULL: no global cap). Run after lock_caps, in its transaction;
+-- all processing rows exceed :max_in_flight (NULL: no global cap), nor a rated job's starts of the last minute
+-- exceed its rate (recorded at the block's end, counted by every claim after it). Run after lock_caps, in its transaction;
 -- it takes the caps lock itself too (again: a no-op in that transaction), so that run alone it is one
 -- round trip, and as exact.
 -- A LIMIT must be a constant here: the locking read takes at most :batch_size rows of jobs with room left,
@@ -190,7 +202,7 @@ SELECT JSON_ARRAYAGG(ranked.id) INTO @jd_claimed FROM (
         WHERE q.status = 'pending' AND q.controller = :controller AND q.scheduled_at <= NOW(6)
           AND {{t_job_key}} NOT IN (
               SELECT l.job_key FROM jenkins_job_limits l
-              WHERE l.controller = :controller AND l.max_in_flight <= {{claim_in_flight}})
+              WHERE l.controller = :controller AND {{claim_job_room}} <= 0)
           {{claim_not_paused}}
         ORDER BY q.claim_priority, q.scheduled_at, q.id
         LIMIT :batch_size
@@ -199,8 +211,16 @@ SELECT JSON_ARRAYAGG(ranked.id) INTO @jd_claimed FROM (
 ) ranked
 LEFT JOIN jenkins_job_limits l ON l.job_key = ranked.job_key AND l.controller = :controller
 WHERE ranked.nth_of_all <= @jd_room
-  AND (l.job_key IS NULL OR ranked.nth_of_job <= l.max_in_flight - {{claim_in_flight}});
+  AND (l.job_key IS NULL OR ranked.nth_of_job <= {{claim_job_room}});
 {{claim_take}};
+-- The starts of rated jobs; and starts no claim counts any more (two minutes: a claim waiting on the lock counts
+-- from a minute before its own statement's start).
+INSERT INTO jenkins_job_starts (controller, job_key, job_id)
+SELECT :controller, l.job_key, q.id
+FROM JSON_TABLE(COALESCE(@jd_claimed, '[]'), '$[*]' COLUMNS (id BIGINT PATH '$')) c
+JOIN jenkins_jobs_queue q ON q.id = c.id
+JOIN jenkins_job_limits l ON l.controller = :controller AND l.job_key = {{t_job_key}} AND l.per_minute IS NOT NULL;
+DELETE FROM jenkins_job_starts WHERE controller = :controller AND at < NOW(6) - INTERVAL 2 MINUTE;
 
 -- name: pause_job
 -- decode: created bool
@@ -690,14 +710,41 @@ SELECT controller, job_name, max_in_flight, @jd_previous AS previous FROM jenkin
 WHERE job_key = {{op_job_key}} AND controller = :controller;
 
 -- name: remove_limit
-SET @jd_removed = 0, @jd_previous = NULL, @jd_name = NULL;
-SELECT job_name, max_in_flight INTO @jd_name, @jd_previous FROM jenkins_job_limits
-WHERE job_key = {{op_job_key}} AND controller = :controller FOR UPDATE;
-DELETE FROM jenkins_job_limits WHERE job_key = {{op_job_key}} AND controller = :controller;
-SET @jd_removed = ROW_COUNT();
+-- Removes a job's cap; its rate, if it has one, stays (the limits row goes with the last of the two).
+SET @jd_removed = 0, @jd_previous = NULL, @jd_name = NULL, @jd_rate = NULL;
+SELECT job_name, max_in_flight, per_minute INTO @jd_name, @jd_previous, @jd_rate FROM jenkins_job_limits
+WHERE job_key = {{op_job_key}} AND controller = :controller AND max_in_flight IS NOT NULL FOR UPDATE;
+DELETE FROM jenkins_job_limits
+WHERE job_key = {{op_job_key}} AND controller = :controller AND @jd_previous IS NOT NULL AND @jd_rate IS NULL;
+UPDATE jenkins_job_limits SET max_in_flight = NULL, updated_at = NOW(6)
+WHERE job_key = {{op_job_key}} AND controller = :controller AND @jd_previous IS NOT NULL AND @jd_rate IS NOT NULL;
+SET @jd_removed = (@jd_previous IS NOT NULL);
 INSERT INTO jenkins_job_limit_events (controller, job_name, previous, max_in_flight, changed_by)
 SELECT :controller, @jd_name, @jd_previous, NULL, :changed_by FROM DUAL WHERE @jd_removed > 0;
 SELECT :job_name AS job_name, @jd_previous AS previous FROM DUAL WHERE @jd_removed > 0;
+
+-- name: set_rate
+-- As set_limit, for the rate: VALUES(col) rather than a row alias (MariaDB); the rate it replaced, read under the
+-- row's lock first.
+SET @jd_previous = NULL;
+SELECT per_minute INTO @jd_previous FROM jenkins_job_limits
+WHERE job_key = {{op_job_key}} AND controller = :controller FOR UPDATE;
+INSERT INTO jenkins_job_limits (controller, job_name, per_minute) VALUES (:controller, :job_name, :per_minute)
+ON DUPLICATE KEY UPDATE per_minute = VALUES(per_minute), updated_at = NOW(6);
+SELECT controller, job_name, per_minute, @jd_previous AS previous FROM jenkins_job_limits
+WHERE job_key = {{op_job_key}} AND controller = :controller;
+
+-- name: remove_rate
+-- As remove_limit, for the rate; its cap, if it has one, stays. Its recorded starts stay until the claims drop
+-- them: a rate set again within the minute counts them.
+SET @jd_previous = NULL, @jd_cap = NULL;
+SELECT per_minute, max_in_flight INTO @jd_previous, @jd_cap FROM jenkins_job_limits
+WHERE job_key = {{op_job_key}} AND controller = :controller AND per_minute IS NOT NULL FOR UPDATE;
+DELETE FROM jenkins_job_limits
+WHERE job_key = {{op_job_key}} AND controller = :controller AND @jd_previous IS NOT NULL AND @jd_cap IS NULL;
+UPDATE jenkins_job_limits SET per_minute = NULL, updated_at = NOW(6)
+WHERE job_key = {{op_job_key}} AND controller = :controller AND @jd_previous IS NOT NULL AND @jd_cap IS NOT NULL;
+SELECT :job_name AS job_name, @jd_previous AS previous FROM DUAL WHERE @jd_previous IS NOT NULL;
 
 -- name: limit_history
 SELECT id, at, controller, job_name, previous, max_in_flight, changed_by
@@ -714,7 +761,8 @@ WHERE q.status = 'pending' AND ((q.job_name = :job_name AND {{t_job_key}} = UNHE
 
 -- name: list_limits
 -- In flight counted as the capped claim counts (claim_in_flight: every spelling of the job's name).
-SELECT l.controller, l.job_name, l.max_in_flight, {{claim_in_flight}} AS in_flight
+SELECT l.controller, l.job_name, l.max_in_flight, {{claim_in_flight}} AS in_flight,
+       l.per_minute, {{claim_started}} AS started_last_minute
 FROM jenkins_job_limits l ORDER BY l.job_name, l.controller;
 
 -- name: pending_controllers
@@ -912,6 +960,20 @@ SELECT
                             'in_flight', (SELECT count(*) FROM jenkins_jobs_queue q
                                           WHERE q.status = 'processing' AND q.job_name = w.job_name
                                             AND UNHEX(SHA2(LOWER(q.job_name), 256)) = w.job_key),
+                            'rate', l.per_minute,
+                            'started', (SELECT COUNT(*) FROM jenkins_job_starts s
+                                        WHERE l.per_minute IS NOT NULL AND s.controller = l.controller
+                                          AND s.job_key = l.job_key AND s.at > NOW(6) - INTERVAL 1 MINUTE),
+                            -- When the rate next has room: the rate-th latest start leaves the minute. (No
+                            -- OFFSET from a column here: the rate-th latest is the one with rate-1 later ones.)
+                            'next_start_seconds',
+                            (SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), s.at + INTERVAL 1 MINUTE) / 1e6
+                             FROM jenkins_job_starts s
+                             WHERE l.per_minute IS NOT NULL AND s.controller = l.controller AND s.job_key = l.job_key
+                               AND s.at > NOW(6) - INTERVAL 1 MINUTE
+                               AND (SELECT COUNT(*) FROM jenkins_job_starts t
+                                    WHERE t.controller = s.controller AND t.job_key = s.job_key
+                                      AND (t.at > s.at OR (t.at = s.at AND t.id > s.id))) = l.per_minute - 1),
                             'paused_as', (SELECT p.job_name FROM jenkins_job_pauses p WHERE p.job_key = w.job_key))),
             JSON_OBJECT())
      FROM wanted w LEFT JOIN jenkins_job_limits l ON l.job_key = w.job_key AND l.controller = 'default') AS jobs,

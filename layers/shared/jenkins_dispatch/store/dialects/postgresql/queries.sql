@@ -70,9 +70,8 @@ UPDATE jenkins_jobs_queue q
         -- A new attempt starts clean; the earlier error stays in the history (released, retry_scheduled).
         last_error = NULL, started_at = NULL, updated_at = now()
 
--- fragment: claim_end
--- The end of every claim, after its "claimed" CTE's WHERE: what it returns, its history row in the same
--- statement, and the rows claimed in the seed's order.
+-- fragment: claim_logged
+-- After a claim's "claimed" CTE's WHERE: what it returns, and its history row in the same statement.
     RETURNING q.id, q.job_name, q.parameters, q.priority, q.scheduled_at, q.attempts, q.max_attempts,
               q.dispatch_id, q.lease_expires_at
 ), logged AS (
@@ -81,9 +80,17 @@ UPDATE jenkins_jobs_queue q
            'attempt ' || attempts || ' of ' || max_attempts
     FROM claimed
 )
+
+-- fragment: claim_result
 -- parameters as text: read through the driver's JSON decoding, numbers would become floats (1.10 → 1.1).
 SELECT id, job_name, CAST(parameters AS text) AS parameters, attempts, max_attempts, dispatch_id
 FROM claimed ORDER BY priority DESC, scheduled_at, id
+
+-- fragment: claim_end
+-- The end of every claim, after its "claimed" CTE's WHERE: what it returns, its history row in the same
+-- statement, and the rows claimed in the seed's order.
+{{claim_logged}}
+{{claim_result}}
 
 -- name: claim_batch
 -- Eligible rows of one controller (:controller) in the seed's order, locked without waiting on rows other
@@ -125,16 +132,26 @@ SELECT pg_advisory_xact_lock({{lock:caps}});
 -- name: claim_batch_capped
 -- As claim_batch, but never lets the processing rows of a job (every spelling of its name, on this controller)
 -- exceed its jenkins_job_limits entry, nor all processing rows exceed :max_in_flight (NULL: no global cap), nor
--- the controller's processing rows exceed :controller_max_in_flight (NULL: no cap of its own). Run after
--- lock_caps.
+-- the controller's processing rows exceed :controller_max_in_flight (NULL: no cap of its own), nor a rated job's
+-- starts of the last minute exceed its rate (per_minute; 0013_rate_limits.sql). Run after lock_caps: each claim
+-- counts the starts of every claim before it, so no set of dispatchers starts more than the rate in any minute.
 WITH {{paused}}, job_room AS (
     -- Each capped job's rows in flight, counted on the in-flight index by job key: index entries of capped jobs
     -- only, and no lower() computed per row in flight (under a UTF-8 locale it costs microseconds a row).
+    -- A rated job's starts since a minute before this transaction began (it may have waited on the lock: counting
+    -- from earlier only counts more), on the starts' index. least() skips a NULL: a job with no cap, or no
+    -- rate, is held by the other alone (a limits row has at least one).
     SELECT lower(l.job_name) AS job_key,
-           greatest(l.max_in_flight - (SELECT count(*) FROM jenkins_jobs_queue f
-                                       WHERE f.status = 'processing' AND lower(f.job_name) = lower(l.job_name)
-                                         AND f.controller = l.controller), 0)
-               AS room
+           least(
+               CASE WHEN l.max_in_flight IS NOT NULL THEN
+                   greatest(l.max_in_flight - (SELECT count(*) FROM jenkins_jobs_queue f
+                                               WHERE f.status = 'processing' AND lower(f.job_name) = lower(l.job_name)
+                                                 AND f.controller = l.controller), 0) END,
+               CASE WHEN l.per_minute IS NOT NULL THEN
+                   greatest(l.per_minute - (SELECT count(*) FROM jenkins_job_starts s
+                                            WHERE s.controller = l.controller AND s.job_key = lower(l.job_name)
+                                              AND s.at > now() - interval '1 minute'), 0) END
+           ) AS room
     FROM jenkins_job_limits l WHERE l.controller = :controller
 ), global_room AS (
     -- (greatest() skips a NULL: each cap is tested for NULL first.)
@@ -167,7 +184,18 @@ WITH {{paused}}, job_room AS (
     -- By primary key: the planner cannot size "chosen" (its LIMIT is a subquery) and would otherwise
     -- hash-join it against a scan of the whole table.
     WHERE q.id = ANY (ARRAY(SELECT id FROM chosen))
-    {{claim_end}};
+    {{claim_logged}}, started AS (
+    -- The starts of rated jobs, counted by the claims after this one.
+    INSERT INTO jenkins_job_starts (controller, job_key, job_id)
+    SELECT CAST(:controller AS text), lower(c.job_name), c.id FROM claimed c
+    WHERE lower(c.job_name) IN (SELECT lower(l.job_name) FROM jenkins_job_limits l
+                                WHERE l.controller = :controller AND l.per_minute IS NOT NULL)
+), forgotten AS (
+    -- Starts no claim counts any more (two minutes: a claim that began earlier, waiting on the lock, still
+    -- counts from a minute before its own start).
+    DELETE FROM jenkins_job_starts WHERE controller = :controller AND at < now() - interval '2 minutes'
+)
+{{claim_result}};
 
 -- name: pause_job
 -- Takes the pause lock exclusively (see jenkins_dispatch_paused_jobs in 0004_pauses.sql), so it commits only
@@ -673,15 +701,52 @@ WITH before AS (
 SELECT controller, job_name, max_in_flight, (SELECT max_in_flight FROM before) AS previous FROM changed;
 
 -- name: remove_limit
-WITH gone AS (
-    DELETE FROM jenkins_job_limits
-    WHERE controller = :controller AND lower(job_name) = lower(CAST(:job_name AS text))
-    RETURNING controller, job_name, max_in_flight
+-- Removes a job's cap on one controller; its rate, if it has one, stays (the limits row goes with the last of the
+-- two). The cap's history is written by the same statement.
+WITH target AS (
+    SELECT controller, job_name, max_in_flight, per_minute FROM jenkins_job_limits
+    WHERE controller = :controller AND lower(job_name) = lower(CAST(:job_name AS text)) AND max_in_flight IS NOT NULL
+    FOR UPDATE
+), gone AS (
+    DELETE FROM jenkins_job_limits l USING target t
+    WHERE l.controller = t.controller AND l.job_name = t.job_name AND t.per_minute IS NULL
+), kept AS (
+    UPDATE jenkins_job_limits l SET max_in_flight = NULL, updated_at = now() FROM target t
+    WHERE l.controller = t.controller AND l.job_name = t.job_name AND t.per_minute IS NOT NULL
 ), logged AS (
     INSERT INTO jenkins_job_limit_events (controller, job_name, previous, max_in_flight, changed_by)
-    SELECT controller, job_name, max_in_flight, NULL, :changed_by FROM gone
+    SELECT controller, job_name, max_in_flight, NULL, :changed_by FROM target
 )
-SELECT job_name, max_in_flight AS previous FROM gone;
+SELECT job_name, max_in_flight AS previous FROM target;
+
+-- name: set_rate
+-- One rate per job and controller, beside its cap if it has one (set under another spelling of its name, it
+-- changes that job's limits row). Returns the rate it replaced (``previous``, NULL: none).
+WITH before AS (
+    SELECT per_minute FROM jenkins_job_limits
+    WHERE controller = :controller AND lower(job_name) = lower(CAST(:job_name AS text))
+), changed AS (
+    INSERT INTO jenkins_job_limits (controller, job_name, per_minute) VALUES (:controller, :job_name, :per_minute)
+    ON CONFLICT (controller, (lower(job_name))) DO UPDATE SET per_minute = EXCLUDED.per_minute, updated_at = now()
+    RETURNING controller, job_name, per_minute
+)
+SELECT controller, job_name, per_minute, (SELECT per_minute FROM before) AS previous FROM changed;
+
+-- name: remove_rate
+-- Removes a job's rate on one controller; its cap, if it has one, stays. Its recorded starts stay until the
+-- claims drop them: a rate set again within the minute counts them.
+WITH target AS (
+    SELECT controller, job_name, max_in_flight, per_minute FROM jenkins_job_limits
+    WHERE controller = :controller AND lower(job_name) = lower(CAST(:job_name AS text)) AND per_minute IS NOT NULL
+    FOR UPDATE
+), gone AS (
+    DELETE FROM jenkins_job_limits l USING target t
+    WHERE l.controller = t.controller AND l.job_name = t.job_name AND t.max_in_flight IS NULL
+), kept AS (
+    UPDATE jenkins_job_limits l SET per_minute = NULL, updated_at = now() FROM target t
+    WHERE l.controller = t.controller AND l.job_name = t.job_name AND t.max_in_flight IS NOT NULL
+)
+SELECT job_name, per_minute AS previous FROM target;
 
 -- name: limit_history
 -- The latest cap changes, newest first (the primary key's order).
@@ -699,10 +764,16 @@ SELECT count(*) AS pending FROM jenkins_jobs_queue
 WHERE status = 'pending' AND (lower(job_name) = lower(CAST(:job_name AS text)) OR CAST(:job_name AS text) = '*');
 
 -- name: list_limits
+-- Each job's cap (NULL: none) with its rows in flight, and its rate (NULL: none) with its starts of the last
+-- minute, counted as the capped claim counts them.
 SELECT l.controller, l.job_name, l.max_in_flight,
        (SELECT count(*) FROM jenkins_jobs_queue q
         WHERE q.status = 'processing' AND lower(q.job_name) = lower(l.job_name) AND q.controller = l.controller)
-           AS in_flight
+           AS in_flight,
+       l.per_minute,
+       (SELECT count(*) FROM jenkins_job_starts s
+        WHERE s.controller = l.controller AND s.job_key = lower(l.job_name) AND s.at > now() - interval '1 minute')
+           AS started_last_minute
 FROM jenkins_job_limits l ORDER BY l.job_name, l.controller;
 
 -- name: pending_controllers
@@ -840,7 +911,8 @@ ORDER BY 1;
 
 -- name: waiting_context
 -- What decides why pending rows wait, for a page of rows in one statement: for each of the page's job names
--- (:job_names, a JSON array) its job's cap, rows in flight and the name its pause was given (by job key);
+-- (:job_names, a JSON array) its job's cap, rows in flight, rate, starts of the last minute and when the rate
+-- next has room, and the name its pause was given (by job key);
 -- every pause, all rows in flight, and Jenkins's state.
 WITH wanted AS (
     SELECT DISTINCT value AS job_name FROM jsonb_array_elements_text(CAST(:job_names AS jsonb))
@@ -852,6 +924,18 @@ SELECT
                                    'in_flight', (SELECT count(*) FROM jenkins_jobs_queue q
                                                  WHERE q.status = 'processing'
                                                    AND lower(q.job_name) = lower(w.job_name)),
+                                   'rate', l.per_minute,
+                                   'started', (SELECT count(*) FROM jenkins_job_starts s
+                                               WHERE l.per_minute IS NOT NULL AND s.controller = l.controller
+                                                 AND s.job_key = lower(l.job_name)
+                                                 AND s.at > now() - interval '1 minute'),
+                                   -- When the rate next has room: the rate-th latest start leaves the minute.
+                                   'next_start_seconds',
+                                   (SELECT extract(epoch FROM s.at + interval '1 minute' - now())::float8
+                                    FROM jenkins_job_starts s
+                                    WHERE l.per_minute IS NOT NULL AND s.controller = l.controller
+                                      AND s.job_key = lower(l.job_name) AND s.at > now() - interval '1 minute'
+                                    ORDER BY s.at DESC OFFSET l.per_minute - 1 LIMIT 1),
                                    'paused_as', (SELECT p.job_name FROM jenkins_job_pauses p
                                                  WHERE lower(p.job_name) = lower(w.job_name)))),
             '{}')

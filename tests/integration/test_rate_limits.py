@@ -1,0 +1,148 @@
+"""Rate limits (`limits set JOB --per-minute N`): no set of dispatchers starts more than N rows of a job in any
+60 s, proven with processes racing on the real database. The minute is simulated by recorded starts dated in the
+past (the product's minute is never shortened), and checked once in real time against the emulator's builds."""
+
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from jenkins_dispatch.config import parse_database_url
+from jenkins_dispatch.dispatching.dispatcher import run_pass
+from jenkins_dispatch.operating.operator import why_rows_wait
+from jenkins_dispatch.store.db import Database
+from jenkins_dispatch.store.queue import Queue
+
+from ..child_processes import SPAWN, start_together, stop_all
+from ..dispatch_helpers import dispatch_settings
+from ..engines import numbers, sql_for
+
+pytestmark = pytest.mark.both_engines
+
+RATE = 10
+
+
+def _claim_until_dry(url, results):
+    """Claim as the dispatcher does (the capped path when any limit is set) until three claims in a row are empty."""
+    try:
+        with Database(parse_database_url(url)) as db:
+            queue = Queue(db, lease_seconds=300)
+            claimed, dry = [], 0
+            while dry < 3:
+                jobs = queue.claim_batch(4, capped=queue.caps_in_force(None))
+                claimed += [j.id for j in jobs]
+                dry = 0 if jobs else dry + 1
+            results.put(claimed)
+    except Exception as exc:  # told to the test at once, not found as a timeout
+        results.put(f"{type(exc).__name__}: {exc}")
+
+
+def _race(url: str) -> list[int]:
+    results = SPAWN.Queue()
+    workers = start_together(_claim_until_dry, [(url, results)] * 3)
+    per_worker = [results.get(timeout=60) for _ in workers]
+    stop_all(workers, timeout=30)
+    assert [r for r in per_worker if isinstance(r, str)] == [], "a claimer failed"
+    return [i for ids in per_worker for i in ids]
+
+
+def _seed_starts(db, job: str, count: int, seconds_ago: float) -> None:
+    """``count`` starts of ``job`` recorded ``seconds_ago`` (as the capped claim records them)."""
+    key = sql_for(db, postgresql="lower(:job)", mysql="UNHEX(SHA2(LOWER(:job), 256))")
+    db.run(f"INSERT INTO jenkins_job_starts (controller, job_key, job_id, at) SELECT 'default', {key}, 0, :at "
+           f"FROM {numbers(db, count)}", job=job, at=datetime.now(UTC) - timedelta(seconds=seconds_ago))
+
+
+def _move_window(db, seconds: int) -> None:
+    """What the clock does: every recorded start (and claim) ``seconds`` further in the past."""
+    shift = sql_for(db, postgresql=f"at - interval '{seconds} seconds'", mysql=f"at - INTERVAL {seconds} SECOND")
+    db.run(f"UPDATE jenkins_job_starts SET at = {shift}")
+    db.run(f"UPDATE jenkins_job_events SET at = {shift} WHERE event = 'claimed'")
+
+
+def _claims_per_window(db) -> list[int]:
+    """Claims of the history, as many as fall in each 60 s window that starts at a claim."""
+    times = sorted(r["at"] for r in db.run("SELECT at FROM jenkins_job_events WHERE event = 'claimed'"))
+    return [sum(1 for t in times if start <= t < start + timedelta(seconds=60)) for start in times]
+
+
+def test_three_racing_claimers_start_only_the_rest_of_the_minute_then_everything_as_it_moves(db, database_url):
+    db.run(f"INSERT INTO jenkins_jobs_queue (job_name) SELECT 'deploy' FROM {numbers(db, 100)}")
+    db.run(f"INSERT INTO jenkins_jobs_queue (job_name) SELECT 'lint' FROM {numbers(db, 20)}")
+    queue = Queue(db)
+    queue.set_rate("deploy", RATE)
+    _seed_starts(db, "deploy", 4, seconds_ago=30)
+
+    first = _race(database_url)
+    deploy = {r["id"] for r in db.run("SELECT id FROM jenkins_jobs_queue WHERE job_name = 'deploy'")}
+    assert len([i for i in first if i in deploy]) == RATE - 4, "only the rest of the minute is started"
+    assert len([i for i in first if i not in deploy]) == 20, "a job with no rate is not held back"
+    (limit,) = queue.limits()
+    assert (limit["per_minute"], limit["started_last_minute"], limit["max_in_flight"]) == (RATE, RATE, None)
+
+    # Why the rest waits: the rate, how many started, and when the oldest seeded start leaves the minute.
+    pending = queue.list_jobs(status="pending", limit=1)
+    (why,) = why_rows_wait(queue, pending, None)
+    assert why.code == "rate_limit" and why.text.startswith(f"rate limit {RATE}/min: {RATE} started in the last minute")
+    assert 25 <= int(why.text.rsplit("~", 1)[1].rstrip("s")) <= 31, why.text
+
+    # The minute moves on, ten times: each time three claimers start no more than the rate, until all are started.
+    claimed = set(first)
+    for _ in range(10):
+        _move_window(db, 60)
+        more = _race(database_url)
+        assert len(more) == len(set(more)) <= RATE
+        claimed |= set(more)
+    assert deploy <= claimed and len(claimed) == 120
+    assert max(_claims_per_window(db)) <= RATE + 20  # the first minute also holds lint's 20 (no rate)
+
+
+def test_a_cap_and_a_rate_both_hold_and_rm_removes_each_on_its_own(db):
+    db.run(f"INSERT INTO jenkins_jobs_queue (job_name) SELECT 'deploy' FROM {numbers(db, 30)}")
+    queue = Queue(db)
+    queue.set_limit("deploy", 3)
+    queue.set_rate("Deploy", 5)  # another spelling: the same job's limits
+    assert len(queue.claim_batch(10, capped=True)) == 3  # the cap holds first
+    db.run("UPDATE jenkins_jobs_queue SET status = 'completed', finished_at = updated_at WHERE status = 'processing'")
+    assert len(queue.claim_batch(10, capped=True)) == 2  # then the rate: 5 in the minute
+    assert queue.remove_limit("deploy") and queue.limit_of("deploy") is None
+    (limit,) = queue.limits()
+    assert (limit["max_in_flight"], limit["per_minute"]) == (None, 5)  # the rate stayed
+    assert queue.claim_batch(10, capped=queue.caps_in_force(None)) == []  # and still holds
+    assert queue.remove_rate("deploy") and queue.limits() == [] and not queue.remove_rate("deploy")
+    assert len(queue.claim_batch(10, capped=queue.caps_in_force(None))) == 10
+
+
+def test_in_real_time_three_dispatchers_wait_for_the_minute_to_move(db, jenkins):
+    """The window is real here: three starts recorded 57 s ago fill a rate of 3; nothing reaches Jenkins until
+    they leave the minute, then three builds, and no more."""
+    db.run(f"INSERT INTO jenkins_jobs_queue (job_name) SELECT 'deploy' FROM {numbers(db, 10)}")
+    Queue(db).set_rate("deploy", 3)
+    _seed_starts(db, "deploy", 3, seconds_ago=57)
+    window_opens = time.time() + 3
+    settings = dispatch_settings(jenkins.base_url)
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def dispatcher():
+        try:
+            while not stop.is_set():
+                run_pass(settings)
+                time.sleep(0.1)
+        except BaseException as exc:  # noqa: BLE001 - told to the test below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=dispatcher) for _ in range(3)]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(6)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=30)
+    assert errors == []
+    started = sorted(b.started for b in jenkins.builds("deploy"))
+    assert len(started) == 3, started
+    assert started[0] >= window_opens - 0.5, "a build started before the minute moved"
