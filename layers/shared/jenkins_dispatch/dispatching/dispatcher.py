@@ -542,7 +542,7 @@ def run_pass(
     # Each controller on its own: one down holds back only its rows, and one that answers slowly (a trigger wave
     # of timeouts) delays no other: with several, each has its own thread and database session (a session is not
     # thread-safe); the first keeps ``db``.
-    sessions = [db] + [Database(settings.database, application_name=f"jenkins-dispatch-{name}"[:63])
+    sessions = [db] + [open_database(settings.database, application_name=f"jenkins-dispatch-{name}"[:63])
                        for name in names[1:]]
     per_controller: dict[str, dict[str, Any]] = {}
     talked: list[bool] = []
