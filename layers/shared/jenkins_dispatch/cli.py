@@ -374,11 +374,14 @@ def cmd_stats(ctx: Context, args) -> None:
     )
     print(dispatchers_line(dispatchers))
     for pause in pauses:
-        if pause.job_name is None:
+        if pause.job_name is None and pause.controller is None:
             print(f"EVERYTHING IS PAUSED {_pause_text(pause)}: nothing new is dispatched "
                   "(`jenkins-dispatch resume` lifts it)")
+        elif pause.job_name is None:
+            print(f"CONTROLLER {pause.controller} IS PAUSED {_pause_text(pause)}: none of its rows is dispatched "
+                  f"(`jenkins-dispatch resume --controller {pause.controller}` lifts it)")
         else:
-            print(f"paused: {pause.job_name} {_pause_text(pause)}")
+            print(f"paused: {_pause_target(pause.job_name, pause.controller)} {_pause_text(pause)}")
     print()
     rows = [
         dict(r, in_flight=f"{r['in_flight']}/{r['cap'] if r['cap'] is not None else '-'}",
@@ -405,47 +408,65 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def _pause_target(job: str | None, controller: str | None) -> str:
+    """What a pause holds back, in words: `deploy`, `everything`, `deploy on eu`, `controller eu`."""
+    if controller is None:
+        return job or "everything"
+    return f"{job} on {controller}" if job else f"controller {controller}"
+
+
 def cmd_pause(ctx: Context, args) -> None:
-    """`pause [JOB]`: stop claiming one job (or every job) until resumed."""
-    result = ctx.queue.pause(args.job, reason=args.reason, paused_by=_operator_name())
+    """`pause [JOB] [--controller C]`: stop claiming one job (or every job), on one controller or on every
+    one, until resumed."""
+    result = ctx.queue.pause(args.job, reason=args.reason, paused_by=_operator_name(), controller=args.controller)
     if args.json:
         print_json(dict(result.as_dict(), created=result.created, pending=result.pending))
         return
-    target = args.job or "everything"
-    resume = f"`jenkins-dispatch resume{' ' + args.job if args.job else ''}`"
+    target = _pause_target(args.job, args.controller)
+    resume = ("`jenkins-dispatch resume" + (f" {args.job}" if args.job else "")
+              + (f" --controller {args.controller}" if args.controller else "") + "`")
     if result.created:
-        waiting = (f"no pending jobs of {args.job} now; any enqueued will wait" if args.job and result.pending == 0
+        waiting = (f"no pending jobs of {target} now; any enqueued will wait" if args.job and result.pending == 0
                    else f"{_plural(result.pending, 'pending job')} wait")
         print(f"paused {target}: {waiting} until {resume}; jobs already in Jenkins continue")
     else:
         print(f"{target} was already paused ({_pause_text(result)}); nothing changed")
         if args.job and result.pending == 0:
-            print(f"no pending jobs of {args.job} now")
+            print(f"no pending jobs of {target} now")
 
 
 def cmd_resume(ctx: Context, args) -> None:
-    """`resume [JOB]`: lift a pause."""
-    result = ctx.queue.resume(args.job)
+    """`resume [JOB] [--controller C]`: lift a pause (the one given for that controller, or for every one)."""
+    result = ctx.queue.resume(args.job, controller=args.controller)
     if args.json:
-        print_json({"job_name": args.job, "everything": args.job is None, "resumed": result.resumed,
-                    "pending": result.pending, "still_paused": [p.as_dict() for p in result.still_paused]})
+        print_json({"job_name": args.job, "everything": args.job is None, "controller": args.controller,
+                    "resumed": result.resumed, "pending": result.pending,
+                    "still_paused": [p.as_dict() for p in result.still_paused]})
         return
-    target = args.job or "everything"
+    target = _pause_target(args.job, args.controller)
     if result.resumed:
         print(f"resumed {target}: {_plural(result.pending, 'pending job')} may be dispatched again")
-    elif args.job:
+    elif args.job or args.controller:
         print(f"{target} was not paused; nothing changed")
     else:
         print("everything was not paused (no pause of every job was in force); nothing changed")
     if args.job and result.pending == 0:
-        print(f"no pending jobs of {args.job} now")
-    everything = next((p for p in result.still_paused if p.job_name is None), None)
-    own = [p.job_name for p in result.still_paused if p.job_name is not None]
-    if args.job and everything:
-        print(f"everything is still paused ({_pause_text(everything)}): `jenkins-dispatch resume` lifts it")
-    if args.job and args.job in own:
-        print(f"{args.job} is still paused")
-    if not args.job and own:
+        print(f"no pending jobs of {target} now")
+    for pause in result.still_paused:  # what still holds the same rows back, and how to lift it
+        if pause.controller is not None and args.controller is not None and pause.controller != args.controller:
+            continue
+        if pause.job_name is not None and args.job is not None and pause.job_name.lower() != args.job.lower():
+            continue
+        if (pause.job_name, pause.controller) == (args.job, args.controller):
+            continue
+        if args.job is None and args.controller is None and pause.job_name is not None:
+            continue  # listed below, together
+        how = ("`jenkins-dispatch resume" + (f" {pause.job_name}" if pause.job_name else "")
+               + (f" --controller {pause.controller}" if pause.controller else "") + "`")
+        print(f"{_pause_target(pause.job_name, pause.controller)} is still paused ({_pause_text(pause)}): {how} "
+              "lifts it")
+    own = [_pause_target(p.job_name, p.controller) for p in result.still_paused if p.job_name is not None]
+    if not args.job and not args.controller and own:
         print(f"still paused on their own: {', '.join(own)} (`jenkins-dispatch resume JOB` lifts each)")
 
 
@@ -824,11 +845,17 @@ def build_parser() -> argparse.ArgumentParser:
                 "yet. Pausing a paused job changes nothing (and says so).")
     p.add_argument("job", nargs="?", help="exact job_name (default: everything)")
     p.add_argument("--reason", help="why, shown by stats, show and ls")
+    p.add_argument("--controller", metavar="C",
+                   help="on this controller only (without JOB: the whole controller, for maintenance); "
+                        "default: on every controller")
 
     p = command("resume", cmd_resume,
                 "lift the pause of JOB (without JOB: the pause of everything; jobs paused on their own stay "
                 "paused); dispatchers wake at once. Resuming a job that is not paused changes nothing.")
     p.add_argument("job", nargs="?", help="exact job_name (default: everything)")
+    p.add_argument("--controller", metavar="C",
+                   help="the pause given for this controller (default: the pause of every controller); "
+                        "each is lifted on its own")
 
     p = command("cancel", cmd_cancel, "cancel pending or processing jobs: those named, or those the filters "
                 "select (with --yes)")
