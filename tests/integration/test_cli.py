@@ -53,7 +53,8 @@ def test_enqueue_parameters_from_json_and_time(capsys, queue):
 
 
 def test_limits_and_stats(capsys, queue):
-    assert run_json(capsys, "limits", "set", "deploy", "2") == {"job_name": "deploy", "max_in_flight": 2}
+    assert run_json(capsys, "limits", "set", "deploy", "2") == {"job_name": "deploy", "controller": "default",
+                                                            "max_in_flight": 2}
     assert run_json(capsys, "limits", "ls") == [{"controller": "default", "job_name": "deploy", "max_in_flight": 2, "in_flight": 0}]
     queue.enqueue("deploy")
     stats = run_json(capsys, "stats")

@@ -354,15 +354,34 @@ def _pause_text(pause) -> str:
     return f"since {when(pause.paused_at)}{who}{why}"
 
 
+def controller_rows(per_controller: Sequence[Mapping[str, Any]], configured: Mapping[str, int | None],
+                    paused: set[str]) -> list[dict[str, Any]]:
+    """`stats`' per-controller lines: every configured controller (``configured``: name → its own cap, None for
+    none) and every controller some unfinished row names, each with its pending, due and in-flight rows, its
+    cap and its state (paused as a whole, a name no configuration knows, or ok)."""
+    counts = {r["controller"]: r for r in per_controller}
+    rows = []
+    for name in sorted(set(configured) | set(counts)):
+        found = counts.get(name, {})
+        state = ("not configured" if configured and name not in configured
+                 else "paused" if name in paused else "ok")
+        rows.append({"controller": name, "pending": found.get("pending", 0), "due": found.get("due", 0),
+                     "in_flight": found.get("in_flight", 0), "cap": configured.get(name), "state": state})
+    return rows
+
+
 def cmd_stats(ctx: Context, args) -> None:
-    """`stats`: counts per status and per job, pauses and live dispatchers."""
+    """`stats`: counts per status, per controller and per job, pauses and live dispatchers."""
     stats = ctx.queue.stats()
     per_job = ctx.queue.stats_per_job()
     dispatchers = ctx.queue.dispatchers()
     pauses = ctx.queue.pauses()
+    configured = {name: c.max_in_flight for name, c in ctx.settings.controllers_by_name().items()}
+    controllers = controller_rows(ctx.queue.stats_per_controller(), configured,
+                                  {p.controller for p in pauses if p.job_name is None and p.controller})
     if args.json:
-        print_json({"totals": stats, "jobs": per_job, "pauses": [p.as_dict() for p in pauses],
-                    "dispatchers": dispatchers})
+        print_json({"totals": stats, "controllers": controllers, "jobs": per_job,
+                    "pauses": [p.as_dict() for p in pauses], "dispatchers": dispatchers})
         return
     print(
         f"pending {stats['pending']} (due {stats['due']})  processing {stats['processing']} "
@@ -382,6 +401,11 @@ def cmd_stats(ctx: Context, args) -> None:
                   f"(`jenkins-dispatch resume --controller {pause.controller}` lifts it)")
         else:
             print(f"paused: {_pause_target(pause.job_name, pause.controller)} {_pause_text(pause)}")
+    if len(controllers) > 1 or any(c["controller"] != DEFAULT_CONTROLLER for c in controllers):
+        # Several controllers: each one's backlog, in flight against its own cap, and whether it is paused.
+        print()
+        print_table([dict(c, in_flight=f"{c['in_flight']}/{c['cap'] if c['cap'] is not None else '-'}")
+                     for c in controllers], ["controller", "pending", "due", "in_flight", "state"])
     print()
     rows = [
         dict(r, in_flight=f"{r['in_flight']}/{r['cap'] if r['cap'] is not None else '-'}",
@@ -515,7 +539,7 @@ def cmd_retry(ctx: Context, args) -> int:
 
 def _filters(args) -> bulk.Filters:
     return bulk.Filters(status=args.status, job_name=args.job, since=args.since, error_like=args.error_like,
-                        parameters=dict(args.param or []))
+                        parameters=dict(args.param or []), controller=args.controller)
 
 
 def _one_id(args) -> bool:
@@ -568,24 +592,32 @@ def cmd_prune(ctx: Context, args) -> None:
         print(f"deleted {deleted} finished jobs older than {args.older_than:g} days")
 
 
+def _on(controller: str) -> str:
+    """" on C" after a job's name, for any controller but the default one (whose name the output never needed)."""
+    return "" if controller == DEFAULT_CONTROLLER else f" on {controller}"
+
+
 def cmd_limits_set(ctx: Context, args) -> None:
-    """`limits set JOB N`: at most N of the job in flight."""
-    ctx.queue.set_limit(args.job, args.n, changed_by=_operator_name())
+    """`limits set JOB N [--controller C]`: at most N of the job in flight on that controller."""
+    ctx.queue.set_limit(args.job, args.n, args.controller, changed_by=_operator_name())
     if args.json:
-        print_json({"job_name": args.job, "max_in_flight": args.n})
+        print_json({"job_name": args.job, "controller": args.controller, "max_in_flight": args.n})
     else:
-        print(f"{args.job}: at most {args.n} in flight"
+        pause = f"pause {args.job}" + (f" --controller {args.controller}" if _on(args.controller) else "")
+        print(f"{args.job}{_on(args.controller)}: at most {args.n} in flight"
               + (" (held back until the cap is raised or removed; to stop a job for a while, `jenkins-dispatch "
-                 f"pause {args.job}` says so everywhere)" if args.n == 0 else ""))
+                 f"{pause}` says so everywhere)" if args.n == 0 else ""))
 
 
 def cmd_limits_rm(ctx: Context, args) -> None:
-    """`limits rm JOB`: remove the job's cap."""
-    removed = ctx.queue.remove_limit(args.job, changed_by=_operator_name())  # none to remove: already as asked, exit 0 and say so
+    """`limits rm JOB [--controller C]`: remove the job's cap on that controller."""
+    # None to remove: already as asked, exit 0 and say so.
+    removed = ctx.queue.remove_limit(args.job, args.controller, changed_by=_operator_name())
     if args.json:
-        print_json({"job_name": args.job, "removed": removed})
+        print_json({"job_name": args.job, "controller": args.controller, "removed": removed})
     else:
-        print(f"{args.job}: no cap" if removed else f"{args.job} had no cap; nothing changed")
+        name = f"{args.job}{_on(args.controller)}"
+        print(f"{name}: no cap" if removed else f"{name} had no cap; nothing changed")
 
 
 def cmd_limits_ls(ctx: Context, args) -> None:
@@ -669,6 +701,7 @@ def add_bulk_arguments(p: argparse.ArgumentParser, action: str) -> None:
                    help=f"jobs to {action} at once (no --yes needed); or none, and filters")
     p.add_argument("--status", choices=STATUSES, metavar="STATUS", help=f"filter: jobs in this status ({eligible})")
     p.add_argument("--job", metavar="NAME", help="filter: exact job_name")
+    p.add_argument("--controller", metavar="NAME", help="filter: jobs of this Jenkins controller")
     p.add_argument("--since", type=parse_since, metavar="TIME",
                    help="filter: changed at or after TIME: 1h, 30m, 2d (that long ago) or ISO 8601")
     add_text_filters(p, "filter: ")
@@ -879,10 +912,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = limits_sub.add_parser("set", help=limit_help, description=limit_help)
     p.add_argument("job", help="exact job_name")
     p.add_argument("n", type=non_negative_int, help="jobs in flight at most (0: none)")
+    p.add_argument("--controller", default=DEFAULT_CONTROLLER, metavar="C",
+                   help="the controller whose JOB this caps (default: default); the same name elsewhere is another job")
     add_json_option(p)
     p.set_defaults(func=cmd_limits_set)
     p = limits_sub.add_parser("rm", help="remove JOB's cap")
     p.add_argument("job", help="exact job_name")
+    p.add_argument("--controller", default=DEFAULT_CONTROLLER, metavar="C",
+                   help="the controller whose cap of JOB to remove (default: default)")
     add_json_option(p)
     p.set_defaults(func=cmd_limits_rm)
     p = limits_sub.add_parser("ls", help="list per-job caps")

@@ -583,12 +583,12 @@ class Queue:
     def jobs_matching(
         self, *, final: bool, status: str | None = None, job_name: str | None = None,
         since: datetime | None = None, error_like: str | None = None, parameters: dict[str, str] | None = None,
-        limit: int = 1000,
+        limit: int = 1000, controller: str | None = None,
     ) -> tuple[list[MatchedJob], int]:
         """Final (``final``) or unfinished rows the filters select, by id, at most ``limit`` of them; and how
-        many match in all. ``error_like`` and ``parameters``: as in ``list_jobs``."""
+        many match in all. ``error_like``, ``parameters`` and ``controller``: as in ``list_jobs``."""
         rows = self._run(
-            "select_jobs_matching", final=final, status=status, job_name=job_name,
+            "select_jobs_matching", final=final, status=status, job_name=job_name, controller=controller,
             since=_moment(since), **_parameter_slots(parameters),
             error_pattern=like_contains(error_like) if error_like is not None else None, limit=limit,
         )

@@ -612,6 +612,7 @@ WHERE ((:final AND status IN ('completed', 'failed', 'cancelled'))
   AND (:job_name IS NULL OR job_name = :job_name)
   AND (:since IS NULL OR updated_at >= :since)
   AND (:error_pattern IS NULL OR lower(last_error) LIKE lower(:error_pattern) ESCAPE '\\')
+  AND (:controller IS NULL OR controller = :controller)
   AND (:param_key_1 IS NULL
        OR JSON_UNQUOTE(JSON_EXTRACT(parameters, CONCAT('$."', :param_key_1, '"'))) = :param_value_1)
   AND (:param_key_2 IS NULL

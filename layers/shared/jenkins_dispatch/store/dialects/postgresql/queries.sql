@@ -595,6 +595,7 @@ WHERE (status IN ('completed', 'failed', 'cancelled')) = CAST(:final AS boolean)
   AND (CAST(:job_name AS text) IS NULL OR lower(job_name) = lower(CAST(:job_name AS text)))
   AND (CAST(:since AS timestamptz) IS NULL OR updated_at >= CAST(:since AS timestamptz))
   AND (CAST(:error_pattern AS text) IS NULL OR last_error ILIKE CAST(:error_pattern AS text) ESCAPE '\')
+  AND (CAST(:controller AS text) IS NULL OR controller = CAST(:controller AS text))
   AND (CAST(:param_key_1 AS text) IS NULL
        OR parameters ->> CAST(:param_key_1 AS text) = CAST(:param_value_1 AS text))
   AND (CAST(:param_key_2 AS text) IS NULL
