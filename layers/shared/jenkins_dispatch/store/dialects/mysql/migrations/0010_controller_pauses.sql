@@ -1,4 +1,4 @@
--- Pauses per controller (PostgreSQL's 0012; docs/controllers.md). Written, like 0001, to be run again after a
+-- Pauses per controller (PostgreSQL's 0013; docs/controllers.md). Written, like 0001, to be run again after a
 -- stop part-way: each step only when information_schema says it is still to do.
 --
 -- controller NULL means every controller: what a pause meant before, so each existing pause keeps holding its
