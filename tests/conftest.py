@@ -24,7 +24,10 @@ from .pg_server import postgres_server  # noqa: E402
 
 # Every table a test may fill; the migrations' own table (and MySQL's lock rows) stay.
 TABLES = ("jenkins_job_events", "jenkins_jobs_queue", "jenkins_job_limits", "jenkins_job_pauses", "jenkins_dispatchers",
-          "jenkins_job_schedules", "jenkins_job_limit_events")
+          "jenkins_job_schedules", "jenkins_job_limit_events", "jenkins_job_stats", "jenkins_job_stat_bins",
+          "jenkins_queue_depth")
+# Keyed by something else than an id (no counter tells they were used): MySQL empties them every time.
+KEYED_TABLES = ("jenkins_job_schedules", "jenkins_job_stats", "jenkins_job_stat_bins", "jenkins_queue_depth")
 # Those whose id is an identity column on PostgreSQL (on MySQL every one but the schedules has an AUTO_INCREMENT id).
 IDENTITY_TABLES = ("jenkins_job_events", "jenkins_jobs_queue")
 
@@ -115,9 +118,9 @@ def empty_tables(database: Database) -> None:
         # session for a day unless told not to; MariaDB reads them live and has no such variable.)
         database.connection()  # the session knows its server once open
         fresh = "" if database.mariadb else "SET SESSION information_schema_stats_expiry = 0;\n"
-        # The schedules are keyed by name (no counter to tell they were used): emptied in the same round trip.
+        # The keyed tables have no counter to tell they were used: emptied in the same round trip.
         rows = database.run(
-            f"DELETE FROM jenkins_job_schedules;\n{fresh}"
+            "".join(f"DELETE FROM {t};\n" for t in KEYED_TABLES) + fresh +
             "SELECT table_name AS t FROM information_schema.tables WHERE table_schema = DATABASE() "
             f"AND table_name IN ({', '.join(repr(t) for t in TABLES)}) AND auto_increment > 1")
         touched = [r["t"] for r in rows]

@@ -25,7 +25,7 @@ WEBHOOK_METRICS = [
     "NotificationsAccepted", "NotificationsDuplicate", "NotificationsStale", "NotificationsUnknown",
     "NotificationsRejectedAuth", "NotificationsMalformed",
 ]
-SECRET_PARAMETERS = {"DbSecretArn", "JenkinsSecretArn", "WebhookSecretArn"}
+SECRET_PARAMETERS = {"DbSecretArn", "JenkinsSecretArn", "WebhookSecretArn", "JenkinsControllersSecretArn"}
 
 
 class CfnLoader(yaml.SafeLoader):
@@ -219,8 +219,8 @@ def test_migrations_custom_resource(resources):
 @pytest.mark.parametrize(
     "function, secrets",
     [
-        ("DispatcherFunction", {"JenkinsSecretArn", "DbSecretArn"}),
-        ("WebhookFunction", {"WebhookSecretArn", "DbSecretArn"}),
+        ("DispatcherFunction", {"JenkinsSecretArn", "DbSecretArn", "JenkinsControllersSecretArn"}),
+        ("WebhookFunction", {"WebhookSecretArn", "DbSecretArn", "JenkinsSecretArn", "JenkinsControllersSecretArn"}),
         ("MigrateFunction", {"DbSecretArn"}),
     ],
 )
@@ -241,6 +241,10 @@ def test_least_privilege_policies(resources, function, secrets):
                 assert set(ref) == {"Ref"} and ref["Ref"] in SECRET_PARAMETERS, r
                 if ref["Ref"] == "DbSecretArn":  # not through the stack's proxy: IAM tokens there
                     assert "FunctionsReadDbSecret" in (cond, condition)
+                if ref["Ref"] == "JenkinsControllersSecretArn":  # several controllers only
+                    assert condition == "HasControllersSecret"
+                if ref["Ref"] == "JenkinsSecretArn" and function == "WebhookFunction":
+                    assert condition == "HasControllersSecret"  # the webhook reads Jenkins only for the URLs
                 named.add(ref["Ref"])
         elif actions == ["rds-db:connect"]:
             rds_connect.append((condition, resources_))
@@ -537,6 +541,8 @@ def _dashboard_metrics(resources) -> set[str]:
         previous: list = []
         for row in widget.get("properties", {}).get("metrics", []):
             fields = [f for f in row if not isinstance(f, dict)]
+            if not fields:  # a metric-math or SEARCH expression: test_dashboard_per_controller reads those
+                continue
             if fields[:1] == ["..."]:
                 continue
             fields = [previous[i] if f == "." and i < len(previous) else f for i, f in enumerate(fields)]
@@ -889,3 +895,89 @@ def test_the_expanded_schedule_is_accepted_by_the_scheduler_api_with_its_dead_le
                                                         if k not in ("AlarmActions", "OKActions", "Tags")})
         [stored_alarm] = cloudwatch.describe_alarms(AlarmNames=["dlq"])["MetricAlarms"]
         assert stored_alarm["Dimensions"] == [{"Name": "QueueName", "Value": "jd-dispatcher-dlq"}]
+
+
+# --------------------------------------------------------------------------- several controllers (issue 23)
+
+HAS_CONTROLLERS = {"Fn::Not": [{"Fn::Equals": [{"Ref": "JenkinsControllersSecretArn"}, ""]}]}
+
+
+def _only_with_controllers(value):
+    return {"Fn::If": ["HasControllersSecret", value, {"Ref": "AWS::NoValue"}]}
+
+
+def test_the_controllers_secret_is_an_optional_parameter(template):
+    param = template["Parameters"]["JenkinsControllersSecretArn"]
+    assert param["Type"] == "String" and param["Default"] == ""
+    assert param["AllowedPattern"] == template["Parameters"]["JenkinsSecretArn"]["AllowedPattern"].join(["^$|", ""])
+    assert template["Conditions"]["HasControllersSecret"] == HAS_CONTROLLERS
+    [group] = [g for g in template["Metadata"]["AWS::CloudFormation::Interface"]["ParameterGroups"]
+               if "JenkinsSecretArn" in g["Parameters"]]
+    assert "JenkinsControllersSecretArn" in group["Parameters"]
+
+
+def test_the_dispatcher_and_the_webhook_get_the_controllers_secret_only_when_it_is_set(resources):
+    """The one dispatcher function serves every controller; the webhook needs every controller's URL (the
+    default one's included) to tell which controller a build belongs to."""
+    controllers_arn = _only_with_controllers({"Ref": "JenkinsControllersSecretArn"})
+    dispatcher = resources["DispatcherFunction"]["Properties"]["Environment"]["Variables"]
+    assert dispatcher["JENKINS_CONTROLLERS_SECRET_ARN"] == controllers_arn
+    assert dispatcher["JENKINS_SECRET_ARN"] == {"Ref": "JenkinsSecretArn"}
+    webhook = resources["WebhookFunction"]["Properties"]["Environment"]["Variables"]
+    assert webhook["JENKINS_CONTROLLERS_SECRET_ARN"] == controllers_arn
+    assert webhook["JENKINS_SECRET_ARN"] == _only_with_controllers({"Ref": "JenkinsSecretArn"})
+    assert "JENKINS_CONTROLLERS_SECRET_ARN" not in resources["MigrateFunction"]["Properties"].get(
+        "Environment", {}).get("Variables", {})
+    assert sum(1 for r in resources.values() if r["Type"] == "AWS::Serverless::Function"
+               and "dispatcher" in str(r["Properties"].get("CodeUri", ""))) == 1
+
+
+@pytest.mark.parametrize(("function", "sid", "arns"), [
+    ("DispatcherFunction", "ReadControllersSecret", {"Ref": "JenkinsControllersSecretArn"}),
+    ("WebhookFunction", "ReadControllersSecrets", [{"Ref": "JenkinsSecretArn"}, {"Ref": "JenkinsControllersSecretArn"}]),
+])
+def test_reading_the_controllers_secret_is_allowed_on_that_arn_only_and_only_when_it_is_set(resources, function,
+                                                                                             sid, arns):
+    [statement] = [s for s in _statements(resources[function])
+                   if "Fn::If" in s and s["Fn::If"][1].get("Sid") == sid]
+    assert statement == _only_with_controllers({
+        "Sid": sid, "Effect": "Allow", "Action": "secretsmanager:GetSecretValue", "Resource": arns})
+    # Nowhere else: no unconditional statement names the controllers' secret.
+    for raw in _statements(resources[function]):
+        condition, _st = _unwrap(raw)
+        if condition != "HasControllersSecret":
+            assert "JenkinsControllersSecretArn" not in json.dumps(raw)
+
+
+def test_the_expanded_roles_read_the_controllers_secret_under_the_condition(expanded):
+    for role in ("DispatcherFunctionRole", "WebhookFunctionRole"):
+        text = json.dumps(expanded["Resources"][role]["Properties"]["Policies"])
+        assert '"HasControllersSecret"' in text and '"JenkinsControllersSecretArn"' in text, role
+    assert "JenkinsControllersSecretArn" not in json.dumps(expanded["Resources"]["MigrateFunctionRole"])
+
+
+def test_the_jenkins_unavailable_alarm_still_watches_every_controller(resources):
+    """The dispatcher publishes JenkinsUnavailable under `service` alone whatever the number of controllers
+    (tests/unit/test_controller_metrics.py): the alarm's dimensions must stay exactly those."""
+    props = resources["JenkinsUnavailableAlarm"]["Properties"]
+    assert (props["Namespace"], props["MetricName"]) == ("JenkinsDispatch", "JenkinsUnavailable")
+    assert props["Dimensions"] == [{"Name": "service", "Value": "jenkins-dispatch"}]
+    assert "per controller" in props["AlarmDescription"]
+
+
+def test_dashboard_per_controller(resources):
+    import re
+
+    body_template, _variables = resources["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+    body = json.loads(re.sub(r"\$\{[^}]+\}", "0", body_template))
+    [widget] = [w for w in body["widgets"] if "per controller" in w.get("properties", {}).get("title", "")]
+    [[row]] = widget["properties"]["metrics"]
+    expression = row["expression"]
+    assert expression.startswith("SEARCH('{JenkinsDispatch,controller,service} ")
+    assert 'MetricName="JenkinsUnavailable"' in expression and 'service="jenkins-dispatch"' in expression
+    assert expression.endswith(", 'Sum', 60)")
+    # The label is CloudWatch's dynamic one (the controller's name), kept literal by Fn::Sub's ${!...}.
+    assert "\"label\": \"${!PROP('Dim.controller')}\"" in body_template
+    # Below the others, overlapping none.
+    others = [w for w in body["widgets"] if w is not widget]
+    assert widget["y"] >= max(w["y"] + w["height"] for w in others)

@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import math
+import random
 from datetime import UTC, datetime
 
 import pytest
 
-from jenkins_dispatch.operating.timeline import CHART_HEIGHT, CHART_PAD, buckets, chart, percentile, timings
+from jenkins_dispatch.operating.timeline import (
+    CHART_HEIGHT,
+    CHART_PAD,
+    DEPTH,
+    bin_bounds,
+    bin_of,
+    buckets,
+    chart,
+    histogram_percentile,
+    percentile,
+    timings,
+)
 
 NOW = datetime(2026, 1, 2, 10, 7, 30, tzinfo=UTC)
 
@@ -15,15 +28,15 @@ def test_buckets_fill_the_window_oldest_first():
     end = int(NOW.timestamp()) // 300 * 300
     rows = [{"bucket_epoch": end, "completed": 3, "failed": 1, "cancelled": None}]
     series = buckets(rows, 3600, 300, NOW)
-    assert len(series) == 12 and series[-1] == {"at": end, "completed": 3, "failed": 1, "cancelled": 0}
+    assert len(series) == 12 and series[-1] == {"at": end, "started": 0, "completed": 3, "failed": 1, "cancelled": 0}
     assert all(s["completed"] == 0 for s in series[:-1]) and series[0]["at"] == end - 11 * 300
 
 
 def test_chart_scales_to_the_largest_count():
-    series = [{"at": 0, "completed": 0, "failed": 0, "cancelled": 0},
-              {"at": 300, "completed": 4, "failed": 2, "cancelled": 0}]
+    series = [{"at": 0, "started": 0, "completed": 0, "failed": 0, "cancelled": 0},
+              {"at": 300, "started": 1, "completed": 4, "failed": 2, "cancelled": 0}]
     drawn = chart("hour", series, 300)
-    assert drawn.top == 4 and drawn.totals == {"completed": 4, "failed": 2, "cancelled": 0}
+    assert drawn.top == 4 and drawn.totals == {"started": 1, "completed": 4, "failed": 2, "cancelled": 0}
     last = drawn.lines["completed"].split()[-1]
     assert float(last.split(",")[1]) == CHART_PAD  # the top of the box
     assert float(drawn.lines["cancelled"].split()[0].split(",")[1]) == CHART_HEIGHT - CHART_PAD
@@ -46,3 +59,35 @@ def test_timings_overall_and_per_job_busiest_first():
     assert found["overall"]["rows"] == 6 and found["overall"]["build_p95"] == 50
     assert [j["job_name"] for j in found["jobs"]] == ["c", "a", "b"]
     assert found["jobs"][1]["wait_p50"] == 1 and found["jobs"][2]["wait_p50"] is None
+
+
+def test_the_depth_chart_totals_are_its_highest_levels():
+    series = [{"at": 0, "pending": 7, "processing": 2}, {"at": 300, "pending": 3, "processing": 5}]
+    assert chart("hour", series, 300, DEPTH).totals == {"pending": 7, "processing": 5}
+
+
+@pytest.mark.parametrize(("seconds", "expected"), [
+    (0, 0), (0.99, 0), (1, 1), (1.41, 1), (1.42, 2), (2, 3), (3, 4), (60, 12), (3600, 24), (1e9, 47),
+])
+def test_bins_are_half_octaves(seconds, expected):
+    assert bin_of(seconds) == expected
+    low, high = bin_bounds(expected)
+    assert low <= seconds < high
+
+
+def test_a_histogram_percentile_lies_in_the_bin_of_the_exact_one_so_within_a_factor_root_two():
+    rng = random.Random(25)
+    for _ in range(200):
+        values = [rng.lognormvariate(rng.uniform(0, 7), rng.uniform(.1, 2)) for _ in range(rng.randint(1, 300))]
+        bins: dict[int, int] = {}
+        for v in values:
+            bins[bin_of(v)] = bins.get(bin_of(v), 0) + 1
+        for share in (.5, .95):
+            exact, estimate = percentile(values, share), histogram_percentile(bins, share)
+            assert bin_of(estimate) == bin_of(exact) or estimate == bin_bounds(bin_of(exact))[1]
+            if exact >= 1:
+                assert 1 / math.sqrt(2) <= estimate / exact <= math.sqrt(2)
+
+
+def test_an_empty_histogram_has_no_percentile():
+    assert histogram_percentile({}, .5) is None

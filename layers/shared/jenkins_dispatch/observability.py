@@ -288,13 +288,32 @@ class MetricsFacade:
                 self.prometheus = PrometheusSink()
             return self.prometheus.registry
 
-    def add_metric(self, *, name: str, unit: MetricUnit | str, value: float) -> None:
-        """Record one metric value in every sink that is on."""
+    def add_metric(self, *, name: str, unit: MetricUnit | str, value: float,
+                   dimensions: Mapping[str, str] | None = None) -> None:
+        """Record one metric value in every sink that is on. With ``dimensions`` (``{"controller": "eu"}``)
+        its EMF value is printed at once, in a line of its own, under two dimension sets: ``service`` alone,
+        as without them (so alarms on it see every value), and ``service`` plus these (per controller)."""
         with self._lock:
             if self.emf_enabled:
-                self._emf.add_metric(name=name, unit=unit, value=value)
+                if dimensions:
+                    self._print_with_dimensions(name, unit, value, dimensions)
+                else:
+                    self._emf.add_metric(name=name, unit=unit, value=value)
         if self.prometheus is not None:
             self.prometheus.record(name, unit, value)
+
+    def _print_with_dimensions(self, name: str, unit: MetricUnit | str, value: float,
+                               dimensions: Mapping[str, str]) -> None:
+        # Dimensions belong to a whole EMF line, not to one metric: added to the shared set they would move
+        # every other metric of the pass off the dimension set the alarms watch. A provider of its own, then.
+        line = AmazonCloudWatchEMFProvider(namespace=NAMESPACE, service=SERVICE)
+        for key, dimension in dimensions.items():
+            line.add_dimension(name=key, value=dimension)
+        line.add_metric(name=name, unit=unit, value=value)
+        document = line.serialize_metric_set()
+        for directive in document["_aws"]["CloudWatchMetrics"]:
+            directive["Dimensions"] = [["service"], ["service", *dimensions]]
+        print(json.dumps(document, separators=(",", ":")), flush=True)
 
     def flush_if_any(self) -> None:
         """Print what was added as one EMF line, if anything (an empty flush only warns, in Powertools)."""

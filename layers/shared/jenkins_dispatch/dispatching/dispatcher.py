@@ -188,7 +188,10 @@ class Dispatcher:
         except _PassStopped as stopped:
             self.summary.stopped_because = str(stopped)
             self.summary.jenkins_unavailable = True
-            metrics.add_metric(name="JenkinsUnavailable", unit=MetricUnit.Count, value=1)
+            # Several controllers: also per controller (the alarm keeps watching the sum, under service alone).
+            several = len(self.settings.controllers_by_name()) > 1
+            metrics.add_metric(name="JenkinsUnavailable", unit=MetricUnit.Count, value=1,
+                               dimensions={"controller": self.controller} if several else None)
             logger.error("pass stopped: Jenkins as a whole failed", extra={"reason": str(stopped)})
         self.summary.duration_ms = int((time.monotonic() - started) * 1000)
         self._emit_metrics()

@@ -1,6 +1,11 @@
-"""The web page's picture of time: outcomes per bucket over the last hour, day and week, and queue wait and build
-duration (p50/p95) overall and per job. The reads are bounded: the charts count the finished_at index over their
-window, the timings read the latest rows through it with a LIMIT. Everything else here is pure."""
+"""The web page's picture of time: builds started and finished (by outcome) and the queue's depth per bucket over the
+last hour, day and week, and queue wait and build duration (p50/p95) overall and per job.
+
+Nothing here counts the history. The charts and the overall percentiles read small aggregates the write path keeps
+(a trigger counts every finish into five-minute rows and hourly histograms, migrations 0012/0009_job_stats.sql; the
+dispatcher's gauges keep the queue depth): at most a few thousand rows for a week, however many rows finished. The
+per-job table reads the latest TIMING_SAMPLE finished rows through the finished_at index (a LIMIT, not a scan).
+Everything else here is pure."""
 
 from __future__ import annotations
 
@@ -14,8 +19,11 @@ from ..store.queue import Queue
 
 # (name, window, bucket), seconds: 12 points an hour, 24 a day, 28 a week.
 WINDOWS = (("hour", 3600, 300), ("day", 86_400, 3600), ("week", 7 * 86_400, 6 * 3600))
-OUTCOMES = ("completed", "failed", "cancelled")
-TIMING_SAMPLE = 1000  # the latest finished rows the percentiles are computed over
+OUTCOMES = ("started", "completed", "failed", "cancelled")
+DEPTH = ("pending", "processing")
+TIMING_SAMPLE = 1000  # the latest finished rows the per-job percentiles are computed over
+TIMING_WINDOW = 86_400  # the overall percentiles: the rows finished in the last 24 hours (whole hours)
+BINS = 48  # the histograms' bins (0012_job_stats.sql): 0 is under 1 s, k ≥ 1 holds [2^((k-1)/2), 2^(k/2)) s
 CHART_WIDTH, CHART_HEIGHT, CHART_PAD = 480, 120, 24
 
 
@@ -24,27 +32,29 @@ class Chart:
     """One chart ready for the template: a polyline per outcome, the largest count, the first and last label."""
 
     name: str
-    lines: dict[str, str]  # outcome → "x,y x,y ..." (numbers only)
+    lines: dict[str, str]  # series (an outcome, pending, processing) → "x,y x,y ..." (numbers only)
     top: int
-    totals: dict[str, int]
+    totals: dict[str, int]  # each series summed (outcomes) or at its highest (depth)
     first: str
     last: str
 
 
-def buckets(rows: Sequence[dict], window: int, bucket: int, now: datetime) -> list[dict]:
-    """Pure: one entry per bucket of the window, oldest first, buckets without outcomes as zeros."""
+def buckets(rows: Sequence[dict], window: int, bucket: int, now: datetime,
+            keys: Sequence[str] = OUTCOMES) -> list[dict]:
+    """Pure: one entry per bucket of the window, oldest first, buckets without rows as zeros."""
     end = int(now.timestamp()) // bucket * bucket
     found = {int(r["bucket_epoch"]): r for r in rows}
-    return [{"at": start, **{k: int(found.get(start, {}).get(k) or 0) for k in OUTCOMES}}
+    return [{"at": start, **{k: int(found.get(start, {}).get(k) or 0) for k in keys}}
             for start in range(end - window + bucket, end + 1, bucket)]
 
 
-def chart(name: str, series: Sequence[dict], bucket: int) -> Chart:
-    """Pure: the polylines of ``series`` (from ``buckets``) in a CHART_WIDTH × CHART_HEIGHT box."""
-    top = max([1] + [s[k] for s in series for k in OUTCOMES])
+def chart(name: str, series: Sequence[dict], bucket: int, keys: Sequence[str] = OUTCOMES) -> Chart:
+    """Pure: the polylines of ``series`` (from ``buckets``) in a CHART_WIDTH × CHART_HEIGHT box. Totals are sums
+    for outcomes, the highest value for the queue's depth (a level, not a count of events)."""
+    top = max([1] + [s[k] for s in series for k in keys])
     step = (CHART_WIDTH - 2 * CHART_PAD) / max(1, len(series) - 1)
     lines = {}
-    for outcome in OUTCOMES:
+    for outcome in keys:
         points = []
         for i, s in enumerate(series):
             x = CHART_PAD + i * step
@@ -54,7 +64,8 @@ def chart(name: str, series: Sequence[dict], bucket: int) -> Chart:
     label = "%H:%M" if bucket < 86_400 else "%m-%d"
     first = datetime.fromtimestamp(series[0]["at"], UTC).strftime(label if bucket < 3600 else "%m-%d %H:%M")
     last = datetime.fromtimestamp(series[-1]["at"] + bucket, UTC).strftime(label if bucket < 3600 else "%m-%d %H:%M")
-    return Chart(name, lines, top, {k: sum(s[k] for s in series) for k in OUTCOMES}, first, last)
+    total = max if keys == DEPTH else sum
+    return Chart(name, lines, top, {k: total(s[k] for s in series) for k in keys}, first, last)
 
 
 def percentile(values: Sequence[float], share: float) -> float | None:
@@ -63,6 +74,48 @@ def percentile(values: Sequence[float], share: float) -> float | None:
     if not ordered:
         return None
     return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
+
+
+def bin_of(seconds: float) -> int:
+    """Pure: the histogram bin of a duration, as the trigger computes it (0012_job_stats.sql)."""
+    if seconds < 1:
+        return 0
+    return min(BINS - 1, 1 + math.floor(2 * math.log2(seconds)))
+
+
+def bin_bounds(k: int) -> tuple[float, float]:
+    """Pure: the durations bin ``k`` holds, [low, high) seconds (the last bin has no upper end: inf)."""
+    if k == 0:
+        return 0.0, 1.0
+    return 2 ** ((k - 1) / 2), (math.inf if k == BINS - 1 else 2 ** (k / 2))
+
+
+def histogram_percentile(bins: dict[int, int], share: float) -> float | None:
+    """Pure: the nearest-rank percentile (``share`` in 0..1) of the durations counted in ``bins`` (bin → rows),
+    placed within its bin by its rank there (geometrically, as the bins are; linearly in bin 0). The true value lies
+    in the same bin, so the estimate is within a factor √2 of it (under 1 s: within a second); None when empty."""
+    total = sum(bins.values())
+    if not total:
+        return None
+    rank = max(1, math.ceil(share * total))
+    seen = 0
+    for k in sorted(bins):
+        if seen + bins[k] >= rank:
+            low, high = bin_bounds(k)
+            if high == math.inf:
+                return low
+            within = (rank - seen) / bins[k]
+            return low + (high - low) * within if k == 0 else low * (high / low) ** within
+        seen += bins[k]
+    return None  # not reached: the ranks add up to total
+
+
+def overall_timings(bins: dict[str, dict[int, int]]) -> dict[str, Any]:
+    """Pure: queue wait and build duration p50/p95 from the histograms of ``Queue.timing_bins``."""
+    return {"rows": sum(bins["build"].values()),
+            "wait_p50": histogram_percentile(bins["wait"], .5), "wait_p95": histogram_percentile(bins["wait"], .95),
+            "build_p50": histogram_percentile(bins["build"], .5),
+            "build_p95": histogram_percentile(bins["build"], .95)}
 
 
 def timings(rows: Sequence[dict]) -> dict[str, Any]:
@@ -83,9 +136,13 @@ def timings(rows: Sequence[dict]) -> dict[str, Any]:
 
 
 def time_on_the_page(queue: Queue, now: datetime | None = None) -> dict[str, Any]:
-    """What the time page shows: a chart per window and the timings of the latest finished rows."""
+    """What the time page shows: per window a chart of builds and one of the queue's depth, the overall timings of
+    the last day (histograms) and the per-job timings of the latest finished rows."""
     now = now or datetime.now(UTC)
-    charts = [chart(name, buckets(queue.finished_per_bucket(window, bucket), window, bucket, now), bucket)
+    charts = [chart(name, buckets(queue.stats_per_bucket(window, bucket), window, bucket, now), bucket)
               for name, window, bucket in WINDOWS]
-    return {"charts": charts, "timings": timings(queue.recent_timings(TIMING_SAMPLE)), "sample_limit": TIMING_SAMPLE,
+    depth = [chart(name, buckets(queue.depth_per_bucket(window, bucket), window, bucket, now, DEPTH), bucket, DEPTH)
+             for name, window, bucket in WINDOWS]
+    return {"charts": charts, "depth": depth, "overall": overall_timings(queue.timing_bins(TIMING_WINDOW)),
+            "timings": timings(queue.recent_timings(TIMING_SAMPLE)), "sample_limit": TIMING_SAMPLE,
             "width": CHART_WIDTH, "height": CHART_HEIGHT, "pad": CHART_PAD}

@@ -276,6 +276,12 @@ def _constraint_message(exc: DatabaseError) -> str:
     return readable.get(constraint, str(exc))
 
 
+def _check_buckets(window_seconds: int, bucket_seconds: int) -> None:
+    # The aggregate's buckets are five minutes: a chart's bucket is a whole number of them.
+    if bucket_seconds < 300 or bucket_seconds % 300 or window_seconds < bucket_seconds:
+        raise InvalidInput("a bucket must be a multiple of 300 s and the window at least one bucket")
+
+
 class Queue:
     """Queue operations on one database session. Every method is one round trip unless it says so."""
 
@@ -625,12 +631,25 @@ class Queue:
             raise InvalidInput("hours must be 1 or more")
         return cast(list[HourCounts], self._run("finished_per_hour", hours=hours))
 
-    def finished_per_bucket(self, window_seconds: int, bucket_seconds: int) -> list[Row]:
-        """Final rows per bucket of ``bucket_seconds`` over the last ``window_seconds``, by outcome
-        (``bucket_epoch``: the bucket's start in seconds since 1970); buckets with none are absent."""
-        if bucket_seconds < 1 or window_seconds < bucket_seconds:
-            raise InvalidInput("a bucket must be 1 s or more and the window at least one bucket")
-        return self._run("finished_per_bucket", window=window_seconds, bucket=bucket_seconds)
+    def stats_per_bucket(self, window_seconds: int, bucket_seconds: int) -> list[Row]:
+        """Builds started, completed, failed and cancelled per bucket of ``bucket_seconds`` (a multiple of 300) over
+        the last ``window_seconds``, from the five-minute aggregate the write path keeps (``bucket_epoch``: the
+        bucket's start in seconds since 1970); buckets with none are absent."""
+        _check_buckets(window_seconds, bucket_seconds)
+        return self._run("stats_per_bucket", window=window_seconds, bucket=bucket_seconds)
+
+    def depth_per_bucket(self, window_seconds: int, bucket_seconds: int) -> list[Row]:
+        """The most pending and processing rows the dispatchers' gauges saw per bucket (as ``stats_per_bucket``)."""
+        _check_buckets(window_seconds, bucket_seconds)
+        return self._run("depth_per_bucket", window=window_seconds, bucket=bucket_seconds)
+
+    def timing_bins(self, window_seconds: int) -> dict[str, dict[int, int]]:
+        """Queue wait and build duration of the rows finished in the last ``window_seconds`` (whole hours, the
+        current one included) as histogram counts: metric ('wait', 'build') → bin → rows (bins: timeline.bin_of)."""
+        found: dict[str, dict[int, int]] = {"wait": {}, "build": {}}
+        for r in self._run("timing_bins", window=window_seconds):
+            found[r["metric"]][int(r["bin"])] = int(r["n"])
+        return found
 
     def recent_timings(self, limit: int) -> list[Row]:
         """The latest ``limit`` finished rows, newest first: job_name, status, wait_seconds, build_seconds."""
@@ -813,3 +832,4 @@ class Queue:
         and ``held`` (its jobs still processing); None when the table was never upgraded while it held jobs."""
         rows = cast(list[CutoverWindow], self._run("cutover_window"))
         return rows[0] if rows else None
+

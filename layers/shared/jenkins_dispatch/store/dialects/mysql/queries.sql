@@ -823,11 +823,20 @@ SELECT
 -- becomes due, the next lease that expires): status-led index reads only, and the database's oldest open
 -- transaction (a long one holds back InnoDB's purge: old row versions pile up and reads slow down). The
 -- oldest pending age leaves out paused jobs (an operator's choice, not a stuck queue: no alarm for it);
--- everything paused: none. Plain consistent reads: no row is locked.
+-- everything paused: none. Plain consistent reads: no queue row is locked. The counts go through variables into
+-- the queue-depth chart (jenkins_queue_depth, 0009_job_stats.sql) in the same round trip: the most pending and
+-- processing rows seen in the current five minutes (MySQL writes the row only when a count rose).
 -- decode: everything_paused bool
 {{op_oldest_transaction}};
+SET @jd_processing = (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing'),
+    @jd_pending = (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'pending');
+INSERT INTO jenkins_queue_depth (bucket_start, pending_max, processing_max)
+VALUES ('1970-01-01' + INTERVAL (TIMESTAMPDIFF(SECOND, '1970-01-01', NOW(6)) DIV 300 * 300) SECOND,
+        @jd_pending, @jd_processing)
+ON DUPLICATE KEY UPDATE pending_max = GREATEST(pending_max, VALUES(pending_max)),
+                        processing_max = GREATEST(processing_max, VALUES(processing_max));
 SELECT
-    (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing') AS processing,
+    @jd_processing AS processing,
     -- The oldest due row of a job not paused (keyed as the claim skips them). ORDER BY … LIMIT 1 walks the
     -- (status, scheduled_at) index from the oldest and stops at the first such row; MIN() with this filter
     -- would look up every due row (seconds at a million).
@@ -845,7 +854,7 @@ SELECT
       WHERE status = 'pending' AND scheduled_at > NOW(6)) AS next_due_seconds,
     (SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), min(lease_expires_at)) / 1e6 FROM jenkins_jobs_queue
       WHERE status = 'processing') AS next_lease_seconds,
-    (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'pending') AS pending,
+    @jd_pending AS pending,
     (SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), min(next_tick)) / 1e6 FROM jenkins_job_schedules WHERE enabled)
         AS next_tick_seconds,
     @jd_trx_seconds AS oldest_transaction_seconds;
@@ -1170,15 +1179,30 @@ SELECT @jd_id AS job_id FROM DUAL WHERE @jd_id IS NOT NULL;
 SELECT MIN(job_name) AS job_name, GROUP_CONCAT(name ORDER BY name SEPARATOR ', ') AS schedules
 FROM jenkins_job_schedules GROUP BY LOWER(job_name) ORDER BY 1;
 
--- name: finished_per_bucket
-SELECT CAST(FLOOR(UNIX_TIMESTAMP(finished_at) / :bucket) * :bucket AS SIGNED) AS bucket_epoch,
-       SUM(status = 'completed') AS completed,
-       SUM(status = 'failed') AS failed,
-       SUM(status = 'cancelled') AS cancelled
-FROM jenkins_jobs_queue
-WHERE finished_at >= NOW(6) - INTERVAL :window SECOND
+-- name: stats_per_bucket
+-- Bucket starts as seconds since 1970 counted from the DATETIME itself (as 0009_job_stats.sql buckets them).
+SELECT TIMESTAMPDIFF(SECOND, '1970-01-01', bucket_start) DIV :bucket * :bucket AS bucket_epoch,
+       SUM(completed) AS completed, SUM(failed) AS failed, SUM(cancelled) AS cancelled, SUM(started) AS started
+FROM jenkins_job_stats
+WHERE bucket_start >= '1970-01-01' + INTERVAL (TIMESTAMPDIFF(SECOND, '1970-01-01', NOW(6)) DIV :bucket * :bucket - :window + :bucket) SECOND
 GROUP BY 1
 ORDER BY 1;
+
+-- name: depth_per_bucket
+SELECT TIMESTAMPDIFF(SECOND, '1970-01-01', bucket_start) DIV :bucket * :bucket AS bucket_epoch,
+       MAX(pending_max) AS pending, MAX(processing_max) AS processing
+FROM jenkins_queue_depth
+WHERE bucket_start >= '1970-01-01' + INTERVAL (TIMESTAMPDIFF(SECOND, '1970-01-01', NOW(6)) DIV :bucket * :bucket - :window + :bucket) SECOND
+GROUP BY 1
+ORDER BY 1;
+
+-- name: timing_bins
+SELECT metric, bin, SUM(n) AS n
+FROM jenkins_job_stat_bins
+WHERE metric IN ('wait', 'build')
+  AND bucket_start >= '1970-01-01' + INTERVAL (TIMESTAMPDIFF(SECOND, '1970-01-01', NOW(6)) DIV 3600 * 3600 - :window + 3600) SECOND
+GROUP BY metric, bin
+ORDER BY metric, bin;
 
 -- name: recent_timings
 SELECT job_name, status,

@@ -777,32 +777,45 @@ SELECT
 -- becomes due, the next lease that expires): partial-index reads only, and the database's oldest open
 -- transaction. The oldest pending age leaves out
 -- paused jobs (an operator's choice, not a stuck queue: no alarm for it); everything paused: none.
--- jenkins_jobs_queue is named before jenkins_job_pauses (no WITH): every statement locks the two in that
+-- jenkins_jobs_queue is named before jenkins_job_pauses (no CTE of the pauses first): every statement locks the two in that
 -- order (a claim reads the pauses last, through its function), so none deadlocks with another that
 -- locks both, such as a TRUNCATE or an ALTER of both in that order.
-SELECT
-    (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing') AS processing,
-    (SELECT extract(epoch FROM now() - min(scheduled_at))::float8 FROM jenkins_jobs_queue q
-      WHERE status = 'pending' AND scheduled_at <= now()
-        -- A pause holds its controller's rows (controller NULL: every controller's).
-        AND NOT EXISTS (SELECT 1 FROM jenkins_job_pauses p
-                        WHERE (p.job_name = '*' OR lower(p.job_name) = lower(q.job_name))
-                          AND (p.controller IS NULL OR p.controller = q.controller))) AS oldest_pending_seconds,
-    EXISTS (SELECT 1 FROM jenkins_job_pauses WHERE job_name = '*' AND controller IS NULL) AS everything_paused,
-    (SELECT count(*) FROM jenkins_job_pauses WHERE job_name <> '*') AS paused_jobs,
-    (SELECT extract(epoch FROM min(scheduled_at) - now())::float8 FROM jenkins_jobs_queue
-      WHERE status = 'pending' AND scheduled_at > now()) AS next_due_seconds,
-    (SELECT extract(epoch FROM min(lease_expires_at) - now())::float8 FROM jenkins_jobs_queue
-      WHERE status = 'processing') AS next_lease_seconds,
-    (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'pending') AS pending,
-    -- The next tick of an enabled schedule: a row that does not exist yet, so next_due_seconds cannot see it.
-    (SELECT extract(epoch FROM min(next_tick) - now())::float8 FROM jenkins_job_schedules WHERE enabled)
-        AS next_tick_seconds,
-    -- A long-open transaction holds back vacuum: dead rows pile up and claims slow down (sessions of other
-    -- users are visible only with pg_read_all_stats).
-    (SELECT extract(epoch FROM now() - min(xact_start))::float8 FROM pg_stat_activity
-      WHERE xact_start IS NOT NULL AND pid <> pg_backend_pid() AND datname = current_database()
-        AND backend_type = 'client backend') AS oldest_transaction_seconds;
+-- The same statement keeps the queue-depth chart (jenkins_queue_depth, 0012_job_stats.sql): the most pending and
+-- processing rows seen in the current five minutes, written only when a count is above the bucket's (most passes
+-- write nothing), with no round trip of its own.
+WITH seen AS (
+    SELECT
+        (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing') AS processing,
+        (SELECT extract(epoch FROM now() - min(scheduled_at))::float8 FROM jenkins_jobs_queue q
+          WHERE status = 'pending' AND scheduled_at <= now()
+            -- A pause holds its controller's rows (controller NULL: every controller's).
+            AND NOT EXISTS (SELECT 1 FROM jenkins_job_pauses p
+                            WHERE (p.job_name = '*' OR lower(p.job_name) = lower(q.job_name))
+                              AND (p.controller IS NULL OR p.controller = q.controller))) AS oldest_pending_seconds,
+        EXISTS (SELECT 1 FROM jenkins_job_pauses WHERE job_name = '*' AND controller IS NULL) AS everything_paused,
+        (SELECT count(*) FROM jenkins_job_pauses WHERE job_name <> '*') AS paused_jobs,
+        (SELECT extract(epoch FROM min(scheduled_at) - now())::float8 FROM jenkins_jobs_queue
+          WHERE status = 'pending' AND scheduled_at > now()) AS next_due_seconds,
+        (SELECT extract(epoch FROM min(lease_expires_at) - now())::float8 FROM jenkins_jobs_queue
+          WHERE status = 'processing') AS next_lease_seconds,
+        (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'pending') AS pending,
+        -- The next tick of an enabled schedule: a row that does not exist yet, so next_due_seconds cannot see it.
+        (SELECT extract(epoch FROM min(next_tick) - now())::float8 FROM jenkins_job_schedules WHERE enabled)
+            AS next_tick_seconds,
+        -- A long-open transaction holds back vacuum: dead rows pile up and claims slow down (sessions of other
+        -- users are visible only with pg_read_all_stats).
+        (SELECT extract(epoch FROM now() - min(xact_start))::float8 FROM pg_stat_activity
+          WHERE xact_start IS NOT NULL AND pid <> pg_backend_pid() AND datname = current_database()
+            AND backend_type = 'client backend') AS oldest_transaction_seconds
+), depth AS (
+    INSERT INTO jenkins_queue_depth AS d (bucket_start, pending_max, processing_max)
+    SELECT jenkins_dispatch_bucket(now(), 300), pending, processing FROM seen
+    ON CONFLICT (bucket_start) DO UPDATE
+        SET pending_max = greatest(d.pending_max, EXCLUDED.pending_max),
+            processing_max = greatest(d.processing_max, EXCLUDED.processing_max)
+        WHERE d.pending_max < EXCLUDED.pending_max OR d.processing_max < EXCLUDED.processing_max
+)
+SELECT * FROM seen;
 
 -- name: stats_per_job
 -- One row per job (every spelling of its name together, by job key), shown under the name its cap or pause was
@@ -1094,17 +1107,36 @@ SELECT id AS job_id FROM inserted;
 SELECT min(job_name) AS job_name, string_agg(name, ', ' ORDER BY name) AS schedules
 FROM jenkins_job_schedules GROUP BY lower(job_name) ORDER BY 1;
 
--- name: finished_per_bucket
--- The time page's charts: final rows per bucket of :bucket seconds, by outcome, over the last :window seconds
--- (bucket_epoch: the bucket's start, seconds since 1970). Reads the finished_at index over the window only.
-SELECT CAST(floor(extract(epoch FROM finished_at) / :bucket) * :bucket AS bigint) AS bucket_epoch,
-       count(*) FILTER (WHERE status = 'completed') AS completed,
-       count(*) FILTER (WHERE status = 'failed') AS failed,
-       count(*) FILTER (WHERE status = 'cancelled') AS cancelled
-FROM jenkins_jobs_queue
-WHERE finished_at >= now() - make_interval(secs => CAST(:window AS double precision))
+-- name: stats_per_bucket
+-- The time page's charts: builds started, completed, failed and cancelled per bucket of :bucket seconds (a multiple
+-- of 300) over the last :window seconds, from the five-minute aggregate a trigger keeps (0012_job_stats.sql): at
+-- most window / 300 × 4 rows, whatever the history holds. bucket_epoch: the bucket's start, seconds since 1970.
+SELECT CAST(floor(extract(epoch FROM bucket_start) / :bucket) * :bucket AS bigint) AS bucket_epoch,
+       sum(completed) AS completed, sum(failed) AS failed, sum(cancelled) AS cancelled, sum(started) AS started
+FROM jenkins_job_stats
+WHERE bucket_start >= to_timestamp(floor(extract(epoch FROM now()) / :bucket) * :bucket - :window + :bucket)
 GROUP BY 1
 ORDER BY 1;
+
+-- name: depth_per_bucket
+-- The queue-depth chart: the most pending and processing rows the dispatchers' gauges saw per bucket (as above).
+SELECT CAST(floor(extract(epoch FROM bucket_start) / :bucket) * :bucket AS bigint) AS bucket_epoch,
+       max(pending_max) AS pending, max(processing_max) AS processing
+FROM jenkins_queue_depth
+WHERE bucket_start >= to_timestamp(floor(extract(epoch FROM now()) / :bucket) * :bucket - :window + :bucket)
+GROUP BY 1
+ORDER BY 1;
+
+-- name: timing_bins
+-- Queue wait and build duration of the rows finished in the last :window seconds (whole hours, the current one
+-- included), as the counts of their histogram's bins (0012_job_stats.sql says the bins): the primary key's range
+-- per metric, at most window / 3600 × 48 × 4 rows.
+SELECT metric, bin, sum(n) AS n
+FROM jenkins_job_stat_bins
+WHERE metric IN ('wait', 'build')
+  AND bucket_start >= to_timestamp(floor(extract(epoch FROM now()) / 3600) * 3600 - :window + 3600)
+GROUP BY metric, bin
+ORDER BY metric, bin;
 
 -- name: recent_timings
 -- The latest :limit finished rows, newest first through the finished_at index: how long each waited (insert or
