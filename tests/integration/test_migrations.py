@@ -97,7 +97,7 @@ def test_concurrent_migrations_apply_once(empty_database, engine):
 
 
 def test_a_pause_from_before_pauses_per_controller_holds_on_every_controller(empty_database, monkeypatch):
-    """0013_controller_pauses (MySQL 0010): each existing pause keeps holding its job back everywhere."""
+    """0014_controller_pauses (MySQL 0010): each existing pause keeps holding its job back everywhere."""
     from jenkins_dispatch.store import migrations
 
     every = migrations.migration_files

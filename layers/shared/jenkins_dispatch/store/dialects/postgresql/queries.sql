@@ -49,7 +49,7 @@ SELECT id FROM jenkins_jobs_queue
 WHERE dedupe_key = :dedupe_key AND status IN ('pending', 'processing');
 
 -- fragment: paused
--- Paused jobs are read through jenkins_dispatch_paused_jobs(controller) (0013_controller_pauses.sql), which
+-- Paused jobs are read through jenkins_dispatch_paused_jobs(controller) (0014_controller_pauses.sql), which
 -- orders a claim against any pause: nothing of a paused job is claimed once its pause has committed. By job
 -- key; the pauses of the claim's controller (:controller) and those of every controller ('*': everything).
 paused AS MATERIALIZED (
