@@ -3,6 +3,7 @@ made to fail, says so with its fix while the others still run. Real PostgreSQL, 
 
 from __future__ import annotations
 
+import json
 import time
 
 from jenkins_dispatch.config import parse_database_url
@@ -12,6 +13,7 @@ from jenkins_dispatch.operating.doctor import (
     SKIP,
     Check,
     DoctorOptions,
+    failure_line,
     healthy,
     render,
     run_checks,
@@ -206,3 +208,33 @@ def test_every_scheduled_job_is_checked_in_jenkins(database_url, db, jenkins):
     ghost = by_name(checks)["scheduled job no-such-job"]
     assert ghost.status == FAIL and "no job no-such-job" in ghost.detail and "schedule rm" in ghost.fix
     assert not healthy(checks)
+
+
+def test_every_controller_is_checked_and_the_failing_one_is_named(database_url, make_jenkins):
+    a, b, c = make_jenkins(), make_jenkins(), make_jenkins()
+    controllers = {"b": {"url": b.base_url, "user": "admin", "api_token": "wrong-token"},
+                   "c": {"url": c.base_url, "user": "admin", "api_token": "admin-token"}}
+    checks = run_checks(DoctorOptions(), env_for(database_url, a.base_url,
+                                                 JENKINS_CONTROLLERS=json.dumps(controllers)))
+    found = statuses(checks)
+    assert (found["jenkins"], found["credentials"]) == (PASS, PASS), render(checks)
+    assert (found["jenkins b"], found["credentials b"]) == (PASS, FAIL), render(checks)
+    assert (found["jenkins c"], found["credentials c"]) == (PASS, PASS), render(checks)
+    assert not healthy(checks)
+    assert "credentials b" in failure_line(checks)
+    assert b.base_url.rstrip("/").split("//")[1] in by_name(checks)["jenkins b"].detail
+
+
+def test_a_controller_that_does_not_answer_is_named(database_url, make_jenkins):
+    a = make_jenkins()
+    controllers = {"down": {"url": f"http://127.0.0.1:{free_port()}/", "user": "admin", "api_token": "t"}}
+    checks = run_checks(DoctorOptions(), env_for(database_url, a.base_url, JENKINS_TIMEOUT_SECONDS="2",
+                                                 JENKINS_CONTROLLERS=json.dumps(controllers)))
+    found = statuses(checks)
+    assert (found["jenkins down"], found["credentials down"]) == (FAIL, SKIP), render(checks)
+    assert found["jenkins"] == PASS and "jenkins down" in failure_line(checks)
+
+
+def test_a_bad_controllers_configuration_is_one_failing_row(database_url, jenkins):
+    checks = run_checks(DoctorOptions(), env_for(database_url, jenkins.base_url, JENKINS_CONTROLLERS="{not json"))
+    assert statuses(checks)["controllers"] == FAIL and "JENKINS_CONTROLLERS" in by_name(checks)["controllers"].detail

@@ -94,3 +94,26 @@ def test_concurrent_migrations_apply_once(empty_database, engine):
         t.join()
     assert errors == []
     assert sorted(len(r) for r in results) == [0, 0, 0, len(migration_files(engine))]
+
+
+def test_a_pause_from_before_pauses_per_controller_holds_on_every_controller(empty_database, monkeypatch):
+    """0014_controller_pauses (MySQL 0011): each existing pause keeps holding its job back everywhere."""
+    from jenkins_dispatch.store import migrations
+
+    every = migrations.migration_files
+    with Database(parse_database_url(empty_database)) as db:
+        monkeypatch.setattr(migrations, "migration_files",
+                            lambda dialect: [m for m in every(dialect) if m[1] != "controller_pauses"])
+        migrate(db)
+        queue = Queue(db)
+        queue.enqueue("deploy", controller="b")
+        queue.enqueue("deploy")
+        queue.enqueue("build", controller="b")
+        # As the pause statement of that schema wrote it (today's names a controller column it had not).
+        db.run("INSERT INTO jenkins_job_pauses (job_name, reason) VALUES ('Deploy', 'from before')")
+        monkeypatch.setattr(migrations, "migration_files", every)
+        assert [name.split("_", 1)[1] for name in migrate(db)] == ["controller_pauses"]
+        [pause] = queue.pauses()
+        assert (pause.job_name, pause.controller, pause.reason) == ("Deploy", None, "from before")
+        assert [j.job_name for j in queue.claim_batch(10, controller="b")] == ["build"]
+        assert queue.claim_batch(10) == []

@@ -23,6 +23,14 @@ def _counts(db) -> dict[str, int]:
 @pytest.mark.parametrize("rows", [3, TRUNCATE_FROM_ROWS + 1], ids=["deleted", "truncated"])
 def test_every_table_a_test_filled_is_empty_again_and_ids_restart(db, rows):
     queue = Queue(db)
+    # A rated job's row, claimed (its start recorded), started and settled (the time page's aggregates), first.
+    queue.set_rate("rated", 5)
+    rated = queue.enqueue("rated", {}, priority=100).id
+    [claimed] = queue.claim_batch(1, capped=True)
+    assert claimed.id == rated
+    queue.record_progress(claimed.id, claimed.dispatch_id, build_number=1, started=True)
+    assert queue.settle(claimed.id, claimed.dispatch_id, "completed")
+    queue.gauges()  # the queue's depth
     db.run(f"INSERT INTO jenkins_jobs_queue (job_name) SELECT 'bulk' FROM {numbers(db, rows)}")
     queue.enqueue("deploy")  # and its event
     queue.set_limit("deploy", 2)

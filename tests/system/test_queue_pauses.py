@@ -79,3 +79,26 @@ def test_serve_holds_a_paused_job_and_sends_it_within_a_second_of_resume(jenkins
         assert time.monotonic() - resumed < 1.0  # woken by the resume, not by its 60-second pass
     finally:
         assert served.stop() == 0
+
+
+def test_pause_and_resume_one_controller_from_the_command_line(queue, database_url):
+    queue.enqueue("deploy", controller="b")
+    queue.enqueue("deploy")
+    on_b = cli("pause", "deploy", "--controller", "b", database_url=database_url)
+    assert on_b.returncode == 0 and "paused deploy on b: 1 pending job wait" in on_b.stdout
+    assert "`jenkins-dispatch resume deploy --controller b`" in on_b.stdout
+    whole = cli("pause", "--controller", "b", "--reason", "upgrade", database_url=database_url)
+    assert whole.returncode == 0 and "paused controller b: 1 pending job wait" in whole.stdout
+    stats = cli("stats", database_url=database_url).stdout
+    assert "CONTROLLER b IS PAUSED" in stats and "upgrade" in stats and "paused: deploy on b since" in stats
+    assert "EVERYTHING IS PAUSED" not in stats
+    doc = json.loads(cli("stats", "--json", database_url=database_url).stdout)
+    assert sorted((p["job_name"], p["controller"]) for p in doc["pauses"] if p["job_name"]) == [("deploy", "b")]
+
+    lifted = cli("resume", "deploy", "--controller", "b", database_url=database_url)
+    assert lifted.returncode == 0 and "resumed deploy on b" in lifted.stdout
+    assert "controller b is still paused" in lifted.stdout and "resume --controller b`" in lifted.stdout
+    not_paused = cli("resume", "deploy", database_url=database_url)
+    assert "deploy was not paused; nothing changed" in not_paused.stdout
+    bad = cli("pause", "--controller", "Bad Name", database_url=database_url)
+    assert bad.returncode == 2 and "controller name" in bad.stderr and len(bad.stderr.splitlines()) == 1

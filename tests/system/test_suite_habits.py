@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -17,8 +18,11 @@ def _lint_commands() -> list[str]:
     the line that calls make again for sam.mk's ``lint-sam`` is replaced by what that prints."""
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
-    proc = subprocess.run(["make", "--no-print-directory", "-n", "-o", "install", "lint"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    # As a developer's shell runs it: not with the variables of a make that runs this suite (CI's second interpreter
+    # runs it under `make suite VENV=.venv-second`, whose MAKEFLAGS would reach this make too).
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "VENV")}
+    proc = subprocess.run(["make", "--no-print-directory", "-n", "-o", "install", "lint", "VENV=.venv"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, env=env)
     assert proc.returncode == 0, proc.stderr
     return [line.strip() for line in proc.stdout.splitlines() if line.strip() and "make " not in line]
 

@@ -334,7 +334,7 @@ def test_time_charts_render_from_the_page_itself(browser, ui, queue, db):
         for status in ("completed", "completed", "failed"):
             put(queue, db, "deploy", status)
         browser.get(ui.url + "time")
-        assert len(all_css(browser, "svg.chart polyline")) == 9
+        assert len(all_css(browser, "svg.chart polyline")) == 18  # per window: started, completed, failed, cancelled, and pending, processing (queue depth)
         assert "completed 2" in css(browser, "#chart-hour figcaption").text
         sources = browser.execute_script(
             "return performance.getEntriesByType('resource').map(function (e) { return e.name; })")

@@ -36,7 +36,7 @@ def outcome(kind, job_id=1):
     ("cancel", [], bulk.Filters(status="processing", job_name="deploy"), None),
     ("retry", [5], bulk.Filters(), None),
     ("cancel", [5, 6], bulk.Filters(), None),
-    ("retry", [], bulk.Filters(), "name job ids or select jobs with --status, --job, --since, --error-like or --param"),
+    ("retry", [], bulk.Filters(), "name job ids or select jobs with --status, --job, --controller, --since, --error-like or --param"),
     ("cancel", [], bulk.Filters(), "name job ids or select jobs with"),
     ("retry", [5], bulk.Filters(status="failed"), "job ids or filters, not both"),
     ("cancel", [5], bulk.Filters(job_name="deploy"), "job ids or filters, not both"),

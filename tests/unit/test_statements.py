@@ -74,6 +74,8 @@ def test_each_advisory_lock_key_is_declared_once_and_written_nowhere_else() -> N
     # 0004 is applied history and keeps its literal: it must be the declared key.
     pauses = (MIGRATIONS / "0004_pauses.sql").read_text()
     assert f"pg_advisory_xact_lock_shared({declared['pauses']})" in pauses
+    per_controller = (MIGRATIONS / "0014_controller_pauses.sql").read_text()
+    assert f"pg_advisory_xact_lock_shared({declared['pauses']})" in per_controller
 
 
 def test_no_sql_outside_the_sql_files_but_the_session_settings() -> None:

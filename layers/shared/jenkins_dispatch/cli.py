@@ -354,15 +354,34 @@ def _pause_text(pause) -> str:
     return f"since {when(pause.paused_at)}{who}{why}"
 
 
+def controller_rows(per_controller: Sequence[Mapping[str, Any]], configured: Mapping[str, int | None],
+                    paused: set[str]) -> list[dict[str, Any]]:
+    """`stats`' per-controller lines: every configured controller (``configured``: name → its own cap, None for
+    none) and every controller some unfinished row names, each with its pending, due and in-flight rows, its
+    cap and its state (paused as a whole, a name no configuration knows, or ok)."""
+    counts = {r["controller"]: r for r in per_controller}
+    rows = []
+    for name in sorted(set(configured) | set(counts)):
+        found = counts.get(name, {})
+        state = ("not configured" if configured and name not in configured
+                 else "paused" if name in paused else "ok")
+        rows.append({"controller": name, "pending": found.get("pending", 0), "due": found.get("due", 0),
+                     "in_flight": found.get("in_flight", 0), "cap": configured.get(name), "state": state})
+    return rows
+
+
 def cmd_stats(ctx: Context, args) -> None:
-    """`stats`: counts per status and per job, pauses and live dispatchers."""
+    """`stats`: counts per status, per controller and per job, pauses and live dispatchers."""
     stats = ctx.queue.stats()
     per_job = ctx.queue.stats_per_job()
     dispatchers = ctx.queue.dispatchers()
     pauses = ctx.queue.pauses()
+    configured = {name: c.max_in_flight for name, c in ctx.settings.controllers_by_name().items()}
+    controllers = controller_rows(ctx.queue.stats_per_controller(), configured,
+                                  {p.controller for p in pauses if p.job_name is None and p.controller})
     if args.json:
-        print_json({"totals": stats, "jobs": per_job, "pauses": [p.as_dict() for p in pauses],
-                    "dispatchers": dispatchers})
+        print_json({"totals": stats, "controllers": controllers, "jobs": per_job,
+                    "pauses": [p.as_dict() for p in pauses], "dispatchers": dispatchers})
         return
     print(
         f"pending {stats['pending']} (due {stats['due']})  processing {stats['processing']} "
@@ -374,11 +393,19 @@ def cmd_stats(ctx: Context, args) -> None:
     )
     print(dispatchers_line(dispatchers))
     for pause in pauses:
-        if pause.job_name is None:
+        if pause.job_name is None and pause.controller is None:
             print(f"EVERYTHING IS PAUSED {_pause_text(pause)}: nothing new is dispatched "
                   "(`jenkins-dispatch resume` lifts it)")
+        elif pause.job_name is None:
+            print(f"CONTROLLER {pause.controller} IS PAUSED {_pause_text(pause)}: none of its rows is dispatched "
+                  f"(`jenkins-dispatch resume --controller {pause.controller}` lifts it)")
         else:
-            print(f"paused: {pause.job_name} {_pause_text(pause)}")
+            print(f"paused: {_pause_target(pause.job_name, pause.controller)} {_pause_text(pause)}")
+    if len(controllers) > 1 or any(c["controller"] != DEFAULT_CONTROLLER for c in controllers):
+        # Several controllers: each one's backlog, in flight against its own cap, and whether it is paused.
+        print()
+        print_table([dict(c, in_flight=f"{c['in_flight']}/{c['cap'] if c['cap'] is not None else '-'}")
+                     for c in controllers], ["controller", "pending", "due", "in_flight", "state"])
     print()
     rows = [
         dict(r, in_flight=f"{r['in_flight']}/{r['cap'] if r['cap'] is not None else '-'}",
@@ -405,47 +432,65 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def _pause_target(job: str | None, controller: str | None) -> str:
+    """What a pause holds back, in words: `deploy`, `everything`, `deploy on eu`, `controller eu`."""
+    if controller is None:
+        return job or "everything"
+    return f"{job} on {controller}" if job else f"controller {controller}"
+
+
 def cmd_pause(ctx: Context, args) -> None:
-    """`pause [JOB]`: stop claiming one job (or every job) until resumed."""
-    result = ctx.queue.pause(args.job, reason=args.reason, paused_by=_operator_name())
+    """`pause [JOB] [--controller C]`: stop claiming one job (or every job), on one controller or on every
+    one, until resumed."""
+    result = ctx.queue.pause(args.job, reason=args.reason, paused_by=_operator_name(), controller=args.controller)
     if args.json:
         print_json(dict(result.as_dict(), created=result.created, pending=result.pending))
         return
-    target = args.job or "everything"
-    resume = f"`jenkins-dispatch resume{' ' + args.job if args.job else ''}`"
+    target = _pause_target(args.job, args.controller)
+    resume = ("`jenkins-dispatch resume" + (f" {args.job}" if args.job else "")
+              + (f" --controller {args.controller}" if args.controller else "") + "`")
     if result.created:
-        waiting = (f"no pending jobs of {args.job} now; any enqueued will wait" if args.job and result.pending == 0
+        waiting = (f"no pending jobs of {target} now; any enqueued will wait" if args.job and result.pending == 0
                    else f"{_plural(result.pending, 'pending job')} wait")
         print(f"paused {target}: {waiting} until {resume}; jobs already in Jenkins continue")
     else:
         print(f"{target} was already paused ({_pause_text(result)}); nothing changed")
         if args.job and result.pending == 0:
-            print(f"no pending jobs of {args.job} now")
+            print(f"no pending jobs of {target} now")
 
 
 def cmd_resume(ctx: Context, args) -> None:
-    """`resume [JOB]`: lift a pause."""
-    result = ctx.queue.resume(args.job)
+    """`resume [JOB] [--controller C]`: lift a pause (the one given for that controller, or for every one)."""
+    result = ctx.queue.resume(args.job, controller=args.controller)
     if args.json:
-        print_json({"job_name": args.job, "everything": args.job is None, "resumed": result.resumed,
-                    "pending": result.pending, "still_paused": [p.as_dict() for p in result.still_paused]})
+        print_json({"job_name": args.job, "everything": args.job is None, "controller": args.controller,
+                    "resumed": result.resumed, "pending": result.pending,
+                    "still_paused": [p.as_dict() for p in result.still_paused]})
         return
-    target = args.job or "everything"
+    target = _pause_target(args.job, args.controller)
     if result.resumed:
         print(f"resumed {target}: {_plural(result.pending, 'pending job')} may be dispatched again")
-    elif args.job:
+    elif args.job or args.controller:
         print(f"{target} was not paused; nothing changed")
     else:
         print("everything was not paused (no pause of every job was in force); nothing changed")
     if args.job and result.pending == 0:
-        print(f"no pending jobs of {args.job} now")
-    everything = next((p for p in result.still_paused if p.job_name is None), None)
-    own = [p.job_name for p in result.still_paused if p.job_name is not None]
-    if args.job and everything:
-        print(f"everything is still paused ({_pause_text(everything)}): `jenkins-dispatch resume` lifts it")
-    if args.job and args.job in own:
-        print(f"{args.job} is still paused")
-    if not args.job and own:
+        print(f"no pending jobs of {target} now")
+    for pause in result.still_paused:  # what still holds the same rows back, and how to lift it
+        if pause.controller is not None and args.controller is not None and pause.controller != args.controller:
+            continue
+        if pause.job_name is not None and args.job is not None and pause.job_name.lower() != args.job.lower():
+            continue
+        if (pause.job_name, pause.controller) == (args.job, args.controller):
+            continue
+        if args.job is None and args.controller is None and pause.job_name is not None:
+            continue  # listed below, together
+        how = ("`jenkins-dispatch resume" + (f" {pause.job_name}" if pause.job_name else "")
+               + (f" --controller {pause.controller}" if pause.controller else "") + "`")
+        print(f"{_pause_target(pause.job_name, pause.controller)} is still paused ({_pause_text(pause)}): {how} "
+              "lifts it")
+    own = [_pause_target(p.job_name, p.controller) for p in result.still_paused if p.job_name is not None]
+    if not args.job and not args.controller and own:
         print(f"still paused on their own: {', '.join(own)} (`jenkins-dispatch resume JOB` lifts each)")
 
 
@@ -494,7 +539,7 @@ def cmd_retry(ctx: Context, args) -> int:
 
 def _filters(args) -> bulk.Filters:
     return bulk.Filters(status=args.status, job_name=args.job, since=args.since, error_like=args.error_like,
-                        parameters=dict(args.param or []))
+                        parameters=dict(args.param or []), controller=args.controller)
 
 
 def _one_id(args) -> bool:
@@ -547,12 +592,17 @@ def cmd_prune(ctx: Context, args) -> None:
         print(f"deleted {deleted} finished jobs older than {args.older_than:g} days")
 
 
+def _on(controller: str) -> str:
+    """" on C" after a job's name, for any controller but the default one (whose name the output never needed)."""
+    return "" if controller == DEFAULT_CONTROLLER else f" on {controller}"
+
+
 def cmd_limits_set(ctx: Context, args) -> None:
-    """`limits set JOB [N] [--per-minute M]`: at most N of the job in flight, at most M started in any minute; what
-    is not given stays as it was."""
+    """`limits set JOB [N] [--per-minute M] [--controller C]`: at most N of the job in flight, at most M started in
+    any minute, on that controller; what is not given stays as it was."""
     if args.n is None and args.per_minute is None:
         raise InvalidInput("give a cap (N, jobs in flight at most) or --per-minute M (starts per minute), or both")
-    where = "" if args.controller == DEFAULT_CONTROLLER else f" on {args.controller}"
+    where = _on(args.controller)
     if args.per_minute is not None:
         ctx.queue.set_rate(args.job, args.per_minute, args.controller)
     if args.n is not None:
@@ -562,15 +612,17 @@ def cmd_limits_set(ctx: Context, args) -> None:
                     "per_minute": args.per_minute})
         return
     if args.n is not None:
+        pause = f"pause {args.job}" + (f" --controller {args.controller}" if where else "")
         print(f"{args.job}{where}: at most {args.n} in flight"
               + (" (held back until the cap is raised or removed; to stop a job for a while, `jenkins-dispatch "
-                 f"pause {args.job}` says so everywhere)" if args.n == 0 else ""))
+                 f"{pause}` says so everywhere)" if args.n == 0 else ""))
     if args.per_minute is not None:
         print(f"{args.job}{where}: at most {args.per_minute} started in any minute, by all dispatchers together")
 
 
 def cmd_limits_rm(ctx: Context, args) -> None:
-    """`limits rm JOB [--cap | --per-minute]`: remove the job's cap and rate (or only the one named)."""
+    """`limits rm JOB [--cap | --per-minute] [--controller C]`: remove the job's cap and rate on that controller (or
+    only the one named)."""
     removed = {}
     if not args.per_minute:
         removed["cap"] = ctx.queue.remove_limit(args.job, args.controller, changed_by=_operator_name())
@@ -581,9 +633,10 @@ def cmd_limits_rm(ctx: Context, args) -> None:
         print_json({"job_name": args.job, "controller": args.controller, "removed": any(removed.values()),
                     **{f"{kind}_removed": gone for kind, gone in removed.items()}})
         return
+    name = f"{args.job}{_on(args.controller)}"
     gone = [kind for kind, was in removed.items() if was]
     asked = " or ".join(removed)
-    print(f"{args.job}: no {' and no '.join(gone)} now" if gone else f"{args.job} had no {asked}; nothing changed")
+    print(f"{name}: no {' and no '.join(gone)} now" if gone else f"{name} had no {asked}; nothing changed")
 
 
 def cmd_limits_ls(ctx: Context, args) -> None:
@@ -668,6 +721,7 @@ def add_bulk_arguments(p: argparse.ArgumentParser, action: str) -> None:
                    help=f"jobs to {action} at once (no --yes needed); or none, and filters")
     p.add_argument("--status", choices=STATUSES, metavar="STATUS", help=f"filter: jobs in this status ({eligible})")
     p.add_argument("--job", metavar="NAME", help="filter: exact job_name")
+    p.add_argument("--controller", metavar="NAME", help="filter: jobs of this Jenkins controller")
     p.add_argument("--since", type=parse_since, metavar="TIME",
                    help="filter: changed at or after TIME: 1h, 30m, 2d (that long ago) or ISO 8601")
     add_text_filters(p, "filter: ")
@@ -844,11 +898,17 @@ def build_parser() -> argparse.ArgumentParser:
                 "yet. Pausing a paused job changes nothing (and says so).")
     p.add_argument("job", nargs="?", help="exact job_name (default: everything)")
     p.add_argument("--reason", help="why, shown by stats, show and ls")
+    p.add_argument("--controller", metavar="C",
+                   help="on this controller only (without JOB: the whole controller, for maintenance); "
+                        "default: on every controller")
 
     p = command("resume", cmd_resume,
                 "lift the pause of JOB (without JOB: the pause of everything; jobs paused on their own stay "
                 "paused); dispatchers wake at once. Resuming a job that is not paused changes nothing.")
     p.add_argument("job", nargs="?", help="exact job_name (default: everything)")
+    p.add_argument("--controller", metavar="C",
+                   help="the pause given for this controller (default: the pause of every controller); "
+                        "each is lifted on its own")
 
     p = command("cancel", cmd_cancel, "cancel pending or processing jobs: those named, or those the filters "
                 "select (with --yes)")
@@ -876,8 +936,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("n", type=non_negative_int, nargs="?", help="jobs in flight at most (0: none)")
     p.add_argument("--per-minute", type=positive_int, metavar="M",
                    help="starts at most M of the job in any 60 s, all dispatchers together")
-    p.add_argument("--controller", default=DEFAULT_CONTROLLER, metavar="NAME",
-                   help="the Jenkins controller whose job it is")
+    p.add_argument("--controller", default=DEFAULT_CONTROLLER, metavar="C",
+                   help="the controller whose JOB this limits (default: default); the same name elsewhere is another job")
     add_json_option(p)
     p.set_defaults(func=cmd_limits_set)
     p = limits_sub.add_parser("rm", help="remove JOB's cap and rate (or only the one named)")
@@ -885,8 +945,8 @@ def build_parser() -> argparse.ArgumentParser:
     which = p.add_mutually_exclusive_group()
     which.add_argument("--cap", action="store_true", help="remove only the cap (the rate stays)")
     which.add_argument("--per-minute", action="store_true", help="remove only the rate (the cap stays)")
-    p.add_argument("--controller", default=DEFAULT_CONTROLLER, metavar="NAME",
-                   help="the Jenkins controller whose job it is")
+    p.add_argument("--controller", default=DEFAULT_CONTROLLER, metavar="C",
+                   help="the controller whose limits of JOB to remove (default: default)")
     add_json_option(p)
     p.set_defaults(func=cmd_limits_rm)
     p = limits_sub.add_parser("ls", help="list per-job caps and rates")

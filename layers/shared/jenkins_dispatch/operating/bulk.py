@@ -32,7 +32,7 @@ from .transitions import CANCEL, ELIGIBLE_STATUSES, RETRY
 DEFAULT_LIMIT = 1000
 IDS_SHOWN = 10  # a dry run names this many of the ids it matched
 PAST_TENSE = {RETRY: "retried", CANCEL: "cancelled"}
-FILTER_OPTIONS = "--status, --job, --since, --error-like or --param"
+FILTER_OPTIONS = "--status, --job, --controller, --since, --error-like or --param"
 
 
 @dataclass(frozen=True)
@@ -44,10 +44,12 @@ class Filters:
     since: datetime | None = None  # changed (updated_at) at or after
     error_like: str | None = None  # last_error contains this text, ignoring case; % and _ are literal
     parameters: dict[str, str] = field(default_factory=dict)  # each parameter, as text, equals its value
+    controller: str | None = None  # rows of this Jenkins controller only
 
     def given(self) -> bool:
         """Whether any filter was given (bulk needs ids or at least one filter)."""
-        return any(value is not None for value in (self.status, self.job_name, self.since, self.error_like)) \
+        return any(value is not None
+                   for value in (self.status, self.job_name, self.since, self.error_like, self.controller)) \
             or bool(self.parameters)
 
 
@@ -188,7 +190,7 @@ def select_targets(queue: Queue, action: str, filters: Filters, limit: int) -> S
     """One statement: the rows ``filters`` select for ``action``, by id, at most ``limit``."""
     rows, total = queue.jobs_matching(final=action == RETRY, status=filters.status, job_name=filters.job_name,
                                       since=filters.since, error_like=filters.error_like,
-                                      parameters=filters.parameters, limit=limit)
+                                      parameters=filters.parameters, limit=limit, controller=filters.controller)
     return Selection([Target(r["id"], r["updated_at"]) for r in rows], total)
 
 

@@ -18,12 +18,15 @@ import json
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from ..config import (
+    DEFAULT_CONTROLLER,
+    JenkinsSettings,
     SecretFetcher,
+    load_controllers,
     load_database_settings,
     load_jenkins_settings,
     load_tuning,
@@ -479,11 +482,49 @@ def _guarded(name: str, run: Callable[[], Check]) -> Check:
 
 
 def _jenkins_checks(env: Mapping[str, str] | None, fetch_secret: SecretFetcher | None, found: _Findings) -> list[Check]:
+    """The default controller's rows (reach, credentials, the jobs waiting and scheduled), then the reach and
+    credentials of every other configured controller, each row named for its controller."""
+    try:
+        default = load_jenkins_settings(env, fetch_secret)
+    except ConfigError:
+        default = None  # the default controller's row says why
+    try:
+        controllers = load_controllers(env, fetch_secret, default=default)
+    except ConfigError as exc:
+        return [*_default_jenkins_checks(env, fetch_secret, found, None),
+                Check("controllers", FAIL, str(exc).replace("\n", "; "),
+                      "correct JENKINS_CONTROLLERS (docs/controllers.md, \"Configure them\")")]
+    first = next((c for c in controllers if c.name == DEFAULT_CONTROLLER), None) if default is None else None
+    checks = _default_jenkins_checks(env, fetch_secret, found, first)
+    for controller in controllers:
+        if controller.name != DEFAULT_CONTROLLER:
+            checks += controller_checks(controller)
+    return checks
+
+
+def controller_checks(controller: JenkinsSettings) -> list[Check]:
+    """A controller's "jenkins NAME" (reachable) and "credentials NAME" rows, asked of its own Jenkins."""
+    from ..jenkins.client import jenkins_client
+
+    with jenkins_client(controller) as client:
+        try:
+            reach, credentials = jenkins_checks(client.who_am_i(), controller.user, display_url(controller.url))
+        except JenkinsError as exc:
+            reach, credentials = (Check("jenkins", FAIL, str(exc), JENKINS_UNREACHABLE_FIX),
+                                  _skip("credentials", "Jenkins unreachable"))
+    return [replace(check, name=f"{check.name} {controller.name}",
+                    fix=check.fix and check.fix.replace("JENKINS_URL", f"the url of {controller.name} in "
+                                                                       "JENKINS_CONTROLLERS"))
+            for check in (reach, credentials)]
+
+
+def _default_jenkins_checks(env: Mapping[str, str] | None, fetch_secret: SecretFetcher | None, found: _Findings,
+                            defined_in_controllers: JenkinsSettings | None) -> list[Check]:
     from ..jenkins.client import jenkins_client
 
     checks: list[Check] = []
     try:
-        settings = load_jenkins_settings(env, fetch_secret)
+        settings = defined_in_controllers or load_jenkins_settings(env, fetch_secret)
     except ConfigError as exc:
         settings, problem = None, str(exc)
     else:

@@ -67,8 +67,10 @@ def queue_overview(queue: Queue, settings: Settings, hours: int = THROUGHPUT_HOU
         "totals": totals,
         "jobs": per_job,
         "global_cap": settings.max_in_flight,
-        "everything_paused": next((p for p in pauses if p.job_name is None), None),
+        "everything_paused": next((p for p in pauses if p.job_name is None and p.controller is None), None),
         "paused_jobs": [p for p in pauses if p.job_name is not None],
+        # Whole controllers paused for maintenance (`pause --controller C`): for the page to show.
+        "paused_controllers": [p for p in pauses if p.job_name is None and p.controller is not None],
         "dispatchers": dispatchers,
         "jenkins": jenkins_health(outage, dispatchers),
         "oldest_pending": oldest,

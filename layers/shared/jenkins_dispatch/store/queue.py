@@ -109,17 +109,19 @@ def like_contains(text: str) -> str:
 
 @dataclass(frozen=True)
 class Pause:
-    """A pause in force: ``job_name`` None means every job."""
+    """A pause in force: ``job_name`` None means every job; ``controller`` None means on every controller (what
+    every pause meant before pauses were per controller), else on that controller only."""
 
     job_name: str | None
     paused_at: datetime
     paused_by: str | None = None
     reason: str | None = None
+    controller: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The pause as a plain dict, for ``--json``."""
-        return {"job_name": self.job_name, "everything": self.job_name is None, "paused_at": self.paused_at,
-                "paused_by": self.paused_by, "reason": self.reason}
+        return {"job_name": self.job_name, "everything": self.job_name is None, "controller": self.controller,
+                "paused_at": self.paused_at, "paused_by": self.paused_by, "reason": self.reason}
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,7 @@ class ResumeResult:
     resumed: bool  # False: it was not paused
     pending: int  # pending rows of the job (every job's) now
     still_paused: list[Pause]  # the pauses left in force
+    controller: str | None = None  # None: the pause of every controller
 
 
 @dataclass(frozen=True)
@@ -167,8 +170,8 @@ class WaitingContext:
 
     def pause_of(self, job_name: str) -> Pause | None:
         """The pause holding ``job_name`` back: everything's first (it says most), else its job's own, under
-        whichever spelling that pause was given."""
-        found = {p.job_name: p for p in self.pauses}
+        whichever spelling that pause was given. Pauses of every controller only (see waiting_context)."""
+        found = {p.job_name: p for p in self.pauses if p.controller is None}
         return found.get(None) or found.get(self.paused_as.get(job_name, job_name))
 
 
@@ -214,7 +217,7 @@ def _pause(row: Row) -> Pause:
     paused_at = row["paused_at"]  # never NULL (the table's); ISO text when read from a JSON document
     return Pause(job_name=None if name == EVERYTHING else name,
                  paused_at=from_iso(paused_at) if isinstance(paused_at, str) else paused_at,
-                 paused_by=row["paused_by"], reason=row["reason"])
+                 paused_by=row["paused_by"], reason=row["reason"], controller=row.get("controller"))
 
 
 def _pause_key(job_name: str | None) -> str:
@@ -275,6 +278,10 @@ def _constraint_message(exc: DatabaseError) -> str:
         "jenkins_job_limits_job_name_check": "job name must not be empty",
         "jenkins_job_limits_per_minute_check": "a rate must be 1 or more starts per minute",
         "jenkins_jobs_queue_dedupe_key": "another unfinished job has the same dedupe key",
+        "jenkins_job_pauses_controller_check": ("a controller name is lower-case letters, digits, '_' and '-', "
+                                                "starting with a letter or digit"),
+        "jenkins_job_limits_controller_check": ("a controller name is lower-case letters, digits, '_' and '-', "
+                                                "starting with a letter or digit"),
         "jenkins_jobs_queue_controller_check": ("a controller name is lower-case letters, digits, '_' and '-', "
                                                 "starting with a letter or digit"),
         "jenkins_jobs_queue_scheduled_at_check": "scheduled_at must be a real time, not infinity (nor a zero date)",
@@ -598,12 +605,12 @@ class Queue:
     def jobs_matching(
         self, *, final: bool, status: str | None = None, job_name: str | None = None,
         since: datetime | None = None, error_like: str | None = None, parameters: dict[str, str] | None = None,
-        limit: int = 1000,
+        limit: int = 1000, controller: str | None = None,
     ) -> tuple[list[MatchedJob], int]:
         """Final (``final``) or unfinished rows the filters select, by id, at most ``limit`` of them; and how
-        many match in all. ``error_like`` and ``parameters``: as in ``list_jobs``."""
+        many match in all. ``error_like``, ``parameters`` and ``controller``: as in ``list_jobs``."""
         rows = self._run(
-            "select_jobs_matching", final=final, status=status, job_name=job_name,
+            "select_jobs_matching", final=final, status=status, job_name=job_name, controller=controller,
             since=_moment(since), **_parameter_slots(parameters),
             error_pattern=like_contains(error_like) if error_like is not None else None, limit=limit,
         )
@@ -739,25 +746,34 @@ class Queue:
         return self._run("stats_per_controller")
 
     # ------------------------------------------------------------------ pauses
-    def pause(self, job_name: str | None, *, reason: str | None = None, paused_by: str | None = None) -> PauseResult:
-        """Pause ``job_name`` (None: every job). Once this returns, no claim takes a pending row of it; rows
-        already claimed carry on. Pausing a paused job keeps the pause in force (``created`` False)."""
+    def pause(self, job_name: str | None, *, reason: str | None = None, paused_by: str | None = None,
+              controller: str | None = None) -> PauseResult:
+        """Pause ``job_name`` (None: every job) on ``controller`` (None: on every controller; a controller with
+        no job: that whole controller, for maintenance). Once this returns, no claim takes a pending row it
+        holds back; rows already claimed carry on. Pausing a paused job keeps the pause in force (``created``
+        False). A pause on every controller and one on a single controller are two pauses."""
         key = _pause_key(job_name)
         if job_name is not None and (error := job_path_error(job_name)):
             raise InvalidInput(error)  # as enqueue: no row of it could ever be dispatched
-        rows = self._run("pause_job", job_name=key, paused_by=paused_by, reason=reason)
+        try:
+            rows = self._run("pause_job", job_name=key, paused_by=paused_by, reason=reason, controller=controller)
+        except DatabaseError as exc:
+            if exc.constraint:
+                raise InvalidInput(_constraint_message(exc)) from exc
+            raise
         if not rows:  # a concurrent pause of this job committed after the statement's snapshot: look again
-            return self.pause(job_name, reason=reason, paused_by=paused_by)
+            return self.pause(job_name, reason=reason, paused_by=paused_by, controller=controller)
         row = rows[0]
         return PauseResult(**vars(_pause(row)), created=row["created"], pending=row["pending"])
 
-    def resume(self, job_name: str | None) -> ResumeResult:
-        """Lift the pause of ``job_name`` (None: the pause of everything; each job's own pause stays).
-        Two round trips: the resume, then the pauses left."""
+    def resume(self, job_name: str | None, *, controller: str | None = None) -> ResumeResult:
+        """Lift the pause of ``job_name`` (None: the pause of everything; each job's own pause stays) given for
+        ``controller`` (None: the pause of every controller; a controller's own pauses stay, and the other way
+        round). Two round trips: the resume, then the pauses left."""
         key = _pause_key(job_name)
-        row = self._run("resume_job", job_name=key)[0]
+        row = self._run("resume_job", job_name=key, controller=controller)[0]
         return ResumeResult(job_name=job_name, resumed=row["resumed"] > 0, pending=row["pending"],
-                            still_paused=self.pauses())
+                            still_paused=self.pauses(), controller=controller)
 
     def pauses(self) -> list[Pause]:
         """Every pause in force, the pause of everything first."""

@@ -106,8 +106,11 @@ LEAST(CASE WHEN l.max_in_flight IS NULL THEN 2147483647 ELSE l.max_in_flight - {
       CASE WHEN l.per_minute IS NULL THEN 2147483647 ELSE l.per_minute - {{claim_started}} END)
 
 -- fragment: claim_not_paused
-AND {{t_job_key}} NOT IN (SELECT p.job_key FROM jenkins_job_pauses p)
-AND NOT EXISTS (SELECT 1 FROM jenkins_job_pauses p WHERE p.job_name = '*')
+-- The pauses of the claim's controller (:controller) and those of every controller (controller NULL).
+AND {{t_job_key}} NOT IN (SELECT p.job_key FROM jenkins_job_pauses p
+                          WHERE p.controller IS NULL OR p.controller = :controller)
+AND NOT EXISTS (SELECT 1 FROM jenkins_job_pauses p
+                WHERE p.job_name = '*' AND (p.controller IS NULL OR p.controller = :controller))
 
 -- fragment: claim_take
 -- The rows collected in @jd_claimed become processing with a fresh dispatch_id and a lease; each gets its
@@ -228,28 +231,35 @@ DELETE FROM jenkins_job_starts WHERE controller = :controller AND at < NOW(6) - 
 -- claim that holds it shared (those that read the pauses before this one) to commit, and claims that come
 -- later wait for this block to commit, then see the pause. Pauses are written only under this lock, so the
 -- insert below cannot race another pause_job. A job already paused keeps its pause (created false).
+-- :controller NULL: on every controller; else on that one only (a whole controller with '*').
 SET @jd_pending = NULL, @jd_created = 0, @jd_key = UNHEX(SHA2(LOWER(:job_name), 256));
 SELECT COUNT(*) INTO @jd_pending FROM jenkins_jobs_queue q
-WHERE q.status = 'pending' AND ((q.job_name = :job_name AND {{t_job_key}} = @jd_key) OR :job_name = '*');
+WHERE q.status = 'pending' AND ((q.job_name = :job_name AND {{t_job_key}} = @jd_key) OR :job_name = '*')
+  AND (:controller IS NULL OR q.controller = :controller);
 SELECT name FROM jenkins_dispatch_locks WHERE name = 'pauses' FOR UPDATE;
-INSERT INTO jenkins_job_pauses (job_name, paused_by, reason)
-SELECT :job_name, :paused_by, :reason FROM DUAL
-WHERE NOT EXISTS (SELECT 1 FROM jenkins_job_pauses WHERE job_key = @jd_key);
+INSERT INTO jenkins_job_pauses (job_name, controller, paused_by, reason)
+SELECT :job_name, :controller, :paused_by, :reason FROM DUAL
+WHERE NOT EXISTS (SELECT 1 FROM jenkins_job_pauses
+                  WHERE job_key = @jd_key AND controller_key = COALESCE(:controller, ''));
 SET @jd_created = ROW_COUNT();
-SELECT job_name, paused_at, paused_by, reason, @jd_created > 0 AS created, @jd_pending AS pending
-FROM jenkins_job_pauses WHERE job_key = @jd_key;
+SELECT job_name, controller, paused_at, paused_by, reason, @jd_created > 0 AS created, @jd_pending AS pending
+FROM jenkins_job_pauses WHERE job_key = @jd_key AND controller_key = COALESCE(:controller, '');
 
 -- name: resume_job
 -- Needs no lock: a claim that misses the resume only leaves the job for the next one (the dispatcher polls).
 SET @jd_pending = NULL, @jd_resumed = 0, @jd_key = UNHEX(SHA2(LOWER(:job_name), 256));
 SELECT COUNT(*) INTO @jd_pending FROM jenkins_jobs_queue q
-WHERE q.status = 'pending' AND ((q.job_name = :job_name AND {{t_job_key}} = @jd_key) OR :job_name = '*');
-DELETE FROM jenkins_job_pauses WHERE job_key = @jd_key;
+WHERE q.status = 'pending' AND ((q.job_name = :job_name AND {{t_job_key}} = @jd_key) OR :job_name = '*')
+  AND (:controller IS NULL OR q.controller = :controller);
+-- Only the pause given for :controller (NULL: the pause of every controller); others stay.
+DELETE FROM jenkins_job_pauses WHERE job_key = @jd_key AND controller_key = COALESCE(:controller, '');
 SET @jd_resumed = ROW_COUNT();
 SELECT @jd_resumed AS resumed, @jd_pending AS pending;
 
 -- name: list_pauses
-SELECT job_name, paused_at, paused_by, reason FROM jenkins_job_pauses ORDER BY job_name = '*' DESC, job_name;
+-- The pauses of every controller (controller NULL) first, then each controller's; '*' first in each.
+SELECT job_name, controller, paused_at, paused_by, reason FROM jenkins_job_pauses
+ORDER BY controller IS NOT NULL, controller, job_name = '*' DESC, job_name;
 
 -- name: caps_in_force
 -- decode: any_job_limits bool
@@ -622,6 +632,7 @@ WHERE ((:final AND status IN ('completed', 'failed', 'cancelled'))
   AND (:job_name IS NULL OR job_name = :job_name)
   AND (:since IS NULL OR updated_at >= :since)
   AND (:error_pattern IS NULL OR lower(last_error) LIKE lower(:error_pattern) ESCAPE '\\')
+  AND (:controller IS NULL OR controller = :controller)
   AND (:param_key_1 IS NULL
        OR JSON_UNQUOTE(JSON_EXTRACT(parameters, CONCAT('$."', :param_key_1, '"'))) = :param_value_1)
   AND (:param_key_2 IS NULL
@@ -852,7 +863,7 @@ SELECT
     (SELECT TABLE_ROWS FROM information_schema.TABLES
       WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'jenkins_jobs_queue') AS rows_estimate,
     @jd_trx_seconds AS oldest_transaction_seconds,
-    EXISTS (SELECT 1 FROM jenkins_job_pauses WHERE job_name = '*') AS everything_paused,
+    EXISTS (SELECT 1 FROM jenkins_job_pauses WHERE job_name = '*' AND controller IS NULL) AS everything_paused,
     (SELECT count(*) FROM jenkins_job_pauses WHERE job_name <> '*') AS paused_jobs;
 
 -- name: gauges
@@ -880,10 +891,12 @@ SELECT
     TIMESTAMPDIFF(MICROSECOND, (
         SELECT q.scheduled_at FROM jenkins_jobs_queue q
         WHERE q.status = 'pending' AND q.scheduled_at <= NOW(6)
-          AND q.open_job_key NOT IN (SELECT p.job_key FROM jenkins_job_pauses p)
-          AND NOT EXISTS (SELECT 1 FROM jenkins_job_pauses p WHERE p.job_name = '*')
+          -- A pause holds its controller's rows (controller NULL: every controller's).
+          AND NOT EXISTS (SELECT 1 FROM jenkins_job_pauses p
+                          WHERE (p.job_name = '*' OR p.job_key = q.open_job_key)
+                            AND (p.controller IS NULL OR p.controller = q.controller))
         ORDER BY q.scheduled_at LIMIT 1), NOW(6)) / 1e6 AS oldest_pending_seconds,
-    EXISTS (SELECT 1 FROM jenkins_job_pauses WHERE job_name = '*') AS everything_paused,
+    EXISTS (SELECT 1 FROM jenkins_job_pauses WHERE job_name = '*' AND controller IS NULL) AS everything_paused,
     (SELECT count(*) FROM jenkins_job_pauses WHERE job_name <> '*') AS paused_jobs,
     (SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), min(scheduled_at)) / 1e6 FROM jenkins_jobs_queue
       WHERE status = 'pending' AND scheduled_at > NOW(6)) AS next_due_seconds,
@@ -918,7 +931,8 @@ WITH counts AS (
     WHERE status IN ('completed', 'failed', 'cancelled') AND finished_at > NOW(6) - INTERVAL 1 HOUR
     GROUP BY UNHEX(SHA2(LOWER(job_name), 256))
     UNION ALL SELECT job_key, 0, 0, 0, 0, NULL FROM jenkins_job_limits WHERE controller = 'default'
-    UNION ALL SELECT job_key, 0, 0, 0, 0, NULL FROM jenkins_job_pauses WHERE job_name <> '*'
+    UNION ALL SELECT job_key, 0, 0, 0, 0, NULL FROM jenkins_job_pauses
+              WHERE job_name <> '*' AND (controller IS NULL OR controller = 'default')
 ), per_job AS (
     SELECT job_key, max(unfinished) - max(in_flight) AS pending, max(in_flight) AS in_flight,
            max(completed_last_hour) AS completed_last_hour, max(failed_last_hour) AS failed_last_hour,
@@ -935,7 +949,11 @@ SELECT coalesce(l.job_name, p.job_name, q.job_name) AS job_name, j.pending, j.in
 FROM per_job j
 LEFT JOIN jenkins_jobs_queue q ON q.id = j.named_by
 LEFT JOIN jenkins_job_limits l ON l.job_key = j.job_key AND l.controller = 'default'
-LEFT JOIN jenkins_job_pauses p ON p.job_key = j.job_key
+-- The default controller's view, as caps: a pause of every controller, else the default's own.
+LEFT JOIN jenkins_job_pauses p ON p.id = (SELECT p1.id FROM jenkins_job_pauses p1
+                                          WHERE p1.job_key = j.job_key
+                                            AND (p1.controller IS NULL OR p1.controller = 'default')
+                                          ORDER BY p1.controller IS NOT NULL LIMIT 1)
 ORDER BY coalesce(l.job_name, p.job_name, q.job_name);
 
 -- fragment: op_utc_text
@@ -974,13 +992,15 @@ SELECT
                                AND (SELECT COUNT(*) FROM jenkins_job_starts t
                                     WHERE t.controller = s.controller AND t.job_key = s.job_key
                                       AND (t.at > s.at OR (t.at = s.at AND t.id > s.id))) = l.per_minute - 1),
-                            'paused_as', (SELECT p.job_name FROM jenkins_job_pauses p WHERE p.job_key = w.job_key))),
+                            'paused_as', (SELECT p.job_name FROM jenkins_job_pauses p
+                                          WHERE p.job_key = w.job_key AND p.controller IS NULL))),
             JSON_OBJECT())
      FROM wanted w LEFT JOIN jenkins_job_limits l ON l.job_key = w.job_key AND l.controller = 'default') AS jobs,
     (SELECT coalesce(JSON_ARRAYAGG(JSON_OBJECT('job_name', job_name,
                                                'paused_at', DATE_FORMAT(paused_at, {{op_utc_text}}),
                                                'paused_by', paused_by, 'reason', reason)), JSON_ARRAY())
-     FROM jenkins_job_pauses) AS pauses,
+     -- Pauses of every controller only: a page of rows is explained as the default controller sees it.
+     FROM jenkins_job_pauses WHERE controller IS NULL) AS pauses,
     -- Jenkins as a whole, as the live dispatcher that asked it last found it.
     (SELECT JSON_OBJECT('since', DATE_FORMAT(w.since, {{op_utc_text}}), 'reason', w.reason)
      FROM ({{op_latest_word_on_jenkins}}) AS w) AS jenkins;

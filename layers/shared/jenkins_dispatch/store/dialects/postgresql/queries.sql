@@ -49,10 +49,11 @@ SELECT id FROM jenkins_jobs_queue
 WHERE dedupe_key = :dedupe_key AND status IN ('pending', 'processing');
 
 -- fragment: paused
--- Paused jobs are read through jenkins_dispatch_paused_jobs() (0004_pauses.sql), which orders a claim
--- against any pause: nothing of a paused job is claimed once its pause has committed. By job key.
+-- Paused jobs are read through jenkins_dispatch_paused_jobs(controller) (0014_controller_pauses.sql), which
+-- orders a claim against any pause: nothing of a paused job is claimed once its pause has committed. By job
+-- key; the pauses of the claim's controller (:controller) and those of every controller ('*': everything).
 paused AS MATERIALIZED (
-    SELECT lower(job_name) AS job_key FROM jenkins_dispatch_paused_jobs() AS p(job_name)
+    SELECT lower(job_name) AS job_key FROM jenkins_dispatch_paused_jobs(CAST(:controller AS text)) AS p(job_name)
 )
 
 -- fragment: not_paused
@@ -200,41 +201,50 @@ WITH {{paused}}, job_room AS (
 -- name: pause_job
 -- Takes the pause lock exclusively (see jenkins_dispatch_paused_jobs in 0004_pauses.sql), so it commits only
 -- after every claim that read the pauses without it. A job already paused keeps its pause (created false).
--- :job_name '*' pauses everything. Also counts the job's pending rows (all of them for '*'), first: the
--- queue is locked before the pauses, as everywhere (see gauges). A pause under another spelling of the
--- job's name is the job's pause (the job key is unique).
+-- :job_name '*' pauses everything; :controller NULL: on every controller, else on that one only (a whole
+-- controller with '*'). Also counts the pending rows it holds back, first: the queue is locked before the
+-- pauses, as everywhere (see gauges). A pause under another spelling of the job's name is the job's pause
+-- (the job key is unique per controller).
 WITH pending AS MATERIALIZED (
     SELECT count(*) AS n FROM jenkins_jobs_queue
     WHERE status = 'pending' AND (lower(job_name) = lower(CAST(:job_name AS text)) OR CAST(:job_name AS text) = '*')
+      AND (CAST(:controller AS text) IS NULL OR controller = CAST(:controller AS text))
 ), locked AS MATERIALIZED (
     SELECT pg_advisory_xact_lock({{lock:pauses}})
 ), added AS (
-    INSERT INTO jenkins_job_pauses (job_name, paused_by, reason)
-    SELECT CAST(:job_name AS text), CAST(:paused_by AS text), CAST(:reason AS text) FROM locked
-    ON CONFLICT ((lower(job_name))) DO NOTHING
-    RETURNING job_name, paused_at, paused_by, reason
+    INSERT INTO jenkins_job_pauses (job_name, controller, paused_by, reason)
+    SELECT CAST(:job_name AS text), CAST(:controller AS text), CAST(:paused_by AS text), CAST(:reason AS text)
+    FROM locked
+    ON CONFLICT ((coalesce(controller, '')), (lower(job_name))) DO NOTHING
+    RETURNING job_name, controller, paused_at, paused_by, reason
 ), pause AS (
-    SELECT job_name, paused_at, paused_by, reason, true AS created FROM added
+    SELECT job_name, controller, paused_at, paused_by, reason, true AS created FROM added
     UNION ALL
-    SELECT job_name, paused_at, paused_by, reason, false FROM jenkins_job_pauses
-    WHERE lower(job_name) = lower(CAST(:job_name AS text)) AND NOT EXISTS (SELECT 1 FROM added)
+    SELECT job_name, controller, paused_at, paused_by, reason, false FROM jenkins_job_pauses
+    WHERE lower(job_name) = lower(CAST(:job_name AS text))
+      AND coalesce(controller, '') = coalesce(CAST(:controller AS text), '') AND NOT EXISTS (SELECT 1 FROM added)
 )
 SELECT pause.*, pending.n AS pending FROM pause, pending;
 
 -- name: resume_job
 -- Needs no lock: a claim that misses the resume only leaves the job for the next one, which the
 -- trigger on jenkins_job_pauses wakes.
+-- Lifts only the pause given for :controller (NULL: the pause of every controller); others stay.
 WITH pending AS MATERIALIZED (
     SELECT count(*) AS n FROM jenkins_jobs_queue
     WHERE status = 'pending' AND (lower(job_name) = lower(CAST(:job_name AS text)) OR CAST(:job_name AS text) = '*')
+      AND (CAST(:controller AS text) IS NULL OR controller = CAST(:controller AS text))
 ), lifted AS (
     DELETE FROM jenkins_job_pauses WHERE lower(job_name) = lower(CAST(:job_name AS text))
+                                     AND coalesce(controller, '') = coalesce(CAST(:controller AS text), '')
     RETURNING job_name
 )
 SELECT (SELECT count(*) FROM lifted) AS resumed, pending.n AS pending FROM pending;
 
 -- name: list_pauses
-SELECT job_name, paused_at, paused_by, reason FROM jenkins_job_pauses ORDER BY job_name = '*' DESC, job_name;
+-- The pauses of every controller (controller NULL) first, then each controller's; '*' first in each.
+SELECT job_name, controller, paused_at, paused_by, reason FROM jenkins_job_pauses
+ORDER BY controller NULLS FIRST, job_name = '*' DESC, job_name;
 
 -- name: caps_in_force
 SELECT EXISTS (SELECT 1 FROM jenkins_job_limits) AS any_job_limits;
@@ -613,6 +623,7 @@ WHERE (status IN ('completed', 'failed', 'cancelled')) = CAST(:final AS boolean)
   AND (CAST(:job_name AS text) IS NULL OR lower(job_name) = lower(CAST(:job_name AS text)))
   AND (CAST(:since AS timestamptz) IS NULL OR updated_at >= CAST(:since AS timestamptz))
   AND (CAST(:error_pattern AS text) IS NULL OR last_error ILIKE CAST(:error_pattern AS text) ESCAPE '\')
+  AND (CAST(:controller AS text) IS NULL OR controller = CAST(:controller AS text))
   AND (CAST(:param_key_1 AS text) IS NULL
        OR parameters ->> CAST(:param_key_1 AS text) = CAST(:param_value_1 AS text))
   AND (CAST(:param_key_2 AS text) IS NULL
@@ -829,7 +840,7 @@ SELECT
     (SELECT extract(epoch FROM now() - min(xact_start))::float8 FROM pg_stat_activity
       WHERE xact_start IS NOT NULL AND pid <> pg_backend_pid() AND datname = current_database()
         AND backend_type = 'client backend') AS oldest_transaction_seconds,
-    EXISTS (SELECT 1 FROM jenkins_job_pauses WHERE job_name = '*') AS everything_paused,
+    EXISTS (SELECT 1 FROM jenkins_job_pauses WHERE job_name = '*' AND controller IS NULL) AS everything_paused,
     (SELECT count(*) FROM jenkins_job_pauses WHERE job_name <> '*') AS paused_jobs;
 
 -- name: gauges
@@ -848,9 +859,11 @@ WITH seen AS (
         (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing') AS processing,
         (SELECT extract(epoch FROM now() - min(scheduled_at))::float8 FROM jenkins_jobs_queue q
           WHERE status = 'pending' AND scheduled_at <= now()
-            AND lower(q.job_name) NOT IN (SELECT lower(p.job_name) FROM jenkins_job_pauses p)
-            AND NOT EXISTS (SELECT 1 FROM jenkins_job_pauses p WHERE p.job_name = '*')) AS oldest_pending_seconds,
-        EXISTS (SELECT 1 FROM jenkins_job_pauses WHERE job_name = '*') AS everything_paused,
+            -- A pause holds its controller's rows (controller NULL: every controller's).
+            AND NOT EXISTS (SELECT 1 FROM jenkins_job_pauses p
+                            WHERE (p.job_name = '*' OR lower(p.job_name) = lower(q.job_name))
+                              AND (p.controller IS NULL OR p.controller = q.controller))) AS oldest_pending_seconds,
+        EXISTS (SELECT 1 FROM jenkins_job_pauses WHERE job_name = '*' AND controller IS NULL) AS everything_paused,
         (SELECT count(*) FROM jenkins_job_pauses WHERE job_name <> '*') AS paused_jobs,
         (SELECT extract(epoch FROM min(scheduled_at) - now())::float8 FROM jenkins_jobs_queue
           WHERE status = 'pending' AND scheduled_at > now()) AS next_due_seconds,
@@ -895,7 +908,10 @@ WITH waiting AS (
 ), caps AS (
     SELECT lower(job_name) AS job_key, job_name, max_in_flight FROM jenkins_job_limits WHERE controller = 'default'
 ), paused AS (
-    SELECT lower(job_name) AS job_key, job_name, paused_at, reason FROM jenkins_job_pauses WHERE job_name <> '*'
+    -- The default controller's view, as caps: a pause of every controller, else the default's own.
+    SELECT DISTINCT ON (lower(job_name)) lower(job_name) AS job_key, job_name, paused_at, reason
+    FROM jenkins_job_pauses WHERE job_name <> '*' AND (controller IS NULL OR controller = 'default')
+    ORDER BY lower(job_name), controller NULLS FIRST
 ), keys AS (
     SELECT job_key FROM waiting UNION SELECT job_key FROM running UNION SELECT job_key FROM recent
     UNION SELECT job_key FROM caps UNION SELECT job_key FROM paused
@@ -937,13 +953,15 @@ SELECT
                                       AND s.job_key = lower(l.job_name) AND s.at > now() - interval '1 minute'
                                     ORDER BY s.at DESC OFFSET l.per_minute - 1 LIMIT 1),
                                    'paused_as', (SELECT p.job_name FROM jenkins_job_pauses p
-                                                 WHERE lower(p.job_name) = lower(w.job_name)))),
+                                                 WHERE lower(p.job_name) = lower(w.job_name)
+                                                   AND p.controller IS NULL))),
             '{}')
      FROM wanted w LEFT JOIN jenkins_job_limits l
        ON lower(l.job_name) = lower(w.job_name) AND l.controller = 'default') AS jobs,
     (SELECT coalesce(jsonb_agg(jsonb_build_object('job_name', job_name, 'paused_at', paused_at,
                                                   'paused_by', paused_by, 'reason', reason)), '[]')
-     FROM jenkins_job_pauses) AS pauses,
+     -- Pauses of every controller only: a page of rows is explained as the default controller sees it.
+     FROM jenkins_job_pauses WHERE controller IS NULL) AS pauses,
     -- Jenkins as a whole, as the live dispatcher that asked it last found it.
     (SELECT jsonb_build_object('since', since, 'reason', reason) FROM ({{latest_word_on_jenkins}}) AS w) AS jenkins;
 
