@@ -809,18 +809,23 @@ def cmd_schedule_resume(ctx: Context, args) -> None:
         print(f"schedule {result.name} was not paused; nothing changed")
 
 
-def add_schedule_commands(sub) -> None:
-    """`schedule add|ls|rm|pause|resume` under the top-level parser's commands ``sub``."""
-    text = "recurring jobs: each tick of a cron expression enqueues one row, whatever the number of dispatchers"
-    schedule = sub.add_parser("schedule", help=text, description=text)
-    add_json_option(schedule)
-    commands = schedule.add_commands("schedule_command")
-
+def command_adder(commands):
+    """``command(name, func, help)``: a subcommand of ``commands`` that runs ``func``, with --json, its help as its
+    description."""
     def command(name, func, help_text):
         p = commands.add_parser(name, help=help_text, description=help_text)
         add_json_option(p)
         p.set_defaults(func=func)
         return p
+    return command
+
+
+def add_schedule_commands(sub) -> None:
+    """`schedule add|ls|rm|pause|resume` under the top-level parser's commands ``sub``."""
+    text = "recurring jobs: each tick of a cron expression enqueues one row, whatever the number of dispatchers"
+    schedule = sub.add_parser("schedule", help=text, description=text)
+    add_json_option(schedule)
+    command = command_adder(schedule.add_commands("schedule_command"))
 
     p = command("add", cmd_schedule_add, "enqueue JOB at each tick of a standard five-field cron expression")
     p.add_argument("name", help="the schedule's name: letters, digits, '_', '-', '.' (at most 200)")
@@ -854,12 +859,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"jenkins-dispatch {__version__}")
     parser.add_argument("--json", action="store_true", default=False, help="machine-readable output")
     sub = parser.add_commands("command")
-
-    def command(name, func, help_text):
-        p = sub.add_parser(name, help=help_text, description=help_text)
-        add_json_option(p)
-        p.set_defaults(func=func)
-        return p
+    command = command_adder(sub)
 
     command("migrate", cmd_migrate, "apply the database schema (idempotent, safe to run concurrently)")
 

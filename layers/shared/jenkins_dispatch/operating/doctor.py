@@ -502,16 +502,21 @@ def _jenkins_checks(env: Mapping[str, str] | None, fetch_secret: SecretFetcher |
     return checks
 
 
+def reach_and_credentials(client: JenkinsClient, user: str, url: str) -> tuple[Check, Check]:
+    """The "jenkins" (reachable) and "credentials" rows from one whoAmI of ``client``."""
+    try:
+        return jenkins_checks(client.who_am_i(), user, display_url(url))
+    except JenkinsError as exc:
+        return (Check("jenkins", FAIL, str(exc), JENKINS_UNREACHABLE_FIX),
+                _skip("credentials", "Jenkins unreachable"))
+
+
 def controller_checks(controller: JenkinsSettings) -> list[Check]:
     """A controller's "jenkins NAME" (reachable) and "credentials NAME" rows, asked of its own Jenkins."""
     from ..jenkins.client import jenkins_client
 
     with jenkins_client(controller) as client:
-        try:
-            reach, credentials = jenkins_checks(client.who_am_i(), controller.user, display_url(controller.url))
-        except JenkinsError as exc:
-            reach, credentials = (Check("jenkins", FAIL, str(exc), JENKINS_UNREACHABLE_FIX),
-                                  _skip("credentials", "Jenkins unreachable"))
+        reach, credentials = reach_and_credentials(client, controller.user, controller.url)
     return [replace(check, name=f"{check.name} {controller.name}",
                     fix=check.fix and check.fix.replace("JENKINS_URL", f"the url of {controller.name} in "
                                                                        "JENKINS_CONTROLLERS"))
@@ -537,11 +542,7 @@ def _default_jenkins_checks(env: Mapping[str, str] | None, fetch_secret: SecretF
         checks.append(_queued_row(found, "Jenkins is not configured"))
         return checks
     with jenkins_client(settings) as client:
-        try:
-            reach, credentials = jenkins_checks(client.who_am_i(), settings.user, display_url(settings.url))
-        except JenkinsError as exc:
-            reach, credentials = (Check("jenkins", FAIL, str(exc), JENKINS_UNREACHABLE_FIX),
-                                  _skip("credentials", "Jenkins unreachable"))
+        reach, credentials = reach_and_credentials(client, settings.user, settings.url)
         checks += [reach, credentials]
         if reach.status != PASS or credentials.status != PASS:
             checks.append(_queued_row(found, "Jenkins unreachable" if reach.status != PASS
