@@ -27,7 +27,7 @@ CASES = [
     ("paused everything", ["pause"], ALREADY, "everything was already paused", False),
     ("pending", ["resume", "deploy"], ALREADY, "deploy was not paused; nothing changed", False),
     ("pending", ["resume"], ALREADY, "everything was not paused", False),
-    ("pending", ["limits", "rm", "deploy"], ALREADY, "deploy had no cap; nothing changed", False),
+    ("pending", ["limits", "rm", "deploy"], ALREADY, "deploy had no cap or rate; nothing changed", False),
     ("capped", ["limits", "set", "deploy", "2"], ALREADY, "deploy: at most 2 in flight", False),
     ("pending", ["cancel", "424242"], IMPOSSIBLE, "no job with id 424242", False),
     ("pending", ["retry", "424242"], IMPOSSIBLE, "no job with id 424242", False),
