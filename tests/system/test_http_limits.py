@@ -148,19 +148,32 @@ def test_ui_keeps_its_threads_and_closes_idle_and_slow_connections(database_url,
 def test_a_client_that_goes_away_before_its_answer_is_one_log_line(jenkins, database_url, db, tmp_path, path):
     served = start_serve(serve_env(database_url, jenkins.base_url), tmp_path / "serve.log")
     try:
-        before = len(served.log().splitlines())
         host, port = served.base.split("//")[1].rsplit(":", 1)
-        client = socket.create_connection((host, int(port)), timeout=5)
-        client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close = reset
-        client.sendall(f"GET {path} HTTP/1.1\r\nHost: test\r\n\r\n".encode())
-        client.close()  # gone before any answer could reach it
-        said = lambda: [line for line in served.log().splitlines()[before:]  # noqa: E731
+        # A reset that reaches the server before it read the request discards the request (nothing happened, nothing
+        # to say), and one after its answer left says nothing either: only one between is "went away". That window is
+        # a matter of scheduling (a 3.13 CI run missed it once for /healthz), so the client tries up to 20 times;
+        # whatever happens, each try says at most that one line, never a traceback.
+        logged = 0
+        for _ in range(20):
+            before = len(served.log().splitlines())
+            client = socket.create_connection((host, int(port)), timeout=5)
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close = reset
+            client.sendall(f"GET {path} HTTP/1.1\r\nHost: test\r\n\r\n".encode())
+            client.close()  # gone before any answer could reach it
+            assert served.health()[0] == 200
+
+            def said(since: int = before) -> list[str]:
+                return [line for line in served.log().splitlines()[since:]
                         if not line.startswith("{") or "went away" in line]
-        assert wait_for(said, timeout=15), "nothing was logged"
-        assert served.health()[0] == 200  # a round trip later, whatever the server had to say is said
-        about = said()
-        assert len(about) == 1, "\n".join(served.log().splitlines()[before:])
-        assert json.loads(about[0])["message"] == "client went away before its answer was sent"
+
+            wait_for(said, timeout=2)  # what the server had to say of this try is said by then
+            about = said()
+            assert len(about) <= 1, "\n".join(served.log().splitlines()[before:])
+            if about:
+                assert json.loads(about[0])["message"] == "client went away before its answer was sent"
+                logged += 1
+                break
+        assert logged == 1, "nothing was logged in 20 tries"
     finally:
         assert served.stop() == 0
 
