@@ -505,7 +505,16 @@ class Queue:
     def take_expired_leases(self, limit: int = 100, controller: str = DEFAULT_CONTROLLER) -> list[ExpiredLease]:
         """Take up to ``limit`` rows of ``controller`` whose lease expired, renewing each lease for this
         reconciler."""
-        rows = self._run("take_expired_leases", limit=limit, lease_seconds=self.lease_seconds, controller=controller)
+        for attempt in range(CLAIM_ATTEMPTS):
+            try:
+                rows = self._run("take_expired_leases", limit=limit, lease_seconds=self.lease_seconds,
+                                 controller=controller)
+                break
+            except DatabaseBusy:
+                # As a claim (claim_batch): beside other controllers' passes InnoDB may pick this as a deadlock victim
+                # (seen in CI); it was rolled back, and at worst a lease it renewed waits one more lease.
+                if attempt == CLAIM_ATTEMPTS - 1:
+                    raise
         return [
             ExpiredLease(
                 id=r["id"], job_name=r["job_name"], parameters=_json(r["parameters"]), attempts=r["attempts"],
