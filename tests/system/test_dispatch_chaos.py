@@ -140,7 +140,9 @@ def test_four_dispatchers_through_faults_and_a_crash_trigger_every_job_exactly_o
     # Our own count of jobs in flight (claimed until final) held its caps too, and reached them.
     for job, cap in CAPS.items():
         assert db_peaks.get(job, 0) <= cap, db_peaks
-    assert db_peaks["*"] == GLOBAL_CAP, db_peaks
+    # Reached, or nearly: the count is sampled every 0.1 s, and a peak can fall between two samples (59 of 60 seen
+    # once in CI on MySQL).
+    assert GLOBAL_CAP - 5 <= db_peaks["*"] <= GLOBAL_CAP, db_peaks
 
 
 
