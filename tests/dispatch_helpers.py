@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 from jenkins_dispatch.config import Settings, load_settings
+from jenkins_dispatch.dispatching.dispatch_loop import DispatchLoop
+from jenkins_dispatch.dispatching.wakeup import work_signal
+from jenkins_dispatch.store.db import Database
 
 WEBHOOK_SECRET = "test-webhook-secret"
 
@@ -44,3 +50,19 @@ def wait_for(predicate, timeout: float = 10.0, interval: float = 0.05) -> bool:
             return True
         time.sleep(interval)
     return predicate()
+
+
+@contextmanager
+def dispatching(settings) -> Iterator[None]:
+    """A continuous dispatcher (as `serve` runs it) on its own session, for the length of the block."""
+    stop = threading.Event()
+    session = Database(settings.database, application_name="jd-tests-loop")
+    loop = DispatchLoop(settings, session, work_signal(session, stop, 0.5), interval=0.5, shutdown=stop)
+    runner = threading.Thread(target=loop.run)
+    runner.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        runner.join(20)
+        session.close()

@@ -4,33 +4,12 @@ meet their late original. Real PostgreSQL, the emulator over real HTTP, a contin
 
 from __future__ import annotations
 
-import threading
 import time
-from contextlib import contextmanager
 
-from jenkins_dispatch.dispatching.dispatch_loop import DispatchLoop
-from jenkins_dispatch.dispatching.wakeup import NotificationSignal
 from jenkins_dispatch.jenkins.client import CancelResult, JenkinsClient
-from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.queue import Queue
 
-from ..dispatch_helpers import dispatch_settings, expire_leases, wait_for
-
-
-@contextmanager
-def dispatching(settings):
-    """A continuous dispatcher (as `serve` runs it) on its own session, for the length of the block."""
-    stop = threading.Event()
-    session = Database(settings.database, application_name="jd-tests-loop")
-    loop = DispatchLoop(settings, session, NotificationSignal(session, stop), interval=0.5, shutdown=stop)
-    runner = threading.Thread(target=loop.run)
-    runner.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        runner.join(20)
-        session.close()
+from ..dispatch_helpers import dispatch_settings, dispatching, expire_leases, wait_for
 
 
 def builds_per_dispatch(jenkins, rows) -> dict[str, int]:

@@ -4,38 +4,16 @@ emulator over real HTTP, the dispatcher as `serve` runs it or one pass at a time
 
 from __future__ import annotations
 
-import threading
-from contextlib import contextmanager
-
 import pytest
 
-from jenkins_dispatch.dispatching.dispatch_loop import DispatchLoop
 from jenkins_dispatch.dispatching.dispatcher import run_pass
-from jenkins_dispatch.dispatching.wakeup import work_signal
 from jenkins_dispatch.jenkins.client import CancelResult, JenkinsClient
 from jenkins_dispatch.operating.operator import cancel_job
-from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.queue import Queue
 
-from ..dispatch_helpers import dispatch_settings, expire_leases, wait_for
+from ..dispatch_helpers import dispatch_settings, dispatching, expire_leases, wait_for
 
 pytestmark = pytest.mark.both_engines
-
-
-@contextmanager
-def dispatching(settings):
-    """A continuous dispatcher (as `serve` runs it) on its own session, for the length of the block."""
-    stop = threading.Event()
-    session = Database(settings.database, application_name="jd-tests-loop")
-    loop = DispatchLoop(settings, session, work_signal(session, stop, 0.5), interval=0.5, shutdown=stop)
-    runner = threading.Thread(target=loop.run)
-    runner.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        runner.join(20)
-        session.close()
 
 
 def _late_events(queue, job_id) -> list[dict]:

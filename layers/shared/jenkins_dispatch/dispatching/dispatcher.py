@@ -40,7 +40,6 @@ from ..errors import (
     JenkinsError,
     JenkinsRequestFailed,
 )
-from ..jenkins.answers import JobInfo
 from ..jenkins.client import JenkinsClient, jenkins_client
 from ..jenkins.jobs import job_path_error
 from ..observability import MetricUnit, logger, metrics, subsegment
@@ -145,8 +144,7 @@ class Dispatcher:
         self.gauges: Gauges | None = None  # read after the pass (metrics, and when to look again)
         self.rng = rng or random.Random()
         self.summary = PassSummary()
-        self.job_infos: dict[str, JobInfo] = {}
-        self._checks_failed: dict[str, Decision] = {}  # job checks that failed this pass, by job name
+        self._job_checks: dict[str, Decision | None] = {}  # this pass's verdict per job name (None: sendable)
         self.timeout = settings.jenkins.timeout_seconds if settings.jenkins else default_of("JENKINS_TIMEOUT_SECONDS")
         self.send_reserve_seconds = settings.time_margin_seconds + self.timeout
 
@@ -385,21 +383,18 @@ class Dispatcher:
         """Whether the job can be sent (None) or why not, checked once per pass per job name. A check that
         failed the way one request can is about this job: its rows back off on Jenkins's scale, the others are
         sent — unless it completes a run of failures across jobs (the breaker opens; JenkinsError propagates)."""
-        if job_name in self._checks_failed:
-            return self._checks_failed[job_name]
-        info = self.job_infos.get(job_name)
-        if info is None:
-            sent_at = self.breaker.now()
-            try:
-                info = self.job_infos[job_name] = self.client.job_info(job_name)
-            except JenkinsRequestFailed as exc:
-                if self.breaker.record_failure(job_name, Evidence.SUSPECT, str(exc), sent_at):
-                    raise
-                failed = self._checks_failed[job_name] = Decision(
-                    Act.RETRY_LATER, f"could not check the job in Jenkins: {exc}", error_class="JobCheckFailed",
-                    jenkins_hiccup=True)
-                return failed
-        return check_job(job_name, info)
+        if job_name in self._job_checks:
+            return self._job_checks[job_name]
+        sent_at = self.breaker.now()
+        try:
+            verdict = check_job(job_name, self.client.job_info(job_name))
+        except JenkinsRequestFailed as exc:
+            if self.breaker.record_failure(job_name, Evidence.SUSPECT, str(exc), sent_at):
+                raise
+            verdict = Decision(Act.RETRY_LATER, f"could not check the job in Jenkins: {exc}",
+                               error_class="JobCheckFailed", jenkins_hiccup=True)
+        self._job_checks[job_name] = verdict
+        return verdict
 
     def _start_batch(self, pool: ThreadPoolExecutor, jobs: list[ClaimedJob], started: float) -> _Batch:
         """Check each job (once per pass per job name), then hand the sendable ones to the trigger threads."""
