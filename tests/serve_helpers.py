@@ -11,6 +11,7 @@ import sys
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from .dispatch_helpers import WEBHOOK_SECRET, wait_for
@@ -88,17 +89,32 @@ def serve_env(database_url: str, jenkins_url: str, **overrides: str) -> dict[str
     return env
 
 
+def _listening_or_gone(served: ServeProcess) -> bool:
+    return not served.alive() or "serving" in served.log()
+
+
+def _answering_or_gone(served: ServeProcess) -> bool:
+    return served.health() is not None or not served.alive()
+
+
 def start_serve(env: dict[str, str], log_path: Path, *args: str, wait_healthy: bool = True,
                 port: int | None = None) -> ServeProcess:
     """Start `python -m jenkins_dispatch.cli serve` on ``port`` (default: a free one); wait until /healthz answers
     (and, with ``wait_healthy``, until the dispatcher has reached the database)."""
-    port = port or free_port()
-    log = open(log_path, "w+")  # noqa: SIM115 - the process writes to it for its whole life
-    proc = subprocess.Popen([sys.executable, "-m", "jenkins_dispatch.cli", "serve", "--port", str(port), *args],
-                            env=env, stdout=log, stderr=subprocess.STDOUT)
-    log.close()
-    served = ServeProcess(proc, f"http://127.0.0.1:{port}", log_path)
-    if not wait_for(lambda: served.health() is not None or not served.alive(), timeout=20):
+    for _ in range(3):
+        # A free port is free when asked, not always when serve binds it (another test worker may take it between):
+        # a port of our choosing that was taken meanwhile is chosen again. serve prints "serving" once it listens.
+        chosen = port or free_port()
+        log = open(log_path, "w+")  # noqa: SIM115 - the process writes to it for its whole life
+        proc = subprocess.Popen([sys.executable, "-m", "jenkins_dispatch.cli", "serve", "--port", str(chosen), *args],
+                                env=env, stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        served = ServeProcess(proc, f"http://127.0.0.1:{chosen}", log_path)
+        wait_for(partial(_listening_or_gone, served), timeout=20)
+        if port is None and not served.alive() and "Address already in use" in served.log():
+            continue
+        break
+    if not wait_for(partial(_answering_or_gone, served), timeout=20):
         served.stop()
         raise AssertionError(f"serve never answered /healthz:\n{served.log()[-3000:]}")
     if wait_healthy:
