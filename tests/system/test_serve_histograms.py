@@ -50,6 +50,25 @@ def test_queue_wait_and_build_duration_per_job_from_real_callbacks(make_jenkins,
     assert _value(families, build, build + "_bucket", job="slowish", le="1.0") <= 2
 
 
+def test_rows_the_reconciler_settles_are_timed_too(make_jenkins, database_url, queue, tmp_path):
+    """No notification reaches serve (the emulator sends none): each row is settled by the reconciler once its lease
+    runs out, from the build's result in Jenkins, and still counted in both histograms."""
+    jenkins = make_jenkins(jobs=[{**SLOW, "duration_seconds": 0.3}])
+    served = start_serve(serve_env(database_url, jenkins.base_url, LEASE_SECONDS="2", JENKINS_TIMEOUT_SECONDS="1"),
+                         tmp_path / "serve.log", "--interval", "0.3")
+    try:
+        ids = [queue.enqueue("slowish", {"N": n}).id for n in range(2)]
+        assert wait_for(lambda: all(queue.get(i)["status"] == "completed" for i in ids), timeout=40), [
+            (queue.get(i)["status"], queue.get(i)["last_error"]) for i in ids]
+        assert {e["actor"] for i in ids for e in queue.events(i) if e["event"] == "settled"} == {"reconciler"}
+        families = _scrape(served.base)
+    finally:
+        assert served.stop() == 0
+    wait, build = "jenkins_dispatch_queue_wait_seconds", "jenkins_dispatch_build_duration_seconds"
+    assert _value(families, wait, wait + "_count", job="slowish") == 2
+    assert _value(families, build, build + "_count", job="slowish") == 2
+
+
 def test_serve_logs_lines_for_a_person_when_asked(jenkins, database_url, tmp_path):
     served = start_serve(serve_env(database_url, jenkins.base_url, LOG_FORMAT="text"), tmp_path / "serve.log",
                          "--interval", "0.3")

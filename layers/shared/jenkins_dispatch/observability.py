@@ -127,14 +127,15 @@ CATALOGUE: dict[str, tuple[MetricUnit, str]] = {
     "NotificationLatency": (MetricUnit.Milliseconds, "Time to apply one Jenkins notification."),
 }
 
-# Per-job histograms (`serve` only, from callbacks/timings.py): name -> (Prometheus name, help, buckets in
+# Per-job histograms (`serve` only, from Metrics.observe_settled): name -> (Prometheus name, help, buckets in
 # seconds). A queue wait runs from milliseconds to the hours a job can be held back; a build, from seconds to hours.
 JOB_HISTOGRAMS: dict[str, tuple[str, str, tuple[float, ...]]] = {
     "QueueWait": ("queue_wait_seconds", "Time from a job's insert (or an operator's retry) to the trigger Jenkins "
-                  "accepted, observed when the webhook settles it; label job: its name, or \"other\".",
+                  "accepted, observed when the webhook or the reconciler settles it; label job: its name, or \"other\".",
                   (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 1800.0, 3600.0, 14400.0)),
-    "BuildDuration": ("build_duration_seconds", "Time from a build's STARTED notification to its settle, observed "
-                      "when the webhook settles it; label job: its name, or \"other\".",
+    "BuildDuration": ("build_duration_seconds", "Time from a build's start (its STARTED notification, or the "
+                      "reconciler seeing it) to its settle, observed when the webhook or the reconciler settles "
+                      "it; label job: its name, or \"other\".",
                       (1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0, 7200.0, 14400.0)),
 }
 # The per-job label's bound: the first JOB_LABEL_LIMIT job names a process sees keep their own label for its
@@ -287,6 +288,17 @@ class MetricsFacade:
             if self.prometheus is None:
                 self.prometheus = PrometheusSink()
             return self.prometheus.registry
+
+    def observe_settled(self, job_name: str, queue_wait_seconds: float | None, build_seconds: float | None) -> None:
+        """A just-settled row's queue wait and build duration (``Queue.settle`` answers them; None: not known), in
+        `serve`'s per-job histograms; nothing where Prometheus is off (Lambda)."""
+        sink = self.prometheus
+        if sink is None:
+            return
+        if queue_wait_seconds is not None:
+            sink.observe_job("QueueWait", job_name, queue_wait_seconds)
+        if build_seconds is not None:
+            sink.observe_job("BuildDuration", job_name, build_seconds)
 
     def add_metric(self, *, name: str, unit: MetricUnit | str, value: float,
                    dimensions: Mapping[str, str] | None = None) -> None:

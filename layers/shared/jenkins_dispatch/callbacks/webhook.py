@@ -32,7 +32,6 @@ from ..observability import MetricUnit, logger, metrics
 from ..store.db import DatabaseError
 from ..store.dispatch_ids import row_id_hint
 from ..store.queue import FINAL_STATUSES, Queue
-from . import timings
 from .notifications import (
     Notification,
     RejectedNotification,
@@ -209,8 +208,8 @@ def _apply(queue: Queue, job_id: int, dispatch_id: str, t: Transition, n: Notifi
         if settled:
             metrics.add_metric(name="JobsCompleted" if t.final_status == "completed" else "JobsFailed",
                                unit=MetricUnit.Count, value=1)
-            timings.observe_settled(queue, job_id, dispatch_id, n.job or "unknown")
-        return settled
+            metrics.observe_settled(n.job or "unknown", settled.queue_wait_seconds, settled.build_seconds)
+        return settled is not None
     return queue.record_progress(
         job_id, dispatch_id, build_number=t.build_number, build_url=t.build_url, queue_id=t.queue_id,
         started=t.started, event=t.event, actor="webhook", detail=t.describe(), **job,

@@ -174,7 +174,8 @@ class Reconciler:
 
     # ------------------------------------------------------------------ outcomes
     def _fail(self, row: ExpiredLease, error: str) -> None:
-        if self.queue.settle(row.id, row.dispatch_id, "failed", error=error, actor="reconciler"):
+        if settled := self.queue.settle(row.id, row.dispatch_id, "failed", error=error, actor="reconciler"):
+            metrics.observe_settled(row.job_name, settled.queue_wait_seconds, settled.build_seconds)
             self.counts.settled += 1
             self.summary.failed += 1
             self.log("failed (reconciler)", row, reason=error)
@@ -214,9 +215,10 @@ class Reconciler:
     def settle_from_result(self, row: ExpiredLease, result: str, number: int | None, url: str | None) -> None:
         """Settle ``row`` from the result of its finished build (fenced on its dispatch)."""
         status = final_status(result, self.settings.unstable_is_success)
-        if self.queue.settle(row.id, row.dispatch_id, status, result=result,
-                             error=build_error(result, number, self.settings.unstable_is_success),
-                             build_number=number, build_url=url, actor="reconciler"):
+        if settled := self.queue.settle(row.id, row.dispatch_id, status, result=result,
+                                        error=build_error(result, number, self.settings.unstable_is_success),
+                                        build_number=number, build_url=url, actor="reconciler"):
+            metrics.observe_settled(row.job_name, settled.queue_wait_seconds, settled.build_seconds)
             self.counts.settled += 1
             if status == "failed":
                 self.summary.failed += 1

@@ -94,6 +94,21 @@ class Settlement:
 
 
 @dataclass(frozen=True)
+class Settled:
+    """A row ``settle`` finished, with its timings from the row's history (None where the history does not tell):
+    the queue wait (last insert or operator's retry → first trigger Jenkins accepted after it) and the build's
+    duration (the settling dispatch's ``started`` → the settle)."""
+    job_id: int
+    queue_wait_seconds: float | None = None
+    build_seconds: float | None = None
+
+
+def _seconds(value: Any) -> float | None:
+    """A duration the database computed (a Decimal on PostgreSQL), or None when it is unknown or negative (clocks)."""
+    return None if value is None or value < 0 else float(value)
+
+
+@dataclass(frozen=True)
 class EnqueueResult:
     """The id of an enqueued row, and whether it was new."""
     id: int
@@ -454,8 +469,9 @@ class Queue:
         error: str | None = None, build_number: int | None = None, build_url: str | None = None,
         actor: str = "dispatcher", job_path: str | None = None, job_leaf: str | None = None,
         only_build: int | None = None,
-    ) -> bool:
-        """``job_path`` / ``job_leaf`` / ``only_build`` as in ``record_progress``."""
+    ) -> Settled | None:
+        """The row settled, with its timings, or None when the fence left it as it was. ``job_path`` /
+        ``job_leaf`` / ``only_build`` as in ``record_progress``."""
         if status not in FINAL_STATUSES:
             raise ValueError(f"settle needs a final status, got {status!r}")
         rows = self._run(
@@ -463,7 +479,9 @@ class Queue:
             build_number=build_number, build_url=build_url, actor=actor, job_path=job_path, job_leaf=job_leaf,
             only_build=only_build,
         )
-        return bool(rows)
+        if not rows:
+            return None
+        return Settled(rows[0]["id"], _seconds(rows[0]["queue_wait_seconds"]), _seconds(rows[0]["build_seconds"]))
 
     def settle_many(self, outcomes: list[Settlement], *, actor: str = "dispatcher") -> set[int]:
         """Settle several rows in one statement, each fenced on its own; returns the ids settled."""

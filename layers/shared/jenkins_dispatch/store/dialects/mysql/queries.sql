@@ -368,7 +368,25 @@ SET @jd_changed = ROW_COUNT();
 INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
 SELECT :id, 'settled', 'processing', :status, :dispatch_id, :actor, CONCAT_WS(': ', :result, :error)
 FROM DUAL WHERE @jd_changed > 0;
-SELECT :id AS id FROM DUAL WHERE @jd_changed > 0;
+-- Besides the id, the row's queue wait and its build's duration from its history, in the same round trip, for
+-- `serve`'s histograms (PostgreSQL's settle says what each is); NULL where the history does not tell.
+SELECT q.id,
+       TIMESTAMPDIFF(MICROSECOND, p.at, (
+           SELECT t.at FROM jenkins_job_events t
+           WHERE t.job_id = q.id AND t.event IN ('triggered', 'adopted') AND t.id > p.id
+           ORDER BY t.id LIMIT 1)) / 1e6 AS queue_wait_seconds,
+       TIMESTAMPDIFF(MICROSECOND, (
+           SELECT s.at FROM jenkins_job_events s
+           WHERE s.job_id = q.id AND s.event = 'started' AND s.dispatch_id = q.dispatch_id
+             AND s.id > COALESCE(p.id, 0)
+           ORDER BY s.id LIMIT 1), q.finished_at) / 1e6 AS build_seconds
+FROM jenkins_jobs_queue q
+LEFT JOIN (
+    SELECT b.job_id, b.id, b.at FROM jenkins_job_events b
+    WHERE b.job_id = :id AND b.event IN ('enqueued', 'retried')
+    ORDER BY b.id DESC LIMIT 1
+) p ON p.job_id = q.id
+WHERE q.id = :id AND @jd_changed > 0;
 
 -- fragment: t_outcomes
 JSON_TABLE(:outcomes, '$[*]' COLUMNS (

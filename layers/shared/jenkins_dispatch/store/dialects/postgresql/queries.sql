@@ -341,13 +341,33 @@ WITH changed AS (
       AND (CAST(:job_leaf AS text) IS NULL
            OR lower(substring(job_name FROM '[^/]*$') COLLATE "C") = lower(CAST(:job_leaf AS text) COLLATE "C"))
       AND (CAST(:only_build AS integer) IS NULL OR build_number IS NULL OR build_number = CAST(:only_build AS integer))
-    RETURNING id, dispatch_id, status
+    RETURNING id, dispatch_id, status, finished_at
 ), logged AS (
     INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, dispatch_id, actor, detail)
     SELECT id, 'settled', 'processing', status, dispatch_id, :actor,
            concat_ws(': ', CAST(:result AS text), CAST(:error AS text)) FROM changed
 )
-SELECT id FROM changed;
+-- Besides the id, the row's queue wait (from the moment it last became pending, by an insert or an operator's retry,
+-- to the first trigger Jenkins accepted after that: `triggered`, or `adopted` by the reconciler) and its build's
+-- duration (from the settling dispatch's `started` to the settle), read from its history (jenkins_job_events_job_idx)
+-- in the same round trip, for `serve`'s histograms; NULL where the history does not tell. The settle's own event is
+-- not visible here (same statement), nor needed.
+SELECT c.id,
+       extract(epoch FROM (
+           SELECT t.at FROM jenkins_job_events t
+           WHERE t.job_id = c.id AND t.event IN ('triggered', 'adopted') AND t.id > p.id
+           ORDER BY t.id LIMIT 1) - p.at) AS queue_wait_seconds,
+       extract(epoch FROM c.finished_at - (
+           SELECT s.at FROM jenkins_job_events s
+           WHERE s.job_id = c.id AND s.event = 'started' AND s.dispatch_id = c.dispatch_id
+             AND s.id > coalesce(p.id, 0)
+           ORDER BY s.id LIMIT 1)) AS build_seconds
+FROM changed c
+LEFT JOIN LATERAL (
+    SELECT b.id, b.at FROM jenkins_job_events b
+    WHERE b.job_id = c.id AND b.event IN ('enqueued', 'retried')
+    ORDER BY b.id DESC LIMIT 1
+) p ON true;
 
 -- name: settle_many
 -- settle for several rows in one statement (a batch of outcomes), each fenced on its own.
