@@ -262,7 +262,7 @@ class Outage:
         if self.ended is None:
             return f"outage: {SECOND} was never taken down (the run ended first)"
         during = self.items_created_during
-        return (f"outage: {SECOND} answered 503 for {OUTAGE_SECONDS} s ({self.began:.1f} s to {self.ended:.1f} s into "
+        return (f"outage: {SECOND} answered 503 for {self.ended - self.began:.1f} s ({self.began:.1f} s to {self.ended:.1f} s into "
                 f"the run; {self.refused} requests refused), while {self.enqueued_during} more jobs arrived for both; "
                 f"meanwhile {DEFAULT} got {during[DEFAULT]} new builds and finished {self.finished_during} jobs; "
                 f"{SECOND} got {during[SECOND] or 'none'}")

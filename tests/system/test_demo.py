@@ -144,7 +144,7 @@ def test_demo_two_controllers_one_down_mid_run_each_row_built_once_on_its_own(da
     assert "RESULT: correct" in out and "every job built exactly once: yes" in out
     assert re.search(r"^controller default: .* each built once on default, none on eu: yes$", out, re.M), out
     assert re.search(r"^controller eu: .* each built once on eu, none on default: yes$", out, re.M), out
-    assert re.search(r"^outage: eu answered 503 for 4 s .* meanwhile default got [1-9]\d* new builds and finished \d+ jobs; eu got none", out,
+    assert re.search(r"^outage: eu answered 503 for [4-9]\.\d s .* meanwhile default got [1-9]\d* new builds and finished \d+ jobs; eu got none", out,
                      re.M), out
     assert db.run("SELECT * FROM jenkins_jobs_queue ORDER BY 1") == before
 
@@ -170,9 +170,8 @@ def test_demo_two_controllers_one_down_mid_run_each_row_built_once_on_its_own(da
         # eu was down (the restart window's 503s are its own count), default never; and default built meanwhile
         assert records["eu"]["state"]["counters"]["unavailable_answers"] > 0
         assert records["default"]["state"]["counters"]["unavailable_answers"] == 0
-        outage = records["eu"]["outage"]
-        assert outage["items_created_during"] == {"default": outage["items_created_during"]["default"], "eu": 0}
-        assert outage["items_created_during"]["default"] > 0
+        during = records["eu"]["outage"]["items_created_during"]  # the emulators' counters, read while eu was down
+        assert during["default"] > 0 and during["eu"] == 0, during
     finally:
         settings = parse_database_url(database_url)
         with Database(settings) as admin:
