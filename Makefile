@@ -73,8 +73,9 @@ lint: install
 bench: install
 	$(PY) -m benchmarks
 
+# `make demo DEMO_ARGS=--two-controllers` (or --keep, --table, ...): python -m demo's flags, docs/development.md.
 demo: install-demo
-	$(PY) -m demo
+	$(PY) -m demo $(DEMO_ARGS)
 
 clean:
 	rm -rf .aws-sam .pytest_cache .ruff_cache .hypothesis

@@ -7,6 +7,12 @@ end (the full per-job table with --table), and exit code 0 only if every job end
 built exactly once, caps never exceeded. Each run has a folder of its own (logs, the emulator's config, the
 embedded database); --keep leaves the database there, running, and prints the `jenkins-dispatch ui`
 command that opens it.
+
+--two-controllers: two emulated Jenkins controllers, `default` and `eu` (JENKINS_CONTROLLERS), the jobs
+spread over both; mid-run `eu` restarts (503 for a few seconds) while more jobs arrive for both. The progress
+line and the summary show each controller: its counts, that `default` kept building while `eu` was down, and
+that each job was built exactly once on its own controller and never on the other (the emulators' records
+are left in the run's folder, controllers.json).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import uuid
 import warnings
 from collections import Counter
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from jenkins_dispatch.config import parse_database_url
@@ -40,6 +47,9 @@ JOBS = [("demo/build", 0, 0.45, 0.6), ("demo/test", 5, 0.35, 0.4), ("team/app/de
 CAPPED_JOB, CAP = "team/app/deploy", 2
 UNKNOWN_JOB = "demo/does-not-exist"
 SHOWN_ERRORS = 5  # distinct errors the summary quotes in full; --table shows every row's
+DEFAULT, SECOND = "default", "eu"  # --two-controllers: JENKINS_URL's controller and the one in JENKINS_CONTROLLERS
+OUTAGE_SECONDS = 4  # how long SECOND answers 503 mid-run: long enough for several of DEFAULT's passes
+SECOND_WAVE = 0.3  # the share of the mix enqueued while SECOND is down, for both controllers
 
 
 def say(text: str = "") -> None:
@@ -130,10 +140,11 @@ def own_database(url: str, keep: bool = False):
 
 
 @contextmanager
-def jenkins(url: str | None, webhook_url: str, run_dir: str):
+def jenkins(url: str | None, webhook_url: str, run_dir: str, names: tuple[str, ...] = (DEFAULT,)):
+    """The Jenkins controllers by name (their base URLs) and the emulator's process (None: a real Jenkins)."""
     if url:
         say(f"jenkins: {url} (a real Jenkins: its jobs must exist and declare DISPATCH_ID and DEMO_MARKER)")
-        yield url, None
+        yield {DEFAULT: url}, None
         return
     config = {
         "executors": 6,
@@ -148,12 +159,18 @@ def jenkins(url: str | None, webhook_url: str, run_dir: str):
     with open(config_path, "w") as f:
         json.dump(config, f, indent=2)
     with open(os.path.join(run_dir, "emulator.log"), "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "jenkins_emulator", "--port", "0", "--config", config_path],
-                                stdout=subprocess.PIPE, stderr=log, text=True)
+        several = ["--controllers", ",".join(names)] if len(names) > 1 else []
+        proc = subprocess.Popen([sys.executable, "-m", "jenkins_emulator", "--port", "0", "--config", config_path,
+                                 *several], stdout=subprocess.PIPE, stderr=log, text=True)
     try:
-        base = proc.stdout.readline().strip()
-        say(f"jenkins: the Jenkins EMULATOR (not a real Jenkins) at {base}")
-        yield base, proc
+        if several:  # one "NAME URL" line per controller, each an emulator of its own on its own port
+            urls = dict(proc.stdout.readline().split() for _ in names)
+            for name, base in urls.items():
+                say(f"jenkins: controller {name}: the Jenkins EMULATOR (not a real Jenkins) at {base}")
+        else:
+            urls = {DEFAULT: proc.stdout.readline().strip()}
+            say(f"jenkins: the Jenkins EMULATOR (not a real Jenkins) at {urls[DEFAULT]}")
+        yield urls, proc
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -194,16 +211,76 @@ def emulator_counters(base: str) -> dict:
         return json.load(answer)
 
 
+def emulator_control(base: str, path: str, body: dict | None = None) -> dict:
+    """GET (no body) or POST the emulator's ``/_emulator/`` control API."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(base + "_emulator/" + path, data=data, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=5) as answer:
+        return json.load(answer)
+
+
+@dataclass
+class Outage:
+    """SECOND's restart mid-run: when (seconds into the run), the queue items each emulator created meanwhile, and
+    DEFAULT's jobs that became final meanwhile. The emulator's window is ended by the demo, after the emulators'
+    counters are read, so that no trigger to SECOND can land between the two."""
+
+    urls: dict[str, str]
+    began: float | None = None
+    ended: float | None = None
+    items_at_start: dict[str, int] = field(default_factory=dict)
+    items_created_during: dict[str, int] = field(default_factory=dict)
+    finals_at_start: int = 0
+    finished_during: int = 0
+    enqueued_during: int = 0
+    refused: int = 0  # requests SECOND answered 503, as it counted them
+
+    def begin(self, elapsed: float, finals: int) -> None:
+        emulator_control(self.urls[SECOND], "restart", {"window_seconds": 600, "kind": "restarting"})
+        self.began, self.finals_at_start = elapsed, finals
+        self.items_at_start = {name: emulator_counters(url)["items_created"] for name, url in self.urls.items()}
+
+    def end(self, elapsed: float, finals: int) -> None:
+        counters = {name: emulator_counters(url) for name, url in self.urls.items()}  # SECOND still down
+        emulator_control(self.urls[SECOND], "faults/clear", {})  # ends the restart window: back
+        items = {name: c["items_created"] for name, c in counters.items()}
+        self.refused = counters[SECOND]["unavailable_answers"]
+        self.ended, self.finished_during = elapsed, finals - self.finals_at_start
+        self.items_created_during = {name: items[name] - self.items_at_start[name] for name in items}
+
+    def record(self) -> dict:
+        return {"seconds": OUTAGE_SECONDS, "began": self.began, "ended": self.ended,
+                "items_created_during": self.items_created_during, "default_finished_during": self.finished_during,
+                "jobs_enqueued_during": self.enqueued_during, "requests_refused": self.refused}
+
+    def kept_going(self) -> bool:
+        """DEFAULT built while SECOND was down, and SECOND nothing."""
+        during = self.items_created_during
+        return self.ended is not None and during.get(DEFAULT, 0) > 0 and during.get(SECOND, 0) == 0
+
+    def summary(self) -> str:
+        if self.ended is None:
+            return f"outage: {SECOND} was never taken down (the run ended first)"
+        during = self.items_created_during
+        return (f"outage: {SECOND} answered 503 for {self.ended - self.began:.1f} s ({self.began:.1f} s to {self.ended:.1f} s into "
+                f"the run; {self.refused} requests refused), while {self.enqueued_during} more jobs arrived for both; "
+                f"meanwhile {DEFAULT} got {during[DEFAULT]} new builds and finished {self.finished_during} jobs; "
+                f"{SECOND} got {during[SECOND] or 'none'}")
+
+
 # --------------------------------------------------------------------------- the mix
 
 
-def enqueue_mix(queue: Queue, total: int, emulated: bool) -> dict[int, dict]:
+def enqueue_mix(queue: Queue, total: int, emulated: bool, controllers: tuple[str, ...] = (DEFAULT,), start: int = 0,
+                extras: bool = True) -> dict[int, dict]:
     """≈total jobs: three job names with their priorities, some failing, some scheduled a little later,
-    some whose callbacks are lost, one unknown job, one dedupe key enqueued twice."""
+    some whose callbacks are lost, one unknown job, one dedupe key enqueued twice (``extras``). Spread over the
+    controllers in turn; ``start``: the first job's number in the whole mix (a later wave goes on from there)."""
     expected: dict[int, dict] = {}
     now = datetime.now(UTC)
-    for i in range(total):
-        name, priority = job_for(i, total)
+    for i in range(start, start + total):
+        name, priority = job_for(i, start + total)
+        controller = controllers[i % len(controllers)]
         marker = uuid.uuid4().hex[:12]
         params: dict = {"DEMO_MARKER": marker, "TARGET": "staging" if i % 2 else "prod"}
         result = "SUCCESS"
@@ -216,14 +293,19 @@ def enqueue_mix(queue: Queue, total: int, emulated: bool) -> dict[int, dict]:
             if i % 17 == 3:
                 params["EMULATOR_NO_NOTIFY"] = "true"  # every callback lost: the reconciler finishes it
         at = now + timedelta(seconds=8) if i % 25 == 10 else None
-        job_id = queue.enqueue(name, params, priority=priority, scheduled_at=at).id
-        expected[job_id] = {"job": name, "marker": marker, "result": result, "later": at is not None}
+        job_id = queue.enqueue(name, params, priority=priority, scheduled_at=at, controller=controller).id
+        expected[job_id] = {"job": name, "marker": marker, "result": result, "later": at is not None,
+                            "controller": controller}
+    if not extras:
+        return expected
     first = queue.enqueue("demo/build", {"DEMO_MARKER": "dedupe", "TARGET": "prod"}, dedupe_key="release-2026.11")
     again = queue.enqueue("demo/build", {"DEMO_MARKER": "dedupe", "TARGET": "prod"}, dedupe_key="release-2026.11")
     assert first.id == again.id and not again.created
-    expected[first.id] = {"job": "demo/build", "marker": "dedupe", "result": "SUCCESS", "later": False}
+    expected[first.id] = {"job": "demo/build", "marker": "dedupe", "result": "SUCCESS", "later": False,
+                          "controller": DEFAULT}
     unknown = queue.enqueue(UNKNOWN_JOB, {"DEMO_MARKER": "unknown"}).id
-    expected[unknown] = {"job": UNKNOWN_JOB, "marker": "unknown", "result": None, "later": False}
+    expected[unknown] = {"job": UNKNOWN_JOB, "marker": "unknown", "result": None, "later": False,
+                         "controller": DEFAULT}
     return expected
 
 
@@ -241,77 +323,147 @@ def job_for(i: int, total: int) -> tuple[str, int]:
 # --------------------------------------------------------------------------- progress and verdict
 
 
-def progress_line(queue: Queue, expected: dict[int, dict], peaks: Counter) -> tuple[str, bool]:
+def progress_line(queue: Queue, expected: dict[int, dict], peaks: Counter, controllers: tuple[str, ...] = (DEFAULT,),
+                  down: str | None = None) -> tuple[str, bool, Counter]:
+    """The live line, whether every job is final, and the final jobs per controller. With several controllers,
+    each one's final and in-flight jobs, the capped job against its cap there, and the one that is down."""
     rows = queue.list_jobs(limit=len(expected) + 1000)
     mine = [r for r in rows if r["id"] in expected]
     counts = Counter(r["status"] for r in mine)
+    finals = Counter(r["controller"] for r in mine if r["status"] in ("completed", "failed"))
+    done = counts["pending"] == 0 and counts["processing"] == 0
+    if len(controllers) > 1:  # shorter totals: the controllers' parts need the room
+        # per controller, from the rows (in_flight_counts adds up every controller's)
+        busy = Counter((r["controller"], r["job_name"]) for r in mine if r["status"] == "processing")
+        parts = []
+        for name in controllers:
+            capped = busy[(name, CAPPED_JOB)]
+            peaks[(name, CAPPED_JOB)] = max(peaks[(name, CAPPED_JOB)], capped)
+            in_flight = sum(n for (c, _), n in busy.items() if c == name)
+            parts.append(f"{name}: {finals[name]:3} final {in_flight:3} in flight (cap {capped}/{CAP})"
+                         + (" DOWN" if name == down else ""))
+        peaks["*"] = max(peaks["*"], counts["processing"])
+        total = (f"pending {counts['pending']:3}  in flight {counts['processing']:3}  "
+                 f"final {counts['completed'] + counts['failed']:3}  | ")
+        return total + "  | ".join(parts), done, finals
+    line = (f"pending {counts['pending']:3}  processing {counts['processing']:3}  completed {counts['completed']:3}  "
+            f"failed {counts['failed']:3}  | ")
     in_flight = queue.in_flight_counts()
     for job, n in in_flight.items():
         peaks[job] = max(peaks[job], n)
     peaks["*"] = max(peaks["*"], sum(in_flight.values()))
     jobs = "  ".join(f"{name}: {in_flight.get(name, 0)}" + (f"/{CAP}" if name == CAPPED_JOB else "")
                      for name, *_ in JOBS)
-    line = (f"pending {counts['pending']:3}  processing {counts['processing']:3}  completed {counts['completed']:3}  "
-            f"failed {counts['failed']:3}  | in flight  {jobs}")
-    done = counts["pending"] == 0 and counts["processing"] == 0
-    return line, done
+    return line + f"in flight  {jobs}", done, finals
 
 
-def verdict(queue: Queue, expected: dict[int, dict], peaks: Counter, counters: dict | None, table: bool) -> bool:
+def verdict(queue: Queue, expected: dict[int, dict], peaks: Counter, counters: dict[str, dict] | None, table: bool,
+            outage: Outage | None = None) -> bool:
     """The summary (counts, the cap, the each-built-once verdict, every distinct error in full), the per-job
-    table when asked (or the rows that went wrong, always), and the RESULT line .ci/run and the tests read."""
-    per_marker = (counters or {}).get("triggers_by_parameter", {}).get("DEMO_MARKER", {})
+    table when asked (or the rows that went wrong, always), and the RESULT line .ci/run and the tests read.
+    ``counters``: each controller's emulator counters by name (None: a real Jenkins). With several, a job is
+    built once only if built exactly once on its own controller and never on another; and a line per
+    controller, and the outage's, say so for each."""
+    per_marker = {name: c.get("triggers_by_parameter", {}).get("DEMO_MARKER", {}) for name, c in (counters or {}).items()}
+    several = len(per_marker) > 1
     problems = []
     rows = []
     for job_id, want in sorted(expected.items()):
         row = queue.get(job_id)
-        builds = per_marker.get(want["marker"], 0) if counters else None
+        own = want["controller"]
+        builds = per_marker[own].get(want["marker"], 0) if counters else None
+        elsewhere = sum(m.get(want["marker"], 0) for name, m in per_marker.items() if name != own)
         if want["job"] == UNKNOWN_JOB:
-            ok = row["status"] == "failed" and "no job" in (row["last_error"] or "") and not builds
+            ok = row["status"] == "failed" and "no job" in (row["last_error"] or "") and not builds and not elsewhere
         else:
             status = "completed" if want["result"] in ("SUCCESS", "UNSTABLE") else "failed"
-            ok = row["status"] == status and (counters is None or (builds == 1 and row["jenkins_result"] == want["result"]))
+            ok = row["status"] == status and row["controller"] == own and (
+                counters is None or (builds == 1 and not elsewhere and row["jenkins_result"] == want["result"]))
         if not ok:
             problems.append(job_id)
-        rows.append((job_id, row["job_name"], row["priority"], row["status"], row["jenkins_result"] or "-",
-                     f"#{row['build_number']}" if row["build_number"] else "-", "n/a" if builds is None else builds,
-                     "ok" if ok else "WRONG", row["last_error"] or ""))
+        rows.append({"ID": job_id, "JOB": row["job_name"], "CONTROLLER": row["controller"], "PRIO": row["priority"],
+                     "STATUS": row["status"], "RESULT": row["jenkins_result"] or "-",
+                     "BUILD": f"#{row['build_number']}" if row["build_number"] else "-",
+                     "BUILDS": "n/a" if builds is None else builds + elsewhere, "once": builds == 1 and not elsewhere,
+                     "CHECK": "ok" if ok else "WRONG", "LAST ERROR": row["last_error"] or ""})
+    columns = ["ID", "JOB", *(["CONTROLLER"] if several else []), "PRIO", "STATUS", "RESULT", "BUILD", "BUILDS",
+               "CHECK", "LAST ERROR"]
     say()
     if table:
-        print_table(rows)
+        print_table(rows, columns)
     elif problems:
         say("the jobs that did not end as they should:")
-        print_table([r for r in rows if r[7] != "ok"])
-    finals = Counter(r[3] for r in rows)
-    results = Counter(r[4] for r in rows if r[4] != "-")
+        print_table([r for r in rows if r["CHECK"] != "ok"], columns)
+    finals = Counter(r["STATUS"] for r in rows)
+    results = Counter(r["RESULT"] for r in rows if r["RESULT"] != "-")
     say(f"jobs: {len(rows)}  " + "  ".join(f"{k} {v}" for k, v in sorted(finals.items()))
         + ("  (Jenkins results: " + ", ".join(f"{k} {v}" for k, v in sorted(results.items())) + ")" if results else ""))
-    errors = sorted(Counter(r[8] for r in rows if r[8]).items(), key=lambda item: -item[1])
+    errors = sorted(Counter(r["LAST ERROR"] for r in rows if r["LAST ERROR"]).items(), key=lambda item: -item[1])
     for error, n in errors[:SHOWN_ERRORS]:
         say(f"error ×{n}: {error}")  # in full: the point of an error is often in its last words
     if len(errors) > SHOWN_ERRORS:
         say(f"… and {len(errors) - SHOWN_ERRORS} other errors (every job's: --table)")
+    known = [r for r in rows if r["JOB"] != UNKNOWN_JOB]
+    if counters and several:
+        for name in counters:
+            theirs = [r for r in rows if r["CONTROLLER"] == name]
+            others = ", ".join(n for n in counters if n != name)
+            once = all(r["once"] for r in theirs if r["JOB"] != UNKNOWN_JOB)
+            say(f"controller {name}: {len(theirs)} jobs ("
+                + ", ".join(f"{k} {v}" for k, v in sorted(Counter(r["STATUS"] for r in theirs).items()))
+                + f"); {counters[name]['items_created']} queue items; each built once on {name}, none on {others}: "
+                + ("yes" if once else "NO"))
+        if outage is not None:
+            say(outage.summary())
     if counters:
-        say(f"Jenkins builds: {counters['items_created']} queue items for {len(rows) - 1} known jobs; "
-            f"every job built exactly once: {'yes' if all(r[6] == 1 for r in rows if r[1] != UNKNOWN_JOB) else 'NO'}")
-    cap_ok = peaks[CAPPED_JOB] <= CAP
-    say(f"cap {CAPPED_JOB} ≤ {CAP}: peak in flight {peaks[CAPPED_JOB]} ({'held' if cap_ok else 'EXCEEDED'})"
-        + (f"; emulator peak {counters['peak_in_flight_by_job'].get(CAPPED_JOB, 0)}" if counters else ""))
+        items = sum(c["items_created"] for c in counters.values())
+        say(f"Jenkins builds: {items} queue items for {len(known)} known jobs; "
+            f"every job built exactly once: {'yes' if all(r['once'] for r in known) else 'NO'}")
+    if counters and several:
+        names = list(counters)
+        cap_ok = all(peaks[(name, CAPPED_JOB)] <= CAP for name in names)
+        say(f"cap {CAPPED_JOB} ≤ {CAP} on each controller: peak in flight "
+            + ", ".join(f"{name} {peaks[(name, CAPPED_JOB)]}" for name in names)
+            + f" ({'held' if cap_ok else 'EXCEEDED'}); emulator peaks "
+            + ", ".join(f"{name} {counters[name]['peak_in_flight_by_job'].get(CAPPED_JOB, 0)}" for name in names))
+    else:
+        cap_ok = peaks[CAPPED_JOB] <= CAP
+        default = (counters or {}).get(DEFAULT)
+        say(f"cap {CAPPED_JOB} ≤ {CAP}: peak in flight {peaks[CAPPED_JOB]} ({'held' if cap_ok else 'EXCEEDED'})"
+            + (f"; emulator peak {default['peak_in_flight_by_job'].get(CAPPED_JOB, 0)}" if default else ""))
     say(f"peak jobs in flight overall: {peaks['*']}" + ("" if table else "  (every job: --table)"))
-    if problems or not cap_ok:
-        say(f"RESULT: WRONG — jobs {problems[:20]} did not end as they should" if problems else "RESULT: WRONG — cap exceeded")
+    kept_going = outage is None or outage.kept_going()
+    if problems or not cap_ok or not kept_going:
+        say(f"RESULT: WRONG — jobs {problems[:20]} did not end as they should" if problems
+            else "RESULT: WRONG — cap exceeded" if not cap_ok
+            else f"RESULT: WRONG — {DEFAULT} did not keep building while {SECOND} was down")
         return False
-    say("RESULT: correct — every job final, each built once, the cap held")
+    say("RESULT: correct — every job final, each built once"
+        + (f" on its own controller, {DEFAULT} kept going while {SECOND} was down" if several else "")
+        + ", the cap held")
     return True
 
 
-def print_table(rows: list[tuple]) -> None:
-    header = ("ID", "JOB", "PRIO", "STATUS", "RESULT", "BUILD", "BUILDS", "CHECK", "LAST ERROR")
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
+def print_table(rows: list[dict], columns: list[str]) -> None:
+    widths = [max(len(str(x)) for x in [column, *(r[column] for r in rows)]) for column in columns]
     widths[-1] = 0  # the error is the last column, never cut and never padded
-    for line in [header, *rows]:
+    for line in [columns, *([r[c] for c in columns] for r in rows)]:
         say("  ".join(str(v).ljust(w) for v, w in zip(line, widths, strict=True)).rstrip())
     say()
+
+
+def event(text: str, interactive: bool) -> None:
+    """A line of its own between progress lines (on a terminal, over the live one)."""
+    say(f"\r{text}\033[K" if interactive else text)  # \033[K: clears the rest of the live line
+
+
+def record_controllers(run_dir: str, urls: dict[str, str], outage: Outage) -> None:
+    """controllers.json in the run's folder: each emulator's own record (/_emulator/state: every build with its
+    parameters, the counters, the requests it answered 503) and the outage's times and counts."""
+    records = {name: {"url": url, "state": emulator_control(url, "state")} for name, url in urls.items()}
+    records[SECOND]["outage"] = outage.record()
+    with open(os.path.join(run_dir, "controllers.json"), "w") as f:
+        json.dump(records, f, indent=1)
 
 
 def ui_command(db_url: str) -> str:
@@ -341,9 +493,16 @@ def main(argv: list[str] | None = None) -> int:
                              "print the `jenkins-dispatch ui` command that opens it")
     parser.add_argument("--dir", metavar="DIR", help="the run's folder (default: a new one in the temporary folder)")
     parser.add_argument("--stop", metavar="DIR", help="stop and remove the embedded database a --keep run left in DIR")
+    parser.add_argument("--two-controllers", action="store_true",
+                        help=f"two emulated controllers, {DEFAULT} and {SECOND}; {SECOND} restarts mid-run (503 for "
+                             f"{OUTAGE_SECONDS} s); each controller's counts and verdict")
     args = parser.parse_args(argv)
     if args.stop:
         return stop_kept(args.stop)
+    if args.two_controllers and os.environ.get("JENKINS_URL"):
+        say("demo: --two-controllers runs two Jenkins emulators (it restarts one mid-run): unset JENKINS_URL")
+        return 2
+    controllers = (DEFAULT, SECOND) if args.two_controllers else (DEFAULT,)
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
 
     say("jenkins-dispatch demo")
@@ -356,22 +515,34 @@ def main(argv: list[str] | None = None) -> int:
     with ExitStack() as stack:
         try:
             db_url = stack.enter_context(database(given_db, run_dir, args.keep))
-            jenkins_url, emulator = stack.enter_context(jenkins(os.environ.get("JENKINS_URL"), webhook_url, run_dir))
+            urls, emulator = stack.enter_context(jenkins(os.environ.get("JENKINS_URL"), webhook_url, run_dir,
+                                                         controllers))
             db = stack.enter_context(Database(parse_database_url(db_url), application_name="jenkins-dispatch-demo"))
             applied = migrate(db)
             say(f"schema: {'applied ' + ', '.join(applied) if applied else 'up to date'}")
             queue = Queue(db)
-            queue.set_limit(CAPPED_JOB, CAP)
-            expected = enqueue_mix(queue, args.jobs, emulated=emulator is not None)
+            for name in controllers:
+                queue.set_limit(CAPPED_JOB, CAP, controller=name)
+            # several controllers: a second wave arrives while SECOND is down
+            later = round(args.jobs * SECOND_WAVE) if len(controllers) > 1 else 0
+            expected = enqueue_mix(queue, args.jobs - later, emulated=emulator is not None, controllers=controllers)
             say(f"queue: enqueued {len(expected)} jobs (cap {CAPPED_JOB} at {CAP}, a few due in 8 s, "
-                f"one unknown job, one dedupe key enqueued twice)")
-            env = dict(os.environ, DATABASE_URL=db_url, JENKINS_URL=jenkins_url, WEBHOOK_SECRET=WEBHOOK_SECRET,
+                f"one unknown job, one dedupe key enqueued twice)"
+                + (f", over controllers {' and '.join(controllers)}; {later} more while {SECOND} is down"
+                   if later else ""))
+            env = dict(os.environ, DATABASE_URL=db_url, JENKINS_URL=urls[DEFAULT], WEBHOOK_SECRET=WEBHOOK_SECRET,
                        LEASE_SECONDS=os.environ.get("LEASE_SECONDS", "4"),
                        JENKINS_TIMEOUT_SECONDS=os.environ.get("JENKINS_TIMEOUT_SECONDS", "2"),
                        RETRY_BASE_SECONDS="1", BATCH_SIZE="16", MAX_PARALLEL_TRIGGERS="8", POWERTOOLS_LOG_LEVEL="INFO",
                        LOG_FORMAT="json")
             if emulator is not None:
                 env.update(JENKINS_USER="admin", JENKINS_API_TOKEN="admin-token")
+            if len(controllers) > 1:
+                env["JENKINS_CONTROLLERS"] = json.dumps(
+                    {name: {"url": urls[name], "user": "admin", "api_token": "admin-token"} for name in controllers[1:]})
+                env["JENKINS_RETRY_MAX_SECONDS"] = "2"  # tries SECOND again soon after it is back
+            outage = Outage(urls) if len(controllers) > 1 else None
+            first_wave = Counter(want["controller"] for want in expected.values())[SECOND]
             log_path = os.path.join(run_dir, "serve.log")
             stack.enter_context(serve(env, port, log_path))
             say("-" * 60)
@@ -380,8 +551,24 @@ def main(argv: list[str] | None = None) -> int:
             interactive = sys.stdout.isatty()
             last_print = 0.0
             while True:
-                line, done = progress_line(queue, expected, peaks)
+                down = SECOND if outage is not None and outage.began is not None and outage.ended is None else None
+                line, done, finals = progress_line(queue, expected, peaks, controllers, down)
                 elapsed = time.monotonic() - started
+                if outage is not None and outage.began is None and (finals[SECOND] * 3 >= first_wave or elapsed > 5):
+                    # mid-run: a third of SECOND's jobs are done, the rest pending or in flight
+                    outage.begin(elapsed, finals[DEFAULT])
+                    wave = enqueue_mix(queue, later, emulated=True, controllers=controllers,
+                                       start=args.jobs - later, extras=False)
+                    expected.update(wave)
+                    outage.enqueued_during = len(wave)
+                    event(f"{elapsed:5.1f}s  {SECOND} goes down: Jenkins restarting, 503 for {OUTAGE_SECONDS} s; "
+                          f"{len(wave)} more jobs enqueued for {' and '.join(controllers)}", interactive)
+                    done = False
+                elif down and elapsed >= outage.began + OUTAGE_SECONDS:
+                    outage.end(elapsed, finals[DEFAULT])
+                    event(f"{elapsed:5.1f}s  {SECOND} is back; meanwhile {DEFAULT} got "
+                          f"{outage.items_created_during[DEFAULT]} new builds, {SECOND} "
+                          f"{outage.items_created_during[SECOND] or 'none'}", interactive)
                 if interactive:
                     sys.stdout.write(f"\r{elapsed:5.1f}s  {line}   ")
                     sys.stdout.flush()
@@ -395,8 +582,12 @@ def main(argv: list[str] | None = None) -> int:
                 say()
             if not done:
                 say(f"timed out after {args.timeout:.0f} s")
-            counters = emulator_counters(jenkins_url) if emulator is not None else None
-            correct = verdict(queue, expected, peaks, counters, args.table) and done
+            counters = {name: emulator_counters(url) for name, url in urls.items()} if emulator is not None else None
+            if outage is not None:
+                if outage.began is not None and outage.ended is None:  # timed out while SECOND was down
+                    outage.end(time.monotonic() - started, finals[DEFAULT])
+                record_controllers(run_dir, urls, outage)
+            correct = verdict(queue, expected, peaks, counters, args.table, outage) and done
             if args.keep:
                 say("kept: the demo's database, to look at with the web page:")
                 say(f"  {ui_command(db_url)}")

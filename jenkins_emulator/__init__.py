@@ -17,10 +17,18 @@ From a shell: ``python -m jenkins_emulator [--host H] [--port P] [--config FILE]
 its base URL as the first line of stdout, then its users and credentials, then where notifications go, and
 serves until interrupted (``--help`` lists the default jobs and user: admin, API token admin-token). A config
 that is not of the shape below is refused in one line (exit 2). Another process drives it through
-``/_emulator/``:
+``/_emulator/``.
+
+``--controllers default,b`` runs several emulators from one command, one per name, as several Jenkins
+controllers: each its own server on its own port (``--port``, ``--port``+1, ...; free ones with ``--port 0``), so
+its own base URL, jobs, queue, counters and ``/_emulator/`` (``POST /_emulator/restart`` takes that one down), all
+from the same config and ``--notify-url``. It prints one ``NAME URL`` line per controller, the users and
+notifications lines, then ``export JENKINS_URL=… JENKINS_CONTROLLERS='{…}'``, the variables that point
+jenkins-dispatch at them (``default`` as ``JENKINS_URL``, the others in ``JENKINS_CONTROLLERS``). The control API:
 
     GET  /_emulator/state            settings, queue, jobs with their builds, counters, faults
-    GET  /_emulator/counters         triggers per DISPATCH_ID and per parameter value, peaks in flight
+    GET  /_emulator/counters         triggers per DISPATCH_ID and per parameter value, peaks in flight,
+                                     unavailable_answers (requests answered 503 during a restart window)
     POST /_emulator/faults           a fault object (or a list): see ``faults.Fault``
     POST /_emulator/faults/clear
     POST /_emulator/config           any top-level setting below (also "notification", "quieting_down")

@@ -19,7 +19,8 @@ PREFIX = "/_emulator/"
 
 
 def counters_json(jenkins: Jenkins) -> dict[str, Any]:
-    """Triggers per DISPATCH_ID and per parameter value, items, builds, peaks in flight, notifications."""
+    """Triggers per DISPATCH_ID and per parameter value, items, builds, peaks in flight, notifications, and the
+    requests answered 503 during a restart window."""
     with jenkins.lock:
         counters = jenkins.counters
         return {
@@ -34,6 +35,7 @@ def counters_json(jenkins: Jenkins) -> dict[str, Any]:
             "in_flight": jenkins.in_flight(),
             "in_flight_by_job": {path: jenkins.in_flight(job) for path, job in jenkins.jobs.items()},
             "notifications": dict(jenkins.notifier.counters),
+            "unavailable_answers": counters["unavailable_answers"],
         }
 
 

@@ -410,6 +410,7 @@ class Jenkins:
                 "triggers_by_parameter": defaultdict(lambda: defaultdict(int)),
                 "peak_in_flight": 0,
                 "peak_in_flight_by_job": defaultdict(int),
+                "unavailable_answers": 0,  # requests answered 503 during a restart window: the outage, as seen
             }
 
     def restart(self) -> None:

@@ -103,6 +103,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         window = emulator.faults.unavailable_window()
         if window:
+            with jenkins.lock:
+                jenkins.counters["unavailable_answers"] += 1
             self._write(unavailable_page(window), method)
             return
         try:

@@ -10,7 +10,11 @@ import subprocess
 import sys
 import tempfile
 import urllib.request
+from collections import Counter
 from pathlib import Path
+
+from jenkins_dispatch.config import parse_database_url
+from jenkins_dispatch.store.db import Database
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -113,3 +117,64 @@ def test_demo_table_on_request_and_a_folder_per_run():
     assert Path(folder, "serve.log").exists() and not Path(folder, "postgres").exists()
     assert folder != tempfile.gettempdir()
     shutil.rmtree(folder)
+
+
+def _builds_per_marker(state: dict) -> Counter:
+    """DEMO_MARKER → builds of it, from an emulator's /_emulator/state (its own record of what it built)."""
+    builds: Counter = Counter()
+    for job in state["jobs"].values():
+        for build in job["builds"]:
+            parameters = next(a["parameters"] for a in build["actions"] if a.get("_class") == "hudson.model.ParametersAction")
+            builds.update(p["value"] for p in parameters if p["name"] == "DEMO_MARKER")
+    return builds
+
+
+def test_demo_two_controllers_one_down_mid_run_each_row_built_once_on_its_own(database_url, db, queue, tmp_path):
+    """Issue 23 item 7: --two-controllers runs two emulated controllers, enqueues for both, takes eu down (503)
+    mid-run while more jobs arrive for both, and checks each controller on its own. Checked here from the
+    demo's kept database and the emulators' own records, not only from what it prints; and beside rows already
+    in the database it was given, which it never touches."""
+    queue.enqueue("real/prod-release", {"VERSION": "1.2.3"})
+    before = db.run("SELECT * FROM jenkins_jobs_queue ORDER BY 1")
+    env = {k: v for k, v in os.environ.items() if k not in ("JENKINS_URL",)}
+    env["DATABASE_URL"] = database_url
+    proc = _demo(env, "--two-controllers", "--keep", "--dir", str(tmp_path))
+    out = proc.stdout
+    assert proc.returncode == 0, out[-4000:] + proc.stderr[-2000:]
+    assert "RESULT: correct" in out and "every job built exactly once: yes" in out
+    assert re.search(r"^controller default: .* each built once on default, none on eu: yes$", out, re.M), out
+    assert re.search(r"^controller eu: .* each built once on eu, none on default: yes$", out, re.M), out
+    assert re.search(r"^outage: eu answered 503 for [4-9]\.\d s .* meanwhile default got [1-9]\d* new builds and finished \d+ jobs; eu got none", out,
+                     re.M), out
+    assert db.run("SELECT * FROM jenkins_jobs_queue ORDER BY 1") == before
+
+    command = next(line.strip() for line in out.splitlines() if line.strip().startswith("DATABASE_URL="))
+    kept_url = shlex.split(command)[0].split("=", 1)[1]
+    with Database(parse_database_url(kept_url)) as kept:
+        rows = kept.run("SELECT id, job_name, controller, parameters, status FROM jenkins_jobs_queue")
+    try:
+        records = json.loads((tmp_path / "controllers.json").read_text())
+        built = {name: _builds_per_marker(record["state"]) for name, record in records.items()}
+        assert set(built) == {"default", "eu"}
+        on = Counter(row["controller"] for row in rows)
+        assert on["default"] >= 5 and on["eu"] >= 5, on
+        for row in rows:
+            parameters = row["parameters"] if isinstance(row["parameters"], dict) else json.loads(row["parameters"])
+            marker, own = parameters["DEMO_MARKER"], row["controller"]
+            other = "eu" if own == "default" else "default"
+            if row["job_name"] == "demo/does-not-exist":
+                assert row["status"] == "failed" and built[own][marker] == 0
+                continue
+            assert row["status"] in ("completed", "failed"), row
+            assert (built[own][marker], built[other][marker]) == (1, 0), row  # once, on its own controller
+        # eu was down (the restart window's 503s are its own count), default never; and default built meanwhile
+        assert records["eu"]["state"]["counters"]["unavailable_answers"] > 0
+        assert records["default"]["state"]["counters"]["unavailable_answers"] == 0
+        during = records["eu"]["outage"]["items_created_during"]  # the emulators' counters, read while eu was down
+        assert during["default"] > 0 and during["eu"] == 0, during
+    finally:
+        settings = parse_database_url(database_url)
+        with Database(settings) as admin:
+            name = kept_url.split("?")[0].rsplit("/", 1)[-1]
+            admin.run("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :n", n=name)
+            admin.run(f'DROP DATABASE IF EXISTS "{name}"')

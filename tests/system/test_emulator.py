@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 import time
@@ -11,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import requests
+
+from jenkins_dispatch.config import load_controllers, load_jenkins_settings
 
 from ..emulator_fixtures import ADMIN_TOKEN
 
@@ -91,3 +94,62 @@ def test_a_taken_port_is_one_line_naming_the_option() -> None:
                               text=True, timeout=30)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc
     assert f"127.0.0.1:{port}" in proc.stderr and "Address already in use" in proc.stderr and "--port" in proc.stderr
+
+
+@contextmanager
+def _controllers(*args: str) -> Iterator[tuple[dict[str, str], dict[str, str]]]:
+    """``python -m jenkins_emulator --controllers … ARGS`` on free ports: each controller's base URL by name, from
+    its first lines, and the variables its last start-up line exports for jenkins-dispatch; ended afterwards."""
+    process = subprocess.Popen([sys.executable, "-m", "jenkins_emulator", "--port", "0", *args], stdout=subprocess.PIPE,
+                               text=True)
+    try:
+        urls = {}
+        while not (line := process.stdout.readline().strip()).startswith("user "):
+            name, url = line.split()
+            urls[name] = url
+        assert process.stdout.readline().startswith("notifications: ")
+        words = shlex.split(process.stdout.readline().removeprefix("export "))
+        yield urls, dict(word.split("=", 1) for word in words)
+    finally:
+        process.terminate()
+        process.wait(timeout=5)
+
+
+def _trigger(url: str, dispatch_id: str) -> int:
+    return requests.post(url + "job/nightly/buildWithParameters", data={"DISPATCH_ID": dispatch_id}, auth=AUTH,
+                         timeout=5).status_code
+
+
+def test_controllers_option_runs_several_each_on_its_own_url_going_down_on_its_own() -> None:
+    """Issue 23 item 7: one command runs several controllers; each is its own Jenkins (its own URL, queue and
+    control API), so a trigger lands only on its own, and one restarting (503) leaves the others answering."""
+    with _controllers("--controllers", "default,b") as (urls, env):
+        assert list(urls) == ["default", "b"] and urls["default"] != urls["b"]
+        # what it prints for jenkins-dispatch is a configuration jenkins-dispatch accepts, naming these URLs
+        controllers = {c.name: c.url for c in load_controllers(env, default=load_jenkins_settings(env))}
+        assert controllers == urls, (controllers, urls)
+        assert _trigger(urls["default"], "on-default") == 201 and _trigger(urls["b"], "on-b") == 201
+        counters = {name: requests.get(url + "_emulator/counters", timeout=5).json() for name, url in urls.items()}
+        assert counters["default"]["triggers_by_dispatch_id"] == {"on-default": 1}
+        assert counters["b"]["triggers_by_dispatch_id"] == {"on-b": 1}
+
+        assert requests.post(urls["b"] + "_emulator/restart", json={"window_seconds": 60}, timeout=5).ok
+        down = requests.get(urls["b"] + "api/json", auth=AUTH, timeout=5)
+        assert down.status_code == 503 and "Please wait while Jenkins is restarting" in down.text
+        assert _trigger(urls["b"], "while-down") == 503
+        assert requests.get(urls["default"] + "api/json", auth=AUTH, timeout=5).status_code == 200
+        assert _trigger(urls["default"], "meanwhile") == 201
+        counters = {name: requests.get(url + "_emulator/counters", timeout=5).json() for name, url in urls.items()}
+        assert counters["b"]["unavailable_answers"] == 2 and counters["default"]["unavailable_answers"] == 0
+        assert "while-down" not in counters["b"]["triggers_by_dispatch_id"]
+
+        assert requests.post(urls["b"] + "_emulator/faults/clear", timeout=5).ok  # back before its window ends
+        assert _trigger(urls["b"], "back") == 201
+
+
+def test_controllers_option_refuses_bad_names_in_one_line() -> None:
+    for value in ("default,B", "b,b", "default,"):
+        proc = subprocess.run([sys.executable, "-m", "jenkins_emulator", "--port", "0", "--controllers", value],
+                              capture_output=True, text=True, timeout=30)
+        assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.count("\n") == 1, (value, proc)
+        assert "--controllers" in proc.stderr, proc.stderr
