@@ -369,3 +369,17 @@ def test_pause_and_resume_a_whole_controller_from_the_overview(browser, make_ui,
         click_button(browser, "Resume controller eu", "#controllers")
         assert "resumed controller eu" in css(browser, "#flash").text and queue.pauses() == []
         assert controller_row(browser, "eu").startswith("eu 2 2 0 / 3 ok")
+
+
+def test_the_controllers_table_refreshes_in_place(browser, make_ui, queue):
+    with screenshot_on_failure(browser, "controllers-live"):
+        server = make_ui(plain_settings(JENKINS_CONTROLLERS=CONTROLLERS), refresh_seconds=1)
+        queue.enqueue("deploy", controller="eu")
+        browser.get(server.url)
+        browser.execute_script("window.__same_page = true")
+        assert controller_row(browser, "eu").startswith("eu 1 1 0 / 3 ok")
+        queue.enqueue("deploy", controller="eu")
+        queue.pause(None, controller="eu", paused_by="alice")
+        assert wait_for(lambda: (controller_row(browser, "eu") or "").startswith("eu 2 2 0 / 3 paused since"),
+                        timeout=8)
+        assert browser.execute_script("return window.__same_page === true")  # swapped in place, not reloaded
