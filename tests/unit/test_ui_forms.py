@@ -9,7 +9,12 @@ import pytest
 
 from jenkins_dispatch import moments
 from jenkins_dispatch.errors import ConfigError, InvalidInput
-from jenkins_dispatch.operating.overview import controller_rows, controllers_on_the_page, hourly, jenkins_health
+from jenkins_dispatch.operating.overview import (
+    controller_rows,
+    controllers_on_the_page,
+    hourly,
+    jenkins_health,
+)
 from jenkins_dispatch.store.queue import Pause
 from jenkins_dispatch.ui import forms, security
 
