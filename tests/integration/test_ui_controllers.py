@@ -58,6 +58,16 @@ def test_overview_shows_each_controller_with_its_backlog_cap_and_state(make_ui, 
     assert rows["gone"][5] == ""
 
 
+def test_a_paused_controller_without_rows_or_configuration_is_listed_and_can_be_resumed(make_ui, queue):
+    queue.pause(None, controller="old", paused_by="alice")  # e.g. a controller removed from the configuration
+    page = controllers_page(make_ui)
+    row = cells(page.get("/").text)["old"]
+    assert row[1:4] == ["0", "0", "0 / -"] and row[5] == "Resume controller old"
+    assert row[4].startswith("not configured: its rows fail at the next pass; paused since ")
+    page.post("/controllers/resume", {"controller": "old"})
+    assert queue.pauses() == [] and "old" not in cells(page.get("/").text)
+
+
 def test_one_controller_alone_adds_no_section(make_ui, queue):
     queue.enqueue("deploy")
     text = UiClient(make_ui(refresh_seconds=60).url).get("/").text

@@ -155,6 +155,9 @@ def counted(*names: str) -> list[dict]:
     (counted("eu", "gone"), {"default": None, "eu": 3}, {"eu"},
      [("default", 0, None, "ok"), ("eu", 2, 3, "paused"), ("gone", 2, None, "not configured")]),
     (counted("gone"), {"default": None}, {"gone"}, [("default", 0, None, "ok"), ("gone", 2, None, "not configured")]),
+    # Paused as a whole with no row left: still listed, so that the pause is seen (and can be lifted).
+    ([], {"default": None}, {"zz"}, [("default", 0, None, "ok"), ("zz", 0, None, "not configured")]),
+    ([], {}, {"eu"}, [("eu", 0, None, "paused")]),
 ])
 def test_controller_rows_list_configured_and_named_controllers(counts, configured, paused, expected):
     rows = controller_rows(counts, configured, paused)

@@ -58,11 +58,12 @@ def configured_caps(settings: Settings) -> dict[str, int | None]:
 def controller_rows(per_controller: Sequence[Mapping[str, Any]], configured: Mapping[str, int | None],
                     paused: set[str]) -> list[dict[str, Any]]:
     """Pure: `stats`' per-controller lines (and the page's): every configured controller (``configured``: name →
-    its own cap, None for none) and every controller some unfinished row names, each with its pending, due and
-    in-flight rows, its cap and its state (paused as a whole, a name no configuration knows, or ok)."""
+    its own cap, None for none), every controller some unfinished row names and every one paused as a whole
+    (``paused``: a pause outlives the rows and the configuration, and must be seen to be lifted), each with its
+    pending, due and in-flight rows, its cap and its state (a name no configuration knows, paused, or ok)."""
     counts = {r["controller"]: r for r in per_controller}
     rows = []
-    for name in sorted(set(configured) | set(counts)):
+    for name in sorted(set(configured) | set(counts) | paused):
         found = counts.get(name, {})
         state = ("not configured" if configured and name not in configured
                  else "paused" if name in paused else "ok")
