@@ -4,9 +4,11 @@ its own, and a client that keeps the session cookie and reads each page's CSRF t
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import pytest
 import requests
@@ -15,10 +17,14 @@ from jenkins_dispatch.config import Settings, load_settings
 from jenkins_dispatch.ui.server import UiServer
 
 from .dispatch_helpers import dispatch_settings
+from .engines import sql_for
 
 __all__ = ["client", "make_ui", "ui"]  # the fixtures a test module takes with `import *`
 
 PAYLOAD = "<img src=x onerror=alert(1)>"
+# Two controllers (issue 23), none of them reachable: the page only reads and pauses, it never asks Jenkins.
+CONTROLLERS = json.dumps({"default": {"url": "http://127.0.0.1:9/", "user": "u", "api_token": "t"},
+                          "eu": {"url": "http://127.0.0.2:9/", "user": "u", "api_token": "t", "max_in_flight": 3}})
 _CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 
 
@@ -79,3 +85,21 @@ def ui(make_ui, jenkins) -> UiServer:
 def client(ui) -> UiClient:
     """A client of ``ui``."""
     return UiClient(ui.url)
+
+
+@contextmanager
+def rows_naming(db, engine: str, *controllers: str) -> Iterator[None]:
+    """A pending row naming each of ``controllers``, names the table's rule now refuses (HTML): the rule is dropped
+    for the block, then the rows deleted and the rule put back (the database is the whole session's)."""
+    db.run("ALTER TABLE jenkins_jobs_queue DROP CONSTRAINT jenkins_jobs_queue_controller_check")
+    try:
+        for controller in controllers:
+            db.run("INSERT INTO jenkins_jobs_queue (job_name, controller) VALUES ('deploy', :c)", c=controller)
+        yield
+    finally:
+        db.run("DELETE FROM jenkins_jobs_queue")
+        db.run(sql_for(engine,
+                       postgresql="ALTER TABLE jenkins_jobs_queue ADD CONSTRAINT jenkins_jobs_queue_controller_check "
+                                  "CHECK (controller ~ '^[a-z0-9][a-z0-9_-]*$' AND length(controller) <= 64) NOT VALID",
+                       mysql="ALTER TABLE jenkins_jobs_queue ADD CONSTRAINT jenkins_jobs_queue_controller_check "
+                             "CHECK (controller REGEXP '^[a-z0-9][a-z0-9_-]*$')"))

@@ -21,7 +21,7 @@ from jenkins_dispatch.store.queue import FINAL_STATUSES
 
 from ..dispatch_helpers import dispatch_settings, wait_for
 from ..ui_helpers import *  # noqa: F401,F403 - the fixtures make_ui, ui, client
-from ..ui_helpers import PAYLOAD
+from ..ui_helpers import CONTROLLERS, PAYLOAD, plain_settings, rows_naming
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -339,3 +339,47 @@ def test_time_charts_render_from_the_page_itself(browser, ui, queue, db):
         sources = browser.execute_script(
             "return performance.getEntriesByType('resource').map(function (e) { return e.name; })")
         assert all(s.startswith(ui.url) for s in sources), sources  # nothing fetched from elsewhere
+
+
+def controller_row(browser, name: str) -> str:
+    """The text of controller ``name``'s row of the overview, read in one script."""
+    return browser.execute_script(
+        "var name = arguments[0], r = Array.from(document.querySelectorAll('#controllers tbody tr'))"
+        ".find(function (tr) { return tr.cells[0].textContent.trim() === name; });"
+        "return r ? r.textContent.replace(/\\s+/g, ' ').trim() : null;", name)
+
+
+def test_pause_and_resume_a_whole_controller_from_the_overview(browser, make_ui, queue, db, engine):
+    with screenshot_on_failure(browser, "controllers"), rows_naming(db, engine, FLAG_PAYLOAD):
+        server = make_ui(plain_settings(JENKINS_CONTROLLERS=CONTROLLERS), refresh_seconds=60)
+        for _ in range(2):
+            queue.enqueue("deploy", controller="eu")
+        browser.get(server.url)
+        assert no_alert(browser) and browser.execute_script("return window.__xss === undefined")
+        assert all_css(browser, "main img") == []
+        assert controller_row(browser, FLAG_PAYLOAD).startswith(f"{FLAG_PAYLOAD} 1 1 0 / - not configured")
+        assert controller_row(browser, "eu").startswith("eu 2 2 0 / 3 ok")
+        confirm(browser, "Pause controller eu…", "#controllers", "pauses every row of controller eu: 2 pending rows",
+                lambda: queue.pauses() == [])
+        assert "paused controller eu: 2 pending job(s) wait" in css(browser, "#flash").text
+        [pause] = queue.pauses()
+        assert (pause.job_name, pause.controller, pause.paused_by) == (None, "eu", "ui")
+        assert "eu 2 2 0 / 3 paused since" in controller_row(browser, "eu")
+        assert "by ui" in controller_row(browser, "eu")
+        click_button(browser, "Resume controller eu", "#controllers")
+        assert "resumed controller eu" in css(browser, "#flash").text and queue.pauses() == []
+        assert controller_row(browser, "eu").startswith("eu 2 2 0 / 3 ok")
+
+
+def test_the_controllers_table_refreshes_in_place(browser, make_ui, queue):
+    with screenshot_on_failure(browser, "controllers-live"):
+        server = make_ui(plain_settings(JENKINS_CONTROLLERS=CONTROLLERS), refresh_seconds=1)
+        queue.enqueue("deploy", controller="eu")
+        browser.get(server.url)
+        browser.execute_script("window.__same_page = true")
+        assert controller_row(browser, "eu").startswith("eu 1 1 0 / 3 ok")
+        queue.enqueue("deploy", controller="eu")
+        queue.pause(None, controller="eu", paused_by="alice")
+        assert wait_for(lambda: (controller_row(browser, "eu") or "").startswith("eu 2 2 0 / 3 paused since"),
+                        timeout=8)
+        assert browser.execute_script("return window.__same_page === true")  # swapped in place, not reloaded

@@ -1,5 +1,5 @@
-"""The web page's pure parts: reading filters and caps, who may listen where, tokens, the overview's hours and
-Jenkins's state, moments as operators type them."""
+"""The web page's pure parts: reading filters and caps, who may listen where, tokens, the overview's hours,
+Jenkins's state and controllers, moments as operators type them."""
 
 from __future__ import annotations
 
@@ -9,7 +9,13 @@ import pytest
 
 from jenkins_dispatch import moments
 from jenkins_dispatch.errors import ConfigError, InvalidInput
-from jenkins_dispatch.operating.overview import hourly, jenkins_health
+from jenkins_dispatch.operating.overview import (
+    controller_rows,
+    controllers_on_the_page,
+    hourly,
+    jenkins_health,
+)
+from jenkins_dispatch.store.queue import Pause
 from jenkins_dispatch.ui import forms, security
 
 NOW = datetime(2026, 12, 1, 10, 30, tzinfo=UTC)
@@ -136,6 +142,56 @@ def test_hourly_fills_the_window_oldest_first():
 ])
 def test_jenkins_health(outage, dispatchers, state):
     assert jenkins_health(outage, dispatchers).state == state
+
+
+def counted(*names: str) -> list[dict]:
+    return [{"controller": n, "pending": 2, "due": 1, "in_flight": 1} for n in names]
+
+
+@pytest.mark.parametrize(("counts", "configured", "paused", "expected"), [
+    ([], {}, set(), []),
+    (counted("default"), {}, set(), [("default", 2, None, "ok")]),  # no Jenkins configured: nothing is unknown
+    ([], {"default": None, "eu": 3}, set(), [("default", 0, None, "ok"), ("eu", 0, 3, "ok")]),
+    (counted("eu", "gone"), {"default": None, "eu": 3}, {"eu"},
+     [("default", 0, None, "ok"), ("eu", 2, 3, "paused"), ("gone", 2, None, "not configured")]),
+    (counted("gone"), {"default": None}, {"gone"}, [("default", 0, None, "ok"), ("gone", 2, None, "not configured")]),
+    # Paused as a whole with no row left: still listed, so that the pause is seen (and can be lifted).
+    ([], {"default": None}, {"zz"}, [("default", 0, None, "ok"), ("zz", 0, None, "not configured")]),
+    ([], {}, {"eu"}, [("eu", 0, None, "paused")]),
+])
+def test_controller_rows_list_configured_and_named_controllers(counts, configured, paused, expected):
+    rows = controller_rows(counts, configured, paused)
+    assert [(r["controller"], r["pending"], r["cap"], r["state"]) for r in rows] == expected
+
+
+def pause(job_name, controller):
+    return Pause(job_name=job_name, paused_at=NOW, paused_by="alice", controller=controller)
+
+
+@pytest.mark.parametrize(("names", "pauses", "shown"), [
+    (["default"], [], []),  # one controller: the page has no section for it, as `stats`
+    (["default"], [pause(None, None), pause("deploy", "default")], []),  # not pauses of the controller as a whole
+    (["default"], [pause(None, "default")], [("default", "default")]),  # …but its own pause is shown
+    (["eu"], [], [("eu", None)]),
+    (["default", "eu"], [pause(None, "eu"), pause("deploy", "eu")], [("default", None), ("eu", "eu")]),
+])
+def test_controllers_on_the_page(names, pauses, shown):
+    rows = [{"controller": n} for n in names]
+    assert [(r["controller"], r["pause"] and r["pause"].controller) for r in controllers_on_the_page(rows, pauses)] \
+        == shown
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    (None, "controller: a controller name is required"),
+    ("", "controller: a controller name is required"),
+    ("EU", "controller: bad controller name 'EU'"),
+    ("-eu", "controller: bad controller name"),
+    ("x" * 65, "controller: bad controller name"),
+])
+def test_a_lever_names_a_controller_by_the_configurations_rule(text, message):
+    with pytest.raises(InvalidInput, match=message):
+        forms.controller_name(text)
+    assert forms.controller_name("eu-2_b") == "eu-2_b"
 
 
 @pytest.mark.parametrize(("header", "proxies", "peer", "sent", "expected"), [

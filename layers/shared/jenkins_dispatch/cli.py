@@ -354,30 +354,15 @@ def _pause_text(pause) -> str:
     return f"since {when(pause.paused_at)}{who}{why}"
 
 
-def controller_rows(per_controller: Sequence[Mapping[str, Any]], configured: Mapping[str, int | None],
-                    paused: set[str]) -> list[dict[str, Any]]:
-    """`stats`' per-controller lines: every configured controller (``configured``: name → its own cap, None for
-    none) and every controller some unfinished row names, each with its pending, due and in-flight rows, its
-    cap and its state (paused as a whole, a name no configuration knows, or ok)."""
-    counts = {r["controller"]: r for r in per_controller}
-    rows = []
-    for name in sorted(set(configured) | set(counts)):
-        found = counts.get(name, {})
-        state = ("not configured" if configured and name not in configured
-                 else "paused" if name in paused else "ok")
-        rows.append({"controller": name, "pending": found.get("pending", 0), "due": found.get("due", 0),
-                     "in_flight": found.get("in_flight", 0), "cap": configured.get(name), "state": state})
-    return rows
-
-
 def cmd_stats(ctx: Context, args) -> None:
     """`stats`: counts per status, per controller and per job, pauses and live dispatchers."""
+    from .operating.overview import configured_caps, controller_rows  # the web page's reads too
+
     stats = ctx.queue.stats()
     per_job = ctx.queue.stats_per_job()
     dispatchers = ctx.queue.dispatchers()
     pauses = ctx.queue.pauses()
-    configured = {name: c.max_in_flight for name, c in ctx.settings.controllers_by_name().items()}
-    controllers = controller_rows(ctx.queue.stats_per_controller(), configured,
+    controllers = controller_rows(ctx.queue.stats_per_controller(), configured_caps(ctx.settings),
                                   {p.controller for p in pauses if p.job_name is None and p.controller})
     if args.json:
         print_json({"totals": stats, "controllers": controllers, "jobs": per_job,

@@ -1,6 +1,6 @@
-"""The queue at a glance for the web page's overview: the same reads `stats` makes (counts, per-job caps,
-pauses, dispatchers), plus the oldest pending job with why it waits, Jenkins as last seen and the recent
-hours' outcomes. A handful of statements, each on a partial index or a bounded window of finished_at.
+"""The queue at a glance for the web page's overview: the same reads `stats` makes (counts, per-controller and
+per-job caps, pauses, dispatchers), plus the oldest pending job with why it waits, Jenkins as last seen and the
+recent hours' outcomes. A handful of statements, each on a partial index or a bounded window of finished_at.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ..config import Settings
+from ..config import DEFAULT_CONTROLLER, Settings
 from ..store.queue import Pause, Queue
 from ..store.rows import Dispatcher, JenkinsOutage
 from .operator import why_rows_wait
@@ -50,11 +50,46 @@ def hourly(rows: Sequence[Mapping[str, Any]], hours: int, now: datetime) -> list
     return window
 
 
+def configured_caps(settings: Settings) -> dict[str, int | None]:
+    """Every configured controller by name, with its own cap (None: none)."""
+    return {name: c.max_in_flight for name, c in settings.controllers_by_name().items()}
+
+
+def controller_rows(per_controller: Sequence[Mapping[str, Any]], configured: Mapping[str, int | None],
+                    paused: set[str]) -> list[dict[str, Any]]:
+    """Pure: `stats`' per-controller lines (and the page's): every configured controller (``configured``: name →
+    its own cap, None for none), every controller some unfinished row names and every one paused as a whole
+    (``paused``: a pause outlives the rows and the configuration, and must be seen to be lifted), each with its
+    pending, due and in-flight rows, its cap and its state (a name no configuration knows, paused, or ok)."""
+    counts = {r["controller"]: r for r in per_controller}
+    rows = []
+    for name in sorted(set(configured) | set(counts) | paused):
+        found = counts.get(name, {})
+        state = ("not configured" if configured and name not in configured
+                 else "paused" if name in paused else "ok")
+        rows.append({"controller": name, "pending": found.get("pending", 0), "due": found.get("due", 0),
+                     "in_flight": found.get("in_flight", 0), "cap": configured.get(name), "state": state})
+    return rows
+
+
+def controllers_on_the_page(rows: Sequence[Mapping[str, Any]], pauses: Sequence[Pause]) -> list[dict[str, Any]]:
+    """Pure: the overview's controllers, each with the pause holding it back as a whole (None: none) — or none at
+    all when there is only the default controller and nothing pauses it (as `stats`, which then shows none; a
+    pause of the default controller alone is shown, else the page would hide what holds every row back)."""
+    whole = {p.controller: p for p in pauses if p.job_name is None and p.controller is not None}
+    if not whole and all(r["controller"] == DEFAULT_CONTROLLER for r in rows):
+        return []
+    return [dict(r, pause=whole.get(r["controller"])) for r in rows]
+
+
 def queue_overview(queue: Queue, settings: Settings, hours: int = THROUGHPUT_HOURS) -> dict[str, Any]:
     """Everything the overview shows, as plain data."""
     totals = queue.stats()
     per_job = queue.stats_per_job()
     pauses: list[Pause] = queue.pauses()
+    paused_controllers = [p for p in pauses if p.job_name is None and p.controller is not None]
+    controllers = controller_rows(queue.stats_per_controller(), configured_caps(settings),
+                                  {p.controller for p in paused_controllers if p.controller})
     dispatchers = queue.dispatchers()
     outage = queue.jenkins_outage()
     oldest = queue.oldest_pending()
@@ -69,8 +104,9 @@ def queue_overview(queue: Queue, settings: Settings, hours: int = THROUGHPUT_HOU
         "global_cap": settings.max_in_flight,
         "everything_paused": next((p for p in pauses if p.job_name is None and p.controller is None), None),
         "paused_jobs": [p for p in pauses if p.job_name is not None],
-        # Whole controllers paused for maintenance (`pause --controller C`): for the page to show.
-        "paused_controllers": [p for p in pauses if p.job_name is None and p.controller is not None],
+        # Whole controllers paused for maintenance (`pause --controller C`).
+        "paused_controllers": paused_controllers,
+        "controllers": controllers_on_the_page(controllers, pauses),
         "dispatchers": dispatchers,
         "jenkins": jenkins_health(outage, dispatchers),
         "oldest_pending": oldest,

@@ -9,6 +9,7 @@ from datetime import datetime
 from urllib.parse import urlencode
 
 from .. import moments
+from ..config import CONTROLLER_NAME
 from ..errors import InvalidInput
 from ..operating import bulk
 from ..store.queue import MAX_PARAMETER_FILTERS, PARAMETER_KEY, STATUSES
@@ -149,6 +150,17 @@ def schedule_name(text: str | None) -> str:
     if not text:
         raise InvalidInput("schedule: a schedule name is required")
     return text
+
+
+def controller_name(text: str | None) -> str:
+    """The controller a lever names (required), by the rule of JENKINS_CONTROLLERS' names."""
+    if not text:
+        raise InvalidInput("controller: a controller name is required")
+    if not CONTROLLER_NAME.match(text):
+        raise InvalidInput(f"controller: bad controller name {text!r}: lower-case letters, digits, '_' and '-', "
+                           "starting with a letter or digit (at most 64 characters)")
+    return text
+
 
 MAX_PICKED = bulk.DEFAULT_LIMIT
 

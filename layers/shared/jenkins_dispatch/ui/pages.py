@@ -180,6 +180,36 @@ class Pages:
                    else f"{target} was not paused; nothing changed")
         return Done(self._back(form), message)
 
+    def pause_controller(self, form: forms.Query, actor: str) -> Done | Page:
+        """Pause a whole controller for maintenance (as `pause --controller C`): none of its rows is claimed
+        until resumed; its lane keeps reconciling, cancelling and settling the rows already in its Jenkins."""
+        controller = forms.controller_name(forms.one(form, "controller"))
+        with self.queue() as queue:
+            if not confirmed(form):
+                # Its backlog as `stats` counts it (the same statement): no other read needed.
+                found = next((r for r in queue.stats_per_controller() if r["controller"] == controller), {})
+                pending, due, in_flight = (int(found.get(k, 0)) for k in ("pending", "due", "in_flight"))
+                what = (f"pauses every row of controller {controller}: {_rows(pending, 'pending row')} ({due} due) "
+                        "wait, and any enqueued later, until resumed; what is already in its Jenkins "
+                        f"({in_flight} in flight) carries on, reconciled and cancellable as usual")
+                return confirmation(f"Pause controller {controller}?", what, "/controllers/pause",
+                                    {"controller": controller, "next": self._back(form)},
+                                    f"Pause controller {controller}", self._back(form), danger=True, reason=True)
+            result = queue.pause(None, controller=controller, reason=forms.one(form, "reason"), paused_by=actor)
+        message = (f"paused controller {controller}: {result.pending} pending job(s) wait until resumed"
+                   if result.created else f"controller {controller} was already paused; nothing changed")
+        return Done(self._back(form), message)
+
+    def resume_controller(self, form: forms.Query, actor: str) -> Done:
+        """Lift a whole controller's pause (as `resume --controller C`): like resuming everything, it only lets
+        work go on, so it does not ask. The pauses of its jobs, and the pauses on every controller, stay."""
+        controller = forms.controller_name(forms.one(form, "controller"))
+        with self.queue() as queue:
+            result = queue.resume(None, controller=controller)
+        message = (f"resumed controller {controller}: {result.pending} pending job(s) may be dispatched again"
+                   if result.resumed else f"controller {controller} was not paused; nothing changed")
+        return Done(self._back(form), message)
+
     def pause_schedule(self, form: forms.Query, actor: str) -> Done:
         """Pause one schedule (as `schedule pause NAME`): no tick is enqueued until resumed."""
         name = forms.schedule_name(forms.one(form, "schedule"))
@@ -266,6 +296,10 @@ class Pages:
         return target
 
 
+def _rows(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def confirmed(form: forms.Query) -> bool:
     """Whether the form is the confirmation's (``confirm=yes``), not the first click."""
     return forms.one(form, "confirm") == "yes"
@@ -285,4 +319,6 @@ LEVERS: dict[str, Callable[[Pages, forms.Query, str], Done | Page]] = {
     "/caps": Pages.set_cap,
     "/schedules/pause": Pages.pause_schedule,
     "/schedules/resume": Pages.resume_schedule,
+    "/controllers/pause": Pages.pause_controller,
+    "/controllers/resume": Pages.resume_controller,
 }

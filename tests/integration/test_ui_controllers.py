@@ -1,0 +1,147 @@
+"""Issue 23 on the web page, over real HTTP on the real database (both engines): each controller's backlog against
+its own cap and its state (paused, by whom, since when; not configured), and the lever that pauses and resumes a
+whole controller for maintenance, asked first, CSRF-protected, recorded with the operator's name."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from ..ui_helpers import *  # noqa: F401,F403 - the fixtures make_ui, ui, client
+from ..ui_helpers import CONTROLLERS, PAYLOAD, UiClient, plain_settings, rows_naming
+
+pytestmark = pytest.mark.both_engines
+
+
+def controllers_page(make_ui, **env: str) -> UiClient:
+    return UiClient(make_ui(plain_settings(JENKINS_CONTROLLERS=CONTROLLERS, **env), refresh_seconds=60).url)
+
+
+def section(text: str) -> str:
+    """The controllers' table of the overview."""
+    assert 'id="controllers"' in text, "the overview has no controllers section"
+    return text.split('id="controllers"', 1)[1].split("</table>", 1)[0]
+
+
+def cells(text: str) -> dict[str, list[str]]:
+    """Each row of the controllers' table by controller name: its cells as text (tags removed)."""
+    rows = {}
+    for row in re.findall(r"<tr[^>]*>(.*?)</tr>", section(text), re.S)[1:]:
+        found = [html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+        if found:
+            rows[found[0]] = found
+    return rows
+
+
+def test_overview_shows_each_controller_with_its_backlog_cap_and_state(make_ui, queue, db):
+    queue.enqueue("deploy")
+    queue.enqueue("deploy", controller="eu")
+    queue.enqueue("deploy", controller="eu", scheduled_at=datetime.now(UTC) + timedelta(hours=1))
+    running = queue.enqueue("build", controller="eu").id
+    db.run("UPDATE jenkins_jobs_queue SET status = 'processing', dispatch_id = 'd-1', attempts = 1, "
+           "lease_expires_at = :t WHERE id = :id", id=running, t=datetime.now(UTC) + timedelta(minutes=5))
+    queue.enqueue("deploy", controller="gone")
+    queue.pause(None, controller="eu", paused_by="alice", reason="Jenkins upgrade")
+    text = controllers_page(make_ui).get("/").text
+    rows = cells(text)
+    assert list(rows) == ["default", "eu", "gone"]
+    assert rows["default"][1:5] == ["1", "1", "0 / -", "ok"]
+    assert rows["eu"][1:4] == ["2", "1", "1 / 3"]
+    assert rows["eu"][4].startswith("paused since ") and rows["eu"][4].endswith("by alice: Jenkins upgrade")
+    assert rows["gone"][1:5] == ["1", "1", "0 / -", "not configured: its rows fail at the next pass"]
+    # The levers: pause a configured controller, resume a paused one; none for a name no configuration knows.
+    assert rows["default"][5] == "Pause controller default…" and rows["eu"][5] == "Resume controller eu"
+    assert rows["gone"][5] == ""
+
+
+def test_a_paused_controller_without_rows_or_configuration_is_listed_and_can_be_resumed(make_ui, queue):
+    queue.pause(None, controller="old", paused_by="alice")  # e.g. a controller removed from the configuration
+    page = controllers_page(make_ui)
+    row = cells(page.get("/").text)["old"]
+    assert row[1:4] == ["0", "0", "0 / -"] and row[5] == "Resume controller old"
+    assert row[4].startswith("not configured: its rows fail at the next pass; paused since ")
+    page.post("/controllers/resume", {"controller": "old"})
+    assert queue.pauses() == [] and "old" not in cells(page.get("/").text)
+
+
+def test_one_controller_alone_adds_no_section(make_ui, queue):
+    queue.enqueue("deploy")
+    text = UiClient(make_ui(refresh_seconds=60).url).get("/").text
+    assert 'id="controllers"' not in text and "Overview" in text
+
+
+def test_pause_a_whole_controller_asks_first_then_resume_it(make_ui, queue):
+    for controller in ("default", "eu", "eu"):
+        queue.enqueue("deploy", controller=controller)
+    page = controllers_page(make_ui)
+    asked = page.post("/controllers/pause", {"controller": "eu", "next": "/"})
+    assert asked.status_code == 200
+    assert "pauses every row of controller eu: 2 pending rows" in html.unescape(asked.text)
+    assert 'name="confirm" value="yes"' in asked.text and queue.pauses() == []  # nothing changed yet
+    done = page.post("/controllers/pause", {"controller": "eu", "next": "/", "confirm": "yes",
+                                            "reason": "Jenkins upgrade"})
+    assert "paused controller eu: 2 pending job(s) wait until resumed" in done.text
+    [pause] = queue.pauses()
+    assert (pause.job_name, pause.controller, pause.paused_by, pause.reason) == (None, "eu", "ui", "Jenkins upgrade")
+    assert cells(done.text)["eu"][4].endswith("by ui: Jenkins upgrade")
+    again = page.post("/controllers/pause", {"controller": "eu", "confirm": "yes"})
+    assert "controller eu was already paused; nothing changed" in again.text and len(queue.pauses()) == 1
+    resumed = page.post("/controllers/resume", {"controller": "eu", "next": "/"})
+    assert "resumed controller eu: 2 pending job(s) may be dispatched again" in resumed.text
+    assert queue.pauses() == [] and cells(resumed.text)["eu"][4] == "ok"
+    assert "controller eu was not paused" in page.post("/controllers/resume", {"controller": "eu"}).text
+
+
+def test_the_operator_a_trusted_proxy_names_is_recorded_in_the_controllers_pause(make_ui, queue):
+    page = controllers_page(make_ui, UI_TRUSTED_USER_HEADER="X-Forwarded-User", UI_TRUSTED_PROXIES="127.0.0.0/8")
+    page.http.headers["X-Forwarded-User"] = "alice@example.com"
+    page.post("/controllers/pause", {"controller": "eu", "confirm": "yes"})
+    [pause] = queue.pauses()
+    assert (pause.controller, pause.paused_by) == ("eu", "ui:alice@example.com")
+    assert cells(page.get("/").text)["eu"][4].endswith("by ui:alice@example.com")
+
+
+def test_the_controller_lever_without_the_form_token_or_read_only_changes_nothing(make_ui, queue):
+    page = controllers_page(make_ui)
+    page.get("/")
+    for token in (None, "", "wrong"):
+        answer = page.post("/controllers/pause", {"controller": "eu", "confirm": "yes"}, csrf=token)
+        assert answer.status_code == 403 and "form token is missing or wrong" in answer.text
+    queue.pause(None, controller="eu")
+    reader = UiClient(make_ui(plain_settings(JENKINS_CONTROLLERS=CONTROLLERS), read_only=True).url)
+    text = reader.get("/").text
+    assert 'method="post"' not in text and cells(text)["eu"][4].startswith("paused since")
+    for path in ("/controllers/pause", "/controllers/resume"):
+        answer = reader.post(path, {"controller": "eu", "confirm": "yes"})
+        assert answer.status_code == 403 and "--read-only" in answer.text
+    assert [(p.job_name, p.controller) for p in queue.pauses()] == [(None, "eu")]
+
+
+@pytest.mark.parametrize(("form", "message"), [
+    ({}, "controller: a controller name is required"),
+    ({"controller": "Bad Name"}, "controller: bad controller name"),
+    ({"controller": PAYLOAD}, "controller: bad controller name"),
+])
+def test_a_bad_controller_name_answers_400_and_changes_nothing(make_ui, queue, form, message):
+    page = controllers_page(make_ui)
+    for path in ("/controllers/pause", "/controllers/resume"):
+        answer = page.post(path, dict(form, confirm="yes"))
+        assert answer.status_code == 400 and message in answer.text and "<img" not in answer.text, path
+    assert queue.pauses() == []
+
+
+@pytest.fixture
+def html_controller(db, engine) -> Iterator[None]:
+    with rows_naming(db, engine, PAYLOAD):
+        yield
+
+
+def test_a_controller_name_from_the_rows_renders_as_text(make_ui, html_controller):
+    text = controllers_page(make_ui).get("/").text
+    assert PAYLOAD not in text and "<img" not in text
+    assert html.escape(PAYLOAD, quote=False) in section(text)
+    assert cells(text)[PAYLOAD][4] == "not configured: its rows fail at the next pass"
