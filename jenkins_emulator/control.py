@@ -19,8 +19,8 @@ PREFIX = "/_emulator/"
 
 
 def counters_json(jenkins: Jenkins) -> dict[str, Any]:
-    """Triggers per DISPATCH_ID and per parameter value, items, builds, peaks in flight, notifications, and the
-    requests answered 503 during a restart window."""
+    """Triggers per DISPATCH_ID and per parameter value, items (and when each job's were created: the rate
+    Jenkins saw), builds, peaks in flight, notifications, and the requests answered 503 during a restart window."""
     with jenkins.lock:
         counters = jenkins.counters
         return {
@@ -36,6 +36,7 @@ def counters_json(jenkins: Jenkins) -> dict[str, Any]:
             "in_flight_by_job": {path: jenkins.in_flight(job) for path, job in jenkins.jobs.items()},
             "notifications": dict(jenkins.notifier.counters),
             "unavailable_answers": counters["unavailable_answers"],
+            "items_created_at_by_job": {path: list(times) for path, times in counters["items_created_at_by_job"].items()},
         }
 
 

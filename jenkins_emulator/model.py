@@ -411,6 +411,7 @@ class Jenkins:
                 "peak_in_flight": 0,
                 "peak_in_flight_by_job": defaultdict(int),
                 "unavailable_answers": 0,  # requests answered 503 during a restart window: the outage, as seen
+                "items_created_at_by_job": defaultdict(list),  # job path → when each of its items was created
             }
 
     def restart(self) -> None:
@@ -495,6 +496,7 @@ class Jenkins:
             item.why = f"In the quiet period. Expires in {time_span(due - time.time())}"
             self.items[item.id] = item
             self.counters["items_created"] += 1
+            self.counters["items_created_at_by_job"][job.path].append(time.time())
             for definition, value in parameters if not downstream else ():
                 text = parameter_text(value)
                 self.counters["triggers_by_parameter"][definition.name][text] += 1

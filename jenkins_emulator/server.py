@@ -530,6 +530,10 @@ class JenkinsEmulator:
         """Distinct queue items created with this DISPATCH_ID (merged requests do not count)."""
         return self.counters()["triggers_by_dispatch_id"].get(dispatch_id, 0)
 
+    def item_times(self, job: str) -> list[float]:
+        """When each queue item of ``job`` was created (epoch seconds, oldest first; merged requests make none)."""
+        return self.counters()["items_created_at_by_job"].get(job, [])
+
     def peak_in_flight(self, job: str | None = None) -> int:
         """The most items queued or building at once, overall or for one job."""
         counters = self.counters()

@@ -38,6 +38,9 @@ def pytest_configure(config):
                                        "MySQL/MariaDB, ids [postgresql] / [mysql] (module, class or function)")
     config.addinivalue_line("markers", "postgresql_only(reason): in a both_engines module, a test whose subject "
                                        "exists only on PostgreSQL; its [mysql] run is skipped with the reason")
+    config.addinivalue_line("markers", "wall_clock: a test that waits for the clock to pass minute boundaries "
+                                       "(minutes, nearly all of it idle): collected first, so a worker starts it "
+                                       "while the others run the rest")
 
 
 def pytest_generate_tests(metafunc):
@@ -169,6 +172,7 @@ def pytest_collection_modifyitems(config, items):
             continue
         if folder in LAYERS:
             item.add_marker(folder)
+    items.sort(key=lambda item: item.get_closest_marker("wall_clock") is None)  # stable: the rest keep their order
 
 
 def _engine(item) -> str | None:

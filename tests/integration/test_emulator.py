@@ -65,6 +65,19 @@ def test_merge_semantics(jenkins) -> None:
     assert counters["merged_requests"] == 3 and counters["items_created"] == 4
 
 
+def test_the_record_of_when_each_job_got_its_items(jenkins) -> None:
+    """What a rate limit is checked against: the moment each queue item was created, per job; a merged request
+    creates none."""
+    before = time.time()
+    post(jenkins, "job/waiting/buildWithParameters", {"DISPATCH_ID": "one"})
+    post(jenkins, "job/waiting/buildWithParameters", {"DISPATCH_ID": "one"})  # merged
+    post(jenkins, "job/deploy/buildWithParameters", {"DISPATCH_ID": "two"})
+    created = jenkins.counters()["items_created_at_by_job"]
+    assert sorted(created) == ["deploy", "waiting"] and len(created["waiting"]) == 1 and len(created["deploy"]) == 1
+    assert before <= created["waiting"][0] <= created["deploy"][0] <= time.time()
+    assert jenkins.item_times("waiting") == created["waiting"] and jenkins.item_times("nightly") == []
+
+
 def test_no_merge_once_the_item_left_the_queue(jenkins) -> None:
     post(jenkins, "job/deploy/buildWithParameters", {"DISPATCH_ID": "again"})
     wait_json(jenkins, "queue/item/1/api/json", lambda d: d["_class"].endswith("LeftItem"))
