@@ -14,7 +14,8 @@ same run, so that the table gives ratios:
    whatever the controllers do (bench_latency); only the ratio says something there.
 2. The claim itself, in-process (``Queue.claim_batch(10, controller="b")``, uncapped and through the capped path
    that MAX_IN_FLIGHT or any cap selects): its p50 with 10 pending rows of ``b`` and BACKLOG of ``a``, vs the same
-   with no row of ``a``. Each sample's claimed rows are put back to pending (untimed) before the next. Rows read
+   with no row of ``a``, in CLAIM_ROUNDS alternating rounds (the machine's load drifts: each case gets its share
+   of every moment). Each sample's claimed rows are put back to pending (untimed) before the next. Rows read
    per claim: MySQL's Handler_read_* counters of the session (index entries and rows the server walked), or on
    PostgreSQL the buffers the claim touched (EXPLAIN (ANALYZE, BUFFERS), rolled back) — the claim must not read
    ``a``'s part of the claim index, so both stay flat whatever ``a``'s backlog.
