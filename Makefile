@@ -47,7 +47,7 @@ lock: install
 # Four workers, each with its own scratch database so tests never meet: on this 2-core machine most tests
 # wait on processes, sockets and timers rather than the CPU (4 workers: 2:22, 2 workers: 3:50 measured).
 # Workers steal queued tests from each other (--dist worksteal, in pyproject's addopts).
-# The two 2,000-job chaos runs take 600 jobs here; `make chaos` runs them at full size.
+# The chaos runs take 600 jobs here (JD_CHAOS_JOBS); `make chaos` runs them at full size (2,000).
 test: install lint
 	@$(MAKE) --no-print-directory suite
 
@@ -57,7 +57,8 @@ suite:
 	JD_CHAOS_JOBS=600 $(PY) -m pytest -n 4
 
 chaos: install
-	$(PY) -m pytest -s tests/system/test_dispatch_chaos.py tests/system/test_chaos_real_world.py
+	$(PY) -m pytest -s tests/system/test_dispatch_chaos.py tests/system/test_chaos_real_world.py \
+		tests/system/test_controllers_chaos.py
 
 # The unit tests only (tests/unit: pure, no database, no emulator, no processes): seconds, stops at the first
 # failure. tests/integration and tests/system are in `make test`; `pytest -m integration` picks one layer.

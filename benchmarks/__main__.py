@@ -14,7 +14,7 @@ import time
 from benchmarks.report import print_table
 
 SUITES = ["bench_queue", "bench_dispatch", "bench_flaky", "bench_webhook", "bench_http", "bench_coldstart",
-          "bench_latency", "bench_ui", "bench_schedules"]
+          "bench_latency", "bench_ui", "bench_schedules", "bench_controllers"]
 
 
 def main(selected: list[str]) -> int:

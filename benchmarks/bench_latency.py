@@ -239,10 +239,10 @@ class Emulator:
 
 
 class Serve:
-    def __init__(self, database_url: str, jenkins_url: str, log_path: Path):
+    def __init__(self, database_url: str, jenkins_url: str, log_path: Path, **extra_env: str):
         port = _free_port()
         env = _clean_env(DATABASE_URL=database_url, JENKINS_URL=jenkins_url, JENKINS_USER="admin",
-                         JENKINS_API_TOKEN="admin-token", WEBHOOK_SECRET=SECRET)
+                         JENKINS_API_TOKEN="admin-token", WEBHOOK_SECRET=SECRET, **extra_env)
         self.log_path = log_path
         with open(log_path, "w") as log:
             self.proc = subprocess.Popen([sys.executable, "-m", "jenkins_dispatch.cli", "serve", "--port", str(port)],

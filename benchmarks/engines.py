@@ -169,6 +169,21 @@ def fill(db: Database, pending: int, finished: int = 0) -> None:
     db.run("VACUUM ANALYZE jenkins_jobs_queue")
 
 
+def add_pending(db: Database, pending: int, controller: str, job_prefix: str = "job-") -> None:
+    """Add `pending` due rows of `controller` beside what the queue holds (priority 0-2, scheduled up to 1,000 s
+    ago, ten job names), in one INSERT ... SELECT; then fresh statistics."""
+    if db.dialect == "mysql":
+        db.run("INSERT INTO jenkins_jobs_queue (job_name, parameters, priority, scheduled_at, controller) "
+               "SELECT CONCAT(:p, g % 10), JSON_OBJECT('n', g), g % 3, NOW(6) - INTERVAL (g % 1000) SECOND, :c "
+               "FROM " + _mysql_numbers(pending), p=job_prefix, c=controller)
+        db.run("ANALYZE TABLE jenkins_jobs_queue")
+        return
+    db.run("INSERT INTO jenkins_jobs_queue (job_name, parameters, priority, scheduled_at, controller) "
+           "SELECT :p || (g % 10), jsonb_build_object('n', g), g % 3, now() - make_interval(secs => g % 1000), :c "
+           "FROM generate_series(1, :n) g", n=pending, p=job_prefix, c=controller)
+    db.run("VACUUM ANALYZE jenkins_jobs_queue")
+
+
 def _fill_mysql(db: Database, pending: int, finished: int) -> None:
     if finished:
         db.run("INSERT INTO jenkins_jobs_queue (job_name, parameters, status, attempts, dispatch_id, "
