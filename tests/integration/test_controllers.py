@@ -6,11 +6,15 @@ caps hold back only its own rows.
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
 from jenkins_dispatch.callbacks.webhook import Callback, apply, check
+from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.dispatching.dispatcher import run_pass
+from jenkins_dispatch.store import statements
+from jenkins_dispatch.store.db import Database
 
 from ..dispatch_helpers import WEBHOOK_SECRET, dispatch_settings, expire_leases, wait_for
 from ..emulator_fixtures import ADMIN_TOKEN
@@ -137,6 +141,27 @@ def test_wrong_credentials_on_one_controller_hold_back_only_its_rows(make_jenkin
     rows = _rows(queue)
     assert all(r["status"] == "pending" and r["attempts"] == 0 for r in rows if r["controller"] == "b"), rows
     assert (_items(a), _items(b)) == (3, 0)
+
+
+def test_a_lane_the_database_holds_up_costs_only_its_controller_the_pass(make_jenkins, queue, db):
+    """b has its own cap, so its claims take the caps lock; another session holds that lock past the lock timeout.
+    One pass: default's row is sent, b's lane ends busy, and the pass answers with both (b's reason named)
+    instead of raising b's error and losing default's summary."""
+    a, b = make_jenkins(), make_jenkins()
+    queue.enqueue("deploy")
+    queue.enqueue("deploy", controller="b")
+    controllers = {"b": {"url": b.base_url, "user": "admin", "api_token": ADMIN_TOKEN, "max_in_flight": 5}}
+    settings = dispatch_settings(a.base_url, JENKINS_CONTROLLERS=json.dumps(controllers))
+    with Database(parse_database_url(os.environ["DATABASE_URL"]), application_name="jd-tests") as holder, \
+            holder.transaction():
+        holder.run(statements.load(holder.dialect)["lock_caps"])
+        summary = run_pass(settings)
+    assert summary["controllers"]["default"]["triggered"] == 1, summary
+    assert list(summary["controller_errors"]) == ["b"] and "busy" in summary["controller_errors"]["b"], summary
+    assert summary["controllers"]["b"] == {"error": summary["controller_errors"]["b"]}
+    assert (_items(a), _items(b)) == (1, 0)
+    assert {r["controller"]: r["status"] for r in _rows(queue)} == {"default": "processing", "b": "pending"}
+    assert run_pass(settings)["controllers"]["b"]["triggered"] == 1  # the lock gone, b's next pass sends it
 
 
 def test_a_notification_from_the_other_controller_changes_nothing(make_jenkins, queue):

@@ -54,3 +54,28 @@ def test_cancel_and_retry_select_one_controllers_rows(queue, database_url):
     assert again.returncode == 0, again.stderr
     assert queue.get(ids["eu"])["status"] == "pending"
     assert "no jobs match" in cli("retry", "--controller", "default", database_url=database_url).stdout
+
+
+def test_dispatch_answers_for_every_lane_and_exits_1_naming_the_one_that_failed(make_jenkins, queue, database_url):
+    """`dispatch` with a lane the database holds up (eu's own cap takes the caps lock another session holds): the
+    default controller's row is sent and counted in the summary; the command names eu's failure and exits 1."""
+    from jenkins_dispatch.config import parse_database_url
+    from jenkins_dispatch.store import statements
+    from jenkins_dispatch.store.db import Database
+
+    default, eu = make_jenkins(), make_jenkins()
+    queue.enqueue("deploy")
+    queue.enqueue("deploy", controller="eu")
+    controllers = {"default": {"url": default.base_url, "user": "admin", "api_token": "admin-token"},
+                   "eu": {"url": eu.base_url, "user": "admin", "api_token": "admin-token", "max_in_flight": 3}}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JENKINS_")}
+    with Database(parse_database_url(database_url), application_name="jd-tests") as holder, holder.transaction():
+        holder.run(statements.load(holder.dialect)["lock_caps"])
+        done = subprocess.run([sys.executable, "-m", "jenkins_dispatch.cli", "dispatch"], capture_output=True,
+                              text=True, timeout=60, env=dict(env, DATABASE_URL=database_url,
+                                                              JENKINS_CONTROLLERS=json.dumps(controllers)))
+    assert done.returncode == 1, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["controllers"]["default"]["triggered"] == 1 and "eu" in summary["controller_errors"]
+    assert [line for line in done.stderr.splitlines() if line.startswith("jenkins-dispatch: error")] == [
+        f"jenkins-dispatch: error: controller eu: {summary['controller_errors']['eu']}"]

@@ -635,7 +635,7 @@ def cmd_limits_ls(ctx: Context, args) -> None:
 
 
 def cmd_dispatch(ctx: Context, args) -> int:
-    """`dispatch`: run one pass now; exit 1 when Jenkins stopped it."""
+    """`dispatch`: run one pass now; exit 1 when Jenkins stopped it or a controller's lane failed."""
     from .dispatching.dispatcher import run_pass
     from .dispatching.heartbeat import Heartbeat
     from .observability import metrics
@@ -643,10 +643,12 @@ def cmd_dispatch(ctx: Context, args) -> int:
     summary = run_pass(ctx.settings, max_jobs=args.max_jobs, heartbeat=Heartbeat("cli"))
     metrics.clear_metrics()  # CloudWatch EMF lines are for Lambda and serve, not for a command's output
     print_json(summary)
+    for name, reason in summary.get("controller_errors", {}).items():
+        print(f"jenkins-dispatch: error: controller {name}: {reason}", file=sys.stderr)
     if summary.get("jenkins_unavailable"):
         print(f"jenkins-dispatch: error: the pass stopped: {summary['stopped_because']}", file=sys.stderr)
         return EXIT_FAILED
-    return 0
+    return EXIT_FAILED if summary.get("controller_errors") else 0
 
 
 def cmd_serve(ctx: Context, args) -> None:

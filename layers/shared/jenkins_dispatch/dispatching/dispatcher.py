@@ -27,7 +27,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -556,12 +556,13 @@ def run_pass(
             except DatabaseUnavailable:
                 raise  # nowhere to record it
             except DispatchError as exc:
-                if heartbeat is not None:
+                if heartbeat is not None and len(names) == 1:
                     heartbeat.record(dispatcher.queue, "failed", str(exc))
                 raise
             talked.append(dispatcher.talked_to_jenkins)
 
     try:
+        lane_errors: dict[str, str] = {}
         if len(names) == 1:
             one_controller(0)
         else:
@@ -569,11 +570,13 @@ def run_pass(
             unknown = fail_rows_of_unknown_controllers(settings, Queue(db))
             with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="controller") as pool:
                 futures = [pool.submit(one_controller, n) for n in range(len(names))]
-                for future in futures:
-                    future.result()  # the first controller's failure first, as when they ran one by one
-        summary = combine_summaries({name: per_controller[name] for name in names})
+                lane_errors = _lane_errors(names, futures)
+        summary = combine_summaries({name: per_controller.get(name) or {"error": lane_errors[name]}
+                                     for name in names})
         if len(names) > 1:
             summary["failed"] += unknown
+        if lane_errors:
+            summary["controller_errors"] = lane_errors
         if heartbeat is not None:
             heartbeat.after_pass(Queue(db), summary, any(talked))
         return summary
@@ -582,6 +585,25 @@ def run_pass(
             session.close()
         if own_db:
             db.close()
+
+
+def _lane_errors(names: list[str], futures: list[Future[None]]) -> dict[str, str]:
+    """Each controller's lane that ended on an error of its own (the database busy for one of its statements, say),
+    by name: the pass answers with the others' work and these reasons. Raises when the database is unreachable
+    (every lane's problem) or when every lane failed (nothing to answer with): the first controller's error first."""
+    errors: dict[str, DispatchError] = {}
+    for name, future in zip(names, futures, strict=True):
+        try:
+            future.result()
+        except DatabaseUnavailable:
+            raise
+        except DispatchError as exc:
+            errors[name] = exc
+            logger.error("a controller's lane failed; the other controllers' work of this pass stands",
+                         extra={"controller": name, "reason": str(exc)})
+    if errors and len(errors) == len(names):
+        raise errors[names[0]]
+    return {name: str(exc).splitlines()[0] for name, exc in errors.items()}
 
 
 def fail_rows_of_unknown_controllers(settings: Settings, queue: Queue) -> int:
