@@ -189,7 +189,8 @@ class Dispatcher:
             # Several controllers: also per controller (the alarm keeps watching the sum, under service alone).
             several = len(self.settings.controllers_by_name()) > 1
             metrics.add_metric(name="JenkinsUnavailable", unit=MetricUnit.Count, value=1,
-                               dimensions={"controller": self.controller} if several else None)
+                               dimensions={"controller": self.controller} if several else None,
+                               controller=self.controller)
             logger.error("pass stopped: Jenkins as a whole failed", extra={"reason": str(stopped)})
         self.summary.duration_ms = int((time.monotonic() - started) * 1000)
         self._emit_metrics()
@@ -206,10 +207,10 @@ class Dispatcher:
                             ("JobsCompleted", s.completed),
                             ("AdoptedAfterCrash", s.reconciled.adopted), ("LeasesExpired", s.reconciled.checked),
                             ("RetriedLater", s.retried_later), ("TriggerOutcomeUnknown", s.outcome_unknown)):
-            metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+            metrics.add_metric(name=name, unit=MetricUnit.Count, value=value, controller=self.controller)
         metrics.add_metric(name="PassDurationMs", unit=MetricUnit.Milliseconds, value=s.duration_ms)
         # One per pass that ran to its end, Jenkins up or not: its absence is what "no dispatcher" looks like.
-        metrics.add_metric(name="PassesCompleted", unit=MetricUnit.Count, value=1)
+        metrics.add_metric(name="PassesCompleted", unit=MetricUnit.Count, value=1, controller=self.controller)
         try:
             # Read once a pass: a capped pass that claimed nothing has just read them (_why_nothing_claimed).
             gauges = self.gauges = self.gauges or self.queue.gauges()
@@ -468,7 +469,7 @@ class Dispatcher:
                 assert decision.queue_id is not None  # decide_trigger records only what Jenkins queued
                 accepted.append((job, decision.queue_id))
                 continue
-            metrics.add_metric(name="TriggerErrors", unit=MetricUnit.Count, value=1)
+            metrics.add_metric(name="TriggerErrors", unit=MetricUnit.Count, value=1, controller=self.controller)
             metrics.add_metric(name=f"TriggerErrors{decision.error_class}", unit=MetricUnit.Count, value=1)
             if decision.act is Act.FAIL:
                 failures.append(Settlement(job.id, job.dispatch_id, "failed", None, decision.reason))
