@@ -34,6 +34,7 @@ from .errors import OPERATION_FAILED, DispatchError, InvalidInput
 from .jenkins.jobs import JsonNumber
 from .operating import bulk
 from .operating.display import age, cell, clip, fit_widths, one_line, when
+from .operating.overview import UNKNOWN_CONTROLLER_STATE, controller_health
 from .operating.waiting import held_back
 from .store.db import Database, Session
 from .store.migrations import migrate
@@ -355,10 +356,11 @@ def _pause_text(pause) -> str:
 
 
 def controller_rows(per_controller: Sequence[Mapping[str, Any]], configured: Mapping[str, int | None],
-                    paused: set[str]) -> list[dict[str, Any]]:
+                    paused: set[str], breakers: Mapping[str, Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
     """`stats`' per-controller lines: every configured controller (``configured``: name → its own cap, None for
     none) and every controller some unfinished row names, each with its pending, due and in-flight rows, its
-    cap and its state (paused as a whole, a name no configuration knows, or ok)."""
+    cap, its state (paused as a whole, a name no configuration knows, or ok) and its breaker as the live
+    dispatchers recorded it (``breakers``, overview.controller_health; "unknown" when none did)."""
     counts = {r["controller"]: r for r in per_controller}
     rows = []
     for name in sorted(set(configured) | set(counts)):
@@ -366,8 +368,12 @@ def controller_rows(per_controller: Sequence[Mapping[str, Any]], configured: Map
         state = ("not configured" if configured and name not in configured
                  else "paused" if name in paused else "ok")
         rows.append({"controller": name, "pending": found.get("pending", 0), "due": found.get("due", 0),
-                     "in_flight": found.get("in_flight", 0), "cap": configured.get(name), "state": state})
+                     "in_flight": found.get("in_flight", 0), "cap": configured.get(name), "state": state,
+                     "jenkins": dict((breakers or {}).get(name) or UNKNOWN_CONTROLLER_STATE)})
     return rows
+
+
+JENKINS_WORDS = {"ok": "up", "unavailable": "down", "unknown": "-"}
 
 
 def cmd_stats(ctx: Context, args) -> None:
@@ -378,7 +384,8 @@ def cmd_stats(ctx: Context, args) -> None:
     pauses = ctx.queue.pauses()
     configured = {name: c.max_in_flight for name, c in ctx.settings.controllers_by_name().items()}
     controllers = controller_rows(ctx.queue.stats_per_controller(), configured,
-                                  {p.controller for p in pauses if p.job_name is None and p.controller})
+                                  {p.controller for p in pauses if p.job_name is None and p.controller},
+                                  controller_health(dispatchers))
     if args.json:
         print_json({"totals": stats, "controllers": controllers, "jobs": per_job,
                     "pauses": [p.as_dict() for p in pauses], "dispatchers": dispatchers})
@@ -404,8 +411,14 @@ def cmd_stats(ctx: Context, args) -> None:
     if len(controllers) > 1 or any(c["controller"] != DEFAULT_CONTROLLER for c in controllers):
         # Several controllers: each one's backlog, in flight against its own cap, and whether it is paused.
         print()
-        print_table([dict(c, in_flight=f"{c['in_flight']}/{c['cap'] if c['cap'] is not None else '-'}")
-                     for c in controllers], ["controller", "pending", "due", "in_flight", "state"])
+        # "jenkins": its breaker as the live dispatchers last found it (their heartbeats; "-": none said).
+        print_table([dict(c, in_flight=f"{c['in_flight']}/{c['cap'] if c['cap'] is not None else '-'}",
+                          jenkins=JENKINS_WORDS[c["jenkins"]["status"]])
+                     for c in controllers], ["controller", "pending", "due", "in_flight", "state", "jenkins"])
+        for c in controllers:
+            if c["jenkins"]["status"] == "unavailable":
+                print(f"controller {c['controller']}: Jenkins unavailable since {c['jenkins']['since']}, as "
+                      f"{c['jenkins']['seen_by']} found it: {c['jenkins']['reason']}")
     print()
     rows = [
         dict(r, in_flight=f"{r['in_flight']}/{r['cap'] if r['cap'] is not None else '-'}",
@@ -499,7 +512,10 @@ def dispatchers_line(dispatchers: Sequence[Mapping[str, Any]]) -> str:
 
     def last_pass(d: Mapping[str, Any]) -> str:
         detail = f" ({d['last_detail']})" if d.get("last_detail") else ""
-        return f"{d['id']} {age(d['last_pass_seconds'])} ago: {d['last_outcome']}{detail}"
+        served = sorted(d.get("controllers") or ())
+        # The controllers it serves, when that says more than "the default one".
+        serves = f" [controllers {', '.join(served)}]" if served and served != [DEFAULT_CONTROLLER] else ""
+        return f"{d['id']} {age(d['last_pass_seconds'])} ago: {d['last_outcome']}{detail}{serves}"
 
     live = [d for d in dispatchers if d["live"]]
     if live:

@@ -545,13 +545,18 @@ def run_pass(
                        for name in names[1:]]
     per_controller: dict[str, dict[str, Any]] = {}
     talked: list[bool] = []
+    several = bool(settings.controllers_by_name())
+    # A closed breaker per controller for this pass, made here so that the heartbeat records how each one ends.
+    breakers = {name: breaker_for(settings.for_controller(name) if several else settings) for name in names}
+    if heartbeat is not None:
+        heartbeat.serves(breakers)
 
     def one_controller(n: int) -> None:
         name, session = names[n], sessions[n]
-        one = settings.for_controller(name) if settings.controllers_by_name() else settings
+        one = settings.for_controller(name) if several else settings
         with jenkins_client(one) as client:
             dispatcher = Dispatcher(one, session, client, remaining_ms=remaining_ms, stop=stop,
-                                    fail_unknown_controllers=len(names) == 1)
+                                    breaker=breakers[name], fail_unknown_controllers=len(names) == 1)
             try:
                 per_controller[name] = dispatcher.run(max_jobs)
             except DatabaseUnavailable:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -850,13 +851,16 @@ class Queue:
         self, *, dispatcher_id: str, kind: str, host: str, pid: int, started_at: datetime,
         stale_after_seconds: float, outcome: str, detail: str | None, passes: int,
         jenkins_ok: bool | None = None, jenkins_reason: str | None = None,
+        controllers: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         """Upsert one dispatcher's row after a pass (and drop rows not seen for a day). ``jenkins_ok``: what
-        the pass learned about Jenkins (None: not asked; the known state stands)."""
+        the pass learned about Jenkins (None: not asked; the known state stands). ``controllers``: the ones it
+        serves, each with its breaker's state (None: the recorded ones stand)."""
         self._run(
             "record_heartbeat", id=dispatcher_id, kind=kind, host=host, pid=pid, started_at=started_at,
             stale_after_seconds=float(stale_after_seconds), outcome=outcome, detail=detail, passes=passes,
             jenkins_ok=jenkins_ok, jenkins_reason=jenkins_reason,
+            controllers=None if controllers is None else json.dumps(controllers, default=str),
         )
 
     def dispatchers(self) -> list[Dispatcher]:

@@ -213,6 +213,8 @@ class Dispatcher(TypedDict):
     passes: int
     jenkins_unavailable_since: datetime | None
     jenkins_reason: str | None
+    # The controllers it serves, each {"status", "since", "reason"} as its breaker last stood; None: not recorded.
+    controllers: dict[str, dict[str, Any]] | None
 
 
 class JenkinsOutage(TypedDict):

@@ -1058,17 +1058,20 @@ ORDER BY k.waiting DESC, q.job_name COLLATE utf8mb4_bin LIMIT :limit;
 -- After each pass: upsert the dispatcher's row, and drop rows not seen for a day. The Jenkins state is
 -- changed only by a pass that asked Jenkins (:jenkins_ok NULL: not asked, keep what is known); an outage
 -- keeps its first "since" until Jenkins answers again. The update's assignments read the row's old values:
--- none of them reads a column an earlier one changed (MySQL applies them left to right).
+-- none of them reads a column an earlier one changed (MySQL applies them left to right). :controllers (JSON,
+-- 0012_dispatcher_controllers.sql): the controllers it serves and each one's breaker; NULL keeps what is known.
 DELETE FROM jenkins_dispatchers WHERE last_pass_at < NOW(6) - INTERVAL 1 DAY AND id <> :id;
 INSERT INTO jenkins_dispatchers (id, kind, host, pid, started_at, stale_after_seconds, last_pass_at,
                                  last_outcome, last_detail, passes, jenkins_checked_at,
-                                 jenkins_unavailable_since, jenkins_reason)
+                                 jenkins_unavailable_since, jenkins_reason, controllers)
 VALUES (:id, :kind, :host, :pid, :started_at, :stale_after_seconds, NOW(6), :outcome, :detail, :passes,
         CASE WHEN :jenkins_ok IS NOT NULL THEN NOW(6) END,
         CASE WHEN NOT :jenkins_ok THEN NOW(6) END,
-        CASE WHEN NOT :jenkins_ok THEN :jenkins_reason END)
+        CASE WHEN NOT :jenkins_ok THEN :jenkins_reason END,
+        :controllers)
 ON DUPLICATE KEY UPDATE
     kind = VALUES(kind), host = VALUES(host), pid = VALUES(pid), started_at = VALUES(started_at),
+    controllers = coalesce(VALUES(controllers), controllers),
     stale_after_seconds = VALUES(stale_after_seconds), last_pass_at = NOW(6),
     last_outcome = VALUES(last_outcome), last_detail = VALUES(last_detail), passes = VALUES(passes),
     jenkins_checked_at = coalesce(VALUES(jenkins_checked_at), jenkins_checked_at),
@@ -1087,11 +1090,11 @@ ON DUPLICATE KEY UPDATE
 
 -- name: dispatchers
 -- Every dispatcher seen in the last day, the most recent pass first.
--- decode: live bool
+-- decode: live bool, controllers json
 SELECT id, kind, host, pid, started_at, last_pass_at,
        TIMESTAMPDIFF(MICROSECOND, last_pass_at, NOW(6)) / 1e6 AS last_pass_seconds,
        {{op_live_dispatcher}} AS live,
-       last_outcome, last_detail, passes, jenkins_unavailable_since, jenkins_reason
+       last_outcome, last_detail, passes, jenkins_unavailable_since, jenkins_reason, controllers
 FROM jenkins_dispatchers
 WHERE last_pass_at > NOW(6) - INTERVAL 1 DAY
 ORDER BY last_pass_at DESC, id;

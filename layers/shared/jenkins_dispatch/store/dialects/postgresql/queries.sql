@@ -1009,19 +1009,22 @@ GROUP BY lower(job_name) ORDER BY count(*) DESC, 1 LIMIT :limit;
 -- name: record_heartbeat
 -- After each pass: upsert the dispatcher's row, and drop rows not seen for a day. The Jenkins state is
 -- changed only by a pass that asked Jenkins (:jenkins_ok NULL: not asked, keep what is known); an outage
--- keeps its first "since" until Jenkins answers again.
+-- keeps its first "since" until Jenkins answers again. :controllers (JSON, 0015_dispatcher_controllers.sql): the
+-- controllers it serves and each one's breaker; NULL keeps what is known.
 WITH gone AS (
     DELETE FROM jenkins_dispatchers WHERE last_pass_at < now() - interval '1 day' AND id <> :id
 )
 INSERT INTO jenkins_dispatchers AS d (id, kind, host, pid, started_at, stale_after_seconds, last_pass_at,
                                       last_outcome, last_detail, passes, jenkins_checked_at,
-                                      jenkins_unavailable_since, jenkins_reason)
+                                      jenkins_unavailable_since, jenkins_reason, controllers)
 VALUES (:id, :kind, :host, :pid, :started_at, :stale_after_seconds, now(), :outcome, :detail, :passes,
         CASE WHEN CAST(:jenkins_ok AS boolean) IS NOT NULL THEN now() END,
         CASE WHEN NOT CAST(:jenkins_ok AS boolean) THEN now() END,
-        CASE WHEN NOT CAST(:jenkins_ok AS boolean) THEN CAST(:jenkins_reason AS text) END)
+        CASE WHEN NOT CAST(:jenkins_ok AS boolean) THEN CAST(:jenkins_reason AS text) END,
+        CAST(:controllers AS jsonb))
 ON CONFLICT (id) DO UPDATE SET
     kind = EXCLUDED.kind, host = EXCLUDED.host, pid = EXCLUDED.pid, started_at = EXCLUDED.started_at,
+    controllers = coalesce(EXCLUDED.controllers, d.controllers),
     stale_after_seconds = EXCLUDED.stale_after_seconds, last_pass_at = now(),
     last_outcome = EXCLUDED.last_outcome, last_detail = EXCLUDED.last_detail, passes = EXCLUDED.passes,
     jenkins_checked_at = coalesce(EXCLUDED.jenkins_checked_at, d.jenkins_checked_at),
@@ -1044,7 +1047,7 @@ ON CONFLICT (id) DO UPDATE SET
 SELECT id, kind, host, pid, started_at, last_pass_at,
        extract(epoch FROM now() - last_pass_at)::float8 AS last_pass_seconds,
        {{live_dispatcher}} AS live,
-       last_outcome, last_detail, passes, jenkins_unavailable_since, jenkins_reason
+       last_outcome, last_detail, passes, jenkins_unavailable_since, jenkins_reason, controllers
 FROM jenkins_dispatchers
 WHERE last_pass_at > now() - interval '1 day'
 ORDER BY last_pass_at DESC, id;
