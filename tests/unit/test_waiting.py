@@ -36,6 +36,12 @@ CASES = [
      "paused since 2026-11-30 11:00:00 UTC by alice: release freeze (`jenkins-dispatch resume deploy` lifts it)"),
     ("everything paused", row(), dict(FREE, pause=ALL_PAUSE), "paused",
      "everything is paused since 2026-11-30 11:55:00 UTC by bob (`jenkins-dispatch resume` lifts it)"),
+    ("its controller paused", row(), dict(FREE, pause=Pause(None, NOW - timedelta(minutes=5), "bob", "upgrade", "b")),
+     "paused", "controller b is paused since 2026-11-30 11:55:00 UTC by bob: upgrade "
+               "(`jenkins-dispatch resume --controller b` lifts it)"),
+    ("job paused on its controller", row(),
+     dict(FREE, pause=Pause("deploy", NOW - timedelta(hours=1), "alice", None, "b")), "paused",
+     "paused on b since 2026-11-30 11:00:00 UTC by alice (`jenkins-dispatch resume deploy --controller b` lifts it)"),
     ("paused beats not due, caps, Jenkins", row(scheduled_at=LATER),
      dict(job_cap=1, job_in_flight=1, global_cap=1, total_in_flight=1, pause=JOB_PAUSE, jenkins_unavailable=OUTAGE),
      "paused", None),
@@ -95,6 +101,17 @@ def test_duration(seconds, text):
 ])
 def test_held_back(paused, cap, in_flight, pending, word):
     assert held_back(paused=paused, cap=cap, in_flight=in_flight, pending=pending) == word
+
+
+@pytest.mark.parametrize(("paused", "cap", "in_flight", "paused_on", "word"), [
+    (False, None, 0, ["b"], "paused on b"),
+    (False, None, 0, ["b", "c"], "paused on b, c"),
+    (True, None, 0, ["b"], "paused"),  # paused everywhere (or on the default controller) says most
+    (False, 2, 2, ["b"], "cap full"),  # the default controller's cap holds its rows back: it comes first
+    (False, 2, 1, [], "-"),
+])
+def test_held_back_names_the_controllers_a_job_is_paused_on(paused, cap, in_flight, paused_on, word):
+    assert held_back(paused=paused, cap=cap, in_flight=in_flight, pending=1, paused_on=paused_on) == word
 
 
 @pytest.mark.parametrize(("cap", "in_flight"), [(None, 0), (None, 9), (0, 0), (1, 0), (1, 1), (2, 5)])

@@ -423,7 +423,8 @@ def cmd_stats(ctx: Context, args) -> None:
     rows = [
         dict(r, in_flight=f"{r['in_flight']}/{r['cap'] if r['cap'] is not None else '-'}",
              oldest_pending=age(r["oldest_pending_seconds"]),
-             held_back=held_back(paused=r["paused"], cap=r["cap"], in_flight=r["in_flight"], pending=r["pending"]))
+             held_back=held_back(paused=r["paused"], cap=r["cap"], in_flight=r["in_flight"], pending=r["pending"],
+                                 paused_on=r["paused_on"]))
         for r in per_job
     ]
     print_table(rows, ["job_name", "pending", "in_flight", "held_back", "completed_last_hour", "failed_last_hour",

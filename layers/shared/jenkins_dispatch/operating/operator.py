@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ..config import Settings
+from ..config import DEFAULT_CONTROLLER, Settings
 from ..errors import Conflict, DispatchError
 from ..store.queue import FINAL_STATUSES, Queue
 from .transitions import ALREADY, CANCEL, RETRY, verdict
@@ -44,7 +44,8 @@ def why_rows_wait(queue: Queue, rows: Sequence[Mapping[str, Any]], global_cap: i
     return [
         why_waiting(r, now, job_cap=context.caps.get(r["job_name"]),
                     job_in_flight=context.in_flight.get(r["job_name"], 0), global_cap=global_cap,
-                    total_in_flight=context.total_in_flight, pause=context.pause_of(r["job_name"]),
+                    total_in_flight=context.total_in_flight,
+                    pause=context.pause_of(r["job_name"], r.get("controller") or DEFAULT_CONTROLLER),
                     jenkins_unavailable=jenkins_unavailable, rate=context.rates.get(r["job_name"]))
         for r in rows
     ]

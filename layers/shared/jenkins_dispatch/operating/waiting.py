@@ -9,7 +9,7 @@ unavailable.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -45,15 +45,20 @@ def cap_full(cap: int | None, in_flight: int) -> bool:
     return cap is not None and in_flight >= cap
 
 
-def held_back(*, paused: bool, cap: int | None, in_flight: int, pending: int) -> str:
-    """What keeps a job's pending rows out of Jenkins, in a word (`stats`'s table): paused, cap 0 or cap full;
-    '-' when nothing of the kind does. The per-job side of ``why_waiting``: the same order, the same cap rule."""
+def held_back(*, paused: bool, cap: int | None, in_flight: int, pending: int,
+              paused_on: Sequence[str] = ()) -> str:
+    """What keeps a job's pending rows out of Jenkins, in a word (`stats`'s table): paused (on every controller or
+    the default one), cap 0 or cap full (the default controller's cap), paused on other controllers
+    (``paused_on``: their rows only); '-' when nothing of the kind does. The per-job side of ``why_waiting``: the
+    same order, the same cap rule."""
     if paused:
         return "paused"
     if cap == 0:
         return "cap 0"
     if pending and cap_full(cap, in_flight):
         return "cap full"
+    if paused_on:
+        return "paused on " + ", ".join(paused_on)
     return "-"
 
 
@@ -69,11 +74,15 @@ def _rate_limited(rate: RateWindow) -> Waiting:
 def _paused(pause: Pause) -> Waiting:
     who = f" by {pause.paused_by}" if pause.paused_by else ""
     why = f": {pause.reason}" if pause.reason else ""
+    since = f"since {when(pause.paused_at)}{who}{why}"
+    on = f" --controller {pause.controller}" if pause.controller else ""
+    if pause.job_name is None and pause.controller is None:
+        return Waiting("paused", f"everything is paused {since} (`jenkins-dispatch resume` lifts it)")
     if pause.job_name is None:
-        return Waiting("paused", f"everything is paused since {when(pause.paused_at)}{who}{why} "
-                                 "(`jenkins-dispatch resume` lifts it)")
-    return Waiting("paused", f"paused since {when(pause.paused_at)}{who}{why} "
-                             f"(`jenkins-dispatch resume {pause.job_name}` lifts it)")
+        return Waiting("paused", f"controller {pause.controller} is paused {since} "
+                                 f"(`jenkins-dispatch resume{on}` lifts it)")
+    where = f" on {pause.controller}" if pause.controller else ""
+    return Waiting("paused", f"paused{where} {since} (`jenkins-dispatch resume {pause.job_name}{on}` lifts it)")
 
 
 def why_waiting(
@@ -93,7 +102,8 @@ def why_waiting(
 
     ``job_cap`` / ``job_in_flight``: the row's job's cap (None: none) and its rows in flight;
     ``global_cap`` / ``total_in_flight``: MAX_IN_FLIGHT (None: none) and every row in flight; ``pause``: the
-    pause holding the job back (its own, or everything's), if any; ``jenkins_unavailable``: how the
+    pause holding the row back (everything's, its controller's, its job's on every controller or on the row's
+    controller: ``WaitingContext.pause_of``), if any; ``jenkins_unavailable``: how the
     dispatchers last found Jenkins, if it was failing; ``rate``: the job's rate and its last minute, if it has
     one.
     """

@@ -110,6 +110,7 @@ class OldestPending(TypedDict):
     max_attempts: int
     last_error: str | None
     created_at: datetime
+    controller: str  # why it waits reads its own controller's pauses
 
 
 class HourCounts(TypedDict):
@@ -169,9 +170,10 @@ class JobStats(TypedDict):
     completed_last_hour: int
     failed_last_hour: int
     oldest_pending_seconds: float | None
-    paused: bool
+    paused: bool  # on every controller, or on the default one (whose cap ``cap`` is)
     paused_at: datetime | None
     pause_reason: str | None
+    paused_on: list[str]  # the other controllers the job has a pause of its own on, by name
 
 
 class ServerIdentity(TypedDict):

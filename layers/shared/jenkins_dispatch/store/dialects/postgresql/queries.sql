@@ -660,7 +660,7 @@ LIMIT :limit;
 
 -- name: oldest_pending_job
 -- The overview's oldest pending row (the earliest scheduled_at): read from the partial index of pending rows.
-SELECT id, job_name, status, priority, scheduled_at, attempts, max_attempts, last_error, created_at
+SELECT id, job_name, status, priority, scheduled_at, attempts, max_attempts, last_error, created_at, controller
 FROM jenkins_jobs_queue WHERE status = 'pending'
 ORDER BY scheduled_at, id
 LIMIT 1;
@@ -912,23 +912,28 @@ WITH waiting AS (
     SELECT DISTINCT ON (lower(job_name)) lower(job_name) AS job_key, job_name, paused_at, reason
     FROM jenkins_job_pauses WHERE job_name <> '*' AND (controller IS NULL OR controller = 'default')
     ORDER BY lower(job_name), controller NULLS FIRST
+), paused_on AS (
+    -- The other controllers the job has a pause of its own on (`pause JOB --controller C`).
+    SELECT lower(job_name) AS job_key, min(job_name) AS job_name, jsonb_agg(controller ORDER BY controller) AS controllers
+    FROM jenkins_job_pauses WHERE job_name <> '*' AND controller <> 'default' GROUP BY lower(job_name)
 ), keys AS (
     SELECT job_key FROM waiting UNION SELECT job_key FROM running UNION SELECT job_key FROM recent
-    UNION SELECT job_key FROM caps UNION SELECT job_key FROM paused
+    UNION SELECT job_key FROM caps UNION SELECT job_key FROM paused UNION SELECT job_key FROM paused_on
 )
-SELECT coalesce(c.job_name, p.job_name, least(w.job_name, f.job_name, r.job_name)) AS job_name,
+SELECT coalesce(c.job_name, p.job_name, least(w.job_name, f.job_name, r.job_name), o.job_name) AS job_name,
        coalesce(w.pending, 0) AS pending, coalesce(f.in_flight, 0) AS in_flight, c.max_in_flight AS cap,
        coalesce(r.completed_last_hour, 0) AS completed_last_hour, coalesce(r.failed_last_hour, 0) AS failed_last_hour,
-       w.oldest_pending_seconds, p.job_key IS NOT NULL AS paused, p.paused_at, p.reason AS pause_reason
+       w.oldest_pending_seconds, p.job_key IS NOT NULL AS paused, p.paused_at, p.reason AS pause_reason,
+       coalesce(o.controllers, '[]') AS paused_on
 FROM keys k
 LEFT JOIN waiting w USING (job_key) LEFT JOIN running f USING (job_key) LEFT JOIN recent r USING (job_key)
-LEFT JOIN caps c USING (job_key) LEFT JOIN paused p USING (job_key)
+LEFT JOIN caps c USING (job_key) LEFT JOIN paused p USING (job_key) LEFT JOIN paused_on o USING (job_key)
 ORDER BY 1;
 
 -- name: waiting_context
 -- What decides why pending rows wait, for a page of rows in one statement: for each of the page's job names
 -- (:job_names, a JSON array) its job's cap, rows in flight, rate, starts of the last minute and when the rate
--- next has room, and the name its pause was given (by job key);
+-- next has room, and the names its pauses were given (by job key, per controller);
 -- every pause, all rows in flight, and Jenkins's state.
 WITH wanted AS (
     SELECT DISTINCT value AS job_name FROM jsonb_array_elements_text(CAST(:job_names AS jsonb))
@@ -954,14 +959,21 @@ SELECT
                                     ORDER BY s.at DESC OFFSET l.per_minute - 1 LIMIT 1),
                                    'paused_as', (SELECT p.job_name FROM jenkins_job_pauses p
                                                  WHERE lower(p.job_name) = lower(w.job_name)
-                                                   AND p.controller IS NULL))),
+                                                   AND p.controller IS NULL),
+                                   -- Controller → the name the job's pause on that controller was given.
+                                   'paused_on', (SELECT jsonb_object_agg(p.controller, p.job_name)
+                                                 FROM jenkins_job_pauses p
+                                                 WHERE lower(p.job_name) = lower(w.job_name)
+                                                   AND p.controller IS NOT NULL))),
             '{}')
      FROM wanted w LEFT JOIN jenkins_job_limits l
        ON lower(l.job_name) = lower(w.job_name) AND l.controller = 'default') AS jobs,
+    -- Every pause, each with its controller (NULL: every controller's): each row is explained by its own
+    -- controller's pauses and those of every controller (a small table: an operator's pauses).
     (SELECT coalesce(jsonb_agg(jsonb_build_object('job_name', job_name, 'paused_at', paused_at,
-                                                  'paused_by', paused_by, 'reason', reason)), '[]')
-     -- Pauses of every controller only: a page of rows is explained as the default controller sees it.
-     FROM jenkins_job_pauses WHERE controller IS NULL) AS pauses,
+                                                  'paused_by', paused_by, 'reason', reason,
+                                                  'controller', controller)), '[]')
+     FROM jenkins_job_pauses) AS pauses,
     -- Jenkins as a whole, as the live dispatcher that asked it last found it.
     (SELECT jsonb_build_object('since', since, 'reason', reason) FROM ({{latest_word_on_jenkins}}) AS w) AS jenkins;
 
