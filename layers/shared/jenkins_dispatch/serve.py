@@ -102,7 +102,7 @@ class ServeApp:
         """Where a request waits for a thread: only a callback with the right token may need the database."""
         route = self.route(head.method.upper(), head.path)
         if route == "webhook" and webhook.may_need_session(head.method, head.path, head.query, head.headers,
-                                                           self.settings.webhook_secret):
+                                                           self.settings.webhook_secrets()):
             return "database"
         return "page" if route == "page" else "front"
 
