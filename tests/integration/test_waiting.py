@@ -132,3 +132,23 @@ def test_a_due_job_waits_for_jenkins_when_the_live_dispatchers_found_it_unavaila
 
     heartbeat(True)  # Jenkins answers again
     assert cli_json(capsys, "show", str(job))["waiting"]["code"] == "due"
+
+
+def test_each_row_waits_for_its_own_controllers_jenkins(queue, capsys):
+    """Several controllers: a row waits for Jenkins only while its own controller is down, as the live
+    dispatchers' heartbeats recorded each one (the dispatcher's "Jenkins as a whole" is whichever lane spoke
+    last)."""
+    on_default = queue.enqueue("deploy").id
+    on_b = queue.enqueue("deploy", controller="b").id
+    down_since = (datetime.now(UTC) - timedelta(minutes=3)).isoformat(timespec="seconds")
+    queue.record_heartbeat(dispatcher_id="serve@ci:1", kind="serve", host="ci", pid=1, started_at=datetime.now(UTC),
+                           stale_after_seconds=300, outcome="jenkins_unavailable", detail=None, passes=2,
+                           jenkins_ok=False, jenkins_reason="Jenkins unavailable: HTTP 503 (b's lane)",
+                           controllers={"default": {"status": "ok", "since": down_since, "reason": None},
+                                        "b": {"status": "unavailable", "since": down_since,
+                                              "reason": "Jenkins unavailable: HTTP 503"}})
+    rows = {r["id"]: r["waiting"] for r in cli_json(capsys, "ls")}
+    assert rows[on_default]["code"] == "due", rows[on_default]
+    assert rows[on_b]["code"] == "jenkins_unavailable", rows[on_b]
+    assert "controller b" in rows[on_b]["text"] and "HTTP 503" in rows[on_b]["text"]
+

@@ -61,6 +61,6 @@ UNKNOWN = {"status": "unknown", "since": None, "reason": None}
     ([_beat("s2", True, {"b": UNKNOWN})], {}),
 ])
 def test_each_controllers_breaker_as_the_live_dispatchers_recorded_it(dispatchers, expected):
-    from jenkins_dispatch.operating.overview import controller_health
+    from jenkins_dispatch.operating.waiting import controller_health
 
     assert controller_health(dispatchers) == expected

@@ -120,3 +120,23 @@ def test_a_job_held_back_by_its_cap_is_what_each_of_its_pending_rows_says(cap, i
     word = held_back(paused=False, cap=cap, in_flight=in_flight, pending=1)
     reason = why_waiting(row(), NOW, **dict(FREE, job_cap=cap, job_in_flight=in_flight))
     assert (word != "-") == (reason.code == "job_cap")
+
+
+WHOLE = JenkinsOutage(NOW - timedelta(minutes=9), "Jenkins unavailable: HTTP 503 (another lane)")
+
+
+@pytest.mark.parametrize(("controller", "health", "expected"), [
+    ("default", {}, WHOLE),  # no dispatcher recorded its controllers: Jenkins as a whole, as before
+    ("b", {"default": {"status": "ok"}}, WHOLE),  # nothing recorded of b
+    ("default", {"default": {"status": "ok"}, "b": {"status": "unavailable", "since": "2026-11-30T11:57:00+00:00",
+                                                    "reason": "HTTP 503"}}, None),  # its own is up
+    ("b", {"default": {"status": "ok"}, "b": {"status": "unavailable", "since": "2026-11-30T11:57:00+00:00",
+                                              "reason": "HTTP 503"}},
+     JenkinsOutage(NOW - timedelta(minutes=3), "HTTP 503", "b")),
+    ("default", {"default": {"status": "unavailable", "since": "2026-11-30T11:57:00+00:00", "reason": None}},
+     JenkinsOutage(NOW - timedelta(minutes=3), "no reason recorded", None)),  # one controller: not named
+])
+def test_a_row_waits_for_its_own_controllers_jenkins(controller, health, expected):
+    from jenkins_dispatch.operating.waiting import jenkins_outage_for
+
+    assert jenkins_outage_for(controller, health, WHOLE) == expected

@@ -34,8 +34,7 @@ from .errors import OPERATION_FAILED, DispatchError, InvalidInput
 from .jenkins.jobs import JsonNumber
 from .operating import bulk
 from .operating.display import age, cell, clip, fit_widths, one_line, when
-from .operating.overview import UNKNOWN_CONTROLLER_STATE, controller_health
-from .operating.waiting import held_back
+from .operating.waiting import UNKNOWN_CONTROLLER_STATE, controller_health, held_back
 from .store.db import Database, Session
 from .store.migrations import migrate
 from .store.queue import STATUSES, Queue
@@ -360,7 +359,7 @@ def controller_rows(per_controller: Sequence[Mapping[str, Any]], configured: Map
     """`stats`' per-controller lines: every configured controller (``configured``: name → its own cap, None for
     none) and every controller some unfinished row names, each with its pending, due and in-flight rows, its
     cap, its state (paused as a whole, a name no configuration knows, or ok) and its breaker as the live
-    dispatchers recorded it (``breakers``, overview.controller_health; "unknown" when none did)."""
+    dispatchers recorded it (``breakers``, waiting.controller_health; "unknown" when none did)."""
     counts = {r["controller"]: r for r in per_controller}
     rows = []
     for name in sorted(set(configured) | set(counts)):

@@ -38,24 +38,6 @@ def jenkins_health(outage: JenkinsOutage | None, dispatchers: Sequence[Dispatche
     return JenkinsHealth("unknown")
 
 
-UNKNOWN_CONTROLLER_STATE: Mapping[str, Any] = {"status": "unknown", "since": None, "reason": None, "seen_by": None}
-
-
-def controller_health(dispatchers: Sequence[Dispatcher]) -> dict[str, dict[str, Any]]:
-    """Pure: each controller's breaker (``status`` ok · unavailable, ``since``, ``reason``, ``seen_by``) as the live
-    dispatcher that passed last recorded it, among those that know it (a recorded "unknown" is no word on it).
-    ``dispatchers``: the most recent pass first, as ``Queue.dispatchers`` gives them."""
-    found: dict[str, dict[str, Any]] = {}
-    for dispatcher in dispatchers:
-        if not dispatcher["live"]:
-            continue
-        for name, state in (dispatcher.get("controllers") or {}).items():
-            if name not in found and state.get("status") in ("ok", "unavailable"):
-                found[name] = {"status": state["status"], "since": state.get("since"), "reason": state.get("reason"),
-                               "seen_by": dispatcher["id"]}
-    return found
-
-
 def hourly(rows: Sequence[Mapping[str, Any]], hours: int, now: datetime) -> list[dict[str, Any]]:
     """Pure: one entry per hour of the window, oldest first, hours without outcomes as zeros."""
     current = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)

@@ -14,16 +14,20 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ..config import DEFAULT_CONTROLLER
+from ..moments import from_iso
 from ..store.queue import Pause, RateWindow
 from .display import duration, when
 
 
 @dataclass(frozen=True)
 class JenkinsOutage:
-    """Jenkins as a whole failing, as the dispatchers last saw it."""
+    """Jenkins as a whole failing, as the dispatchers last saw it (``controller``: that controller's Jenkins,
+    when the row's own controller is known to be down)."""
 
     since: datetime
     reason: str
+    controller: str | None = None
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,46 @@ class Waiting:
     def as_dict(self) -> dict[str, Any]:
         """The reason as a plain dict, for ``--json``."""
         return {"code": self.code, "text": self.text, "until": self.until}
+
+
+UNKNOWN_CONTROLLER_STATE: Mapping[str, Any] = {"status": "unknown", "since": None, "reason": None, "seen_by": None}
+
+
+def controller_health(dispatchers: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Pure: each controller's breaker (``status`` ok · unavailable, ``since``, ``reason``, ``seen_by``) as the live
+    dispatcher that passed last recorded it, among those that know it (a recorded "unknown" is no word on it).
+    ``dispatchers``: the most recent pass first, as ``Queue.dispatchers`` gives them."""
+    found: dict[str, dict[str, Any]] = {}
+    for dispatcher in dispatchers:
+        if not dispatcher["live"]:
+            continue
+        for name, state in (dispatcher.get("controllers") or {}).items():
+            if name not in found and state.get("status") in ("ok", "unavailable"):
+                found[name] = {"status": state["status"], "since": state.get("since"), "reason": state.get("reason"),
+                               "seen_by": dispatcher["id"]}
+    return found
+
+
+def jenkins_outage_for(controller: str, health: Mapping[str, Mapping[str, Any]],
+                       whole: JenkinsOutage | None) -> JenkinsOutage | None:
+    """Pure: the outage a row of ``controller`` waits for. Its own controller's word when a live dispatcher
+    recorded one (``health``, ``controller_health``): down, or up (then nothing, whatever another controller's
+    lane said of "Jenkins as a whole" last); else ``whole``, as with one controller. The controller is named
+    when there are several, or it is not the default one."""
+    state = health.get(controller)
+    if state is None:
+        return whole
+    if state["status"] != "unavailable":
+        return None
+    since = state.get("since")
+    try:
+        moment = from_iso(since) if isinstance(since, str) else since
+    except ValueError:
+        moment = None
+    if not isinstance(moment, datetime):
+        return whole
+    named = controller if len(health) > 1 or controller != DEFAULT_CONTROLLER else None
+    return JenkinsOutage(moment, state.get("reason") or "no reason recorded", named)
 
 
 def cap_full(cap: int | None, in_flight: int) -> bool:
@@ -132,7 +176,8 @@ def why_waiting(
     if cap_full(global_cap, total_in_flight):
         return Waiting("global_cap", f"global cap full ({total_in_flight}/{global_cap} in flight, MAX_IN_FLIGHT)")
     if jenkins_unavailable is not None:
-        return Waiting("jenkins_unavailable",
-                       f"Jenkins unavailable since {when(jenkins_unavailable.since)}: {jenkins_unavailable.reason}")
+        which = f" (controller {jenkins_unavailable.controller})" if jenkins_unavailable.controller else ""
+        return Waiting("jenkins_unavailable", f"Jenkins unavailable{which} since {when(jenkins_unavailable.since)}: "
+                                              f"{jenkins_unavailable.reason}")
     since = f"for {duration((now - scheduled_at).total_seconds())}" if readable else f"since {when(scheduled_at)}"
     return Waiting("due", f"due {since}: the next dispatcher pass takes it")

@@ -171,6 +171,9 @@ class WaitingContext:
     # ``pauses`` and ``paused_as`` are the pauses of every controller; these, the pauses of one controller:
     controller_pauses: list[Pause] = field(default_factory=list)
     paused_on: dict[str, dict[str, str]] = field(default_factory=dict)  # job_name → controller → its pause's name
+    # The live dispatchers that recorded their controllers (id, live, controllers, last_pass_seconds), the most
+    # recent pass first: what each one last found of each controller it serves.
+    dispatchers: list[dict[str, Any]] = field(default_factory=list)
 
     def pause_of(self, job_name: str, controller: str = DEFAULT_CONTROLLER) -> Pause | None:
         """The pause holding a row of ``job_name`` on ``controller`` back, the one that says most first:
@@ -814,6 +817,10 @@ class Queue:
             total_in_flight=row["total_in_flight"],
             pauses=[p for p in pauses if p.controller is None],
             controller_pauses=[p for p in pauses if p.controller is not None],
+            dispatchers=sorted(
+                (dict(d, controllers=json.loads(d["controllers"]) if isinstance(d["controllers"], str)
+                      else d["controllers"]) for d in row.get("dispatchers") or []),
+                key=lambda d: float(d["last_pass_seconds"])),
             jenkins_unavailable_since=_timestamp(jenkins.get("since")),
             jenkins_reason=jenkins.get("reason"),
         )

@@ -971,7 +971,7 @@ ORDER BY 1;
 -- job's cap, rows in flight and the names its pauses were given (by job key, per controller); every pause, all
 -- rows in flight,
 -- and Jenkins's state.
--- decode: jobs json, pauses json, jenkins json
+-- decode: jobs json, pauses json, jenkins json, dispatchers json
 WITH wanted AS (
     SELECT j.job_name, UNHEX(SHA2(LOWER(j.job_name), 256)) AS job_key
     FROM JSON_TABLE(:job_names, '$[*]' COLUMNS (job_name VARCHAR(1024) PATH '$')) AS j
@@ -1014,7 +1014,13 @@ SELECT
      FROM jenkins_job_pauses) AS pauses,
     -- Jenkins as a whole, as the live dispatcher that asked it last found it.
     (SELECT JSON_OBJECT('since', DATE_FORMAT(w.since, {{op_utc_text}}), 'reason', w.reason)
-     FROM ({{op_latest_word_on_jenkins}}) AS w) AS jenkins;
+     FROM ({{op_latest_word_on_jenkins}}) AS w) AS jenkins,
+    -- Each controller as the live dispatchers recorded it (0012_dispatcher_controllers.sql), with the age of each
+    -- one's last pass: the most recent word on a controller wins.
+    (SELECT coalesce(JSON_ARRAYAGG(JSON_OBJECT(
+                'id', id, 'live', true, 'controllers', JSON_EXTRACT(controllers, '$'),
+                'last_pass_seconds', TIMESTAMPDIFF(MICROSECOND, last_pass_at, NOW(6)) / 1e6)), JSON_ARRAY())
+     FROM jenkins_dispatchers WHERE controllers IS NOT NULL AND {{op_live_dispatcher}}) AS dispatchers;
 
 -- name: in_flight_counts
 -- Processing rows per job (by job key, under the first of its spellings): what the demo prints, and what the

@@ -975,7 +975,13 @@ SELECT
                                                   'controller', controller)), '[]')
      FROM jenkins_job_pauses) AS pauses,
     -- Jenkins as a whole, as the live dispatcher that asked it last found it.
-    (SELECT jsonb_build_object('since', since, 'reason', reason) FROM ({{latest_word_on_jenkins}}) AS w) AS jenkins;
+    (SELECT jsonb_build_object('since', since, 'reason', reason) FROM ({{latest_word_on_jenkins}}) AS w) AS jenkins,
+    -- Each controller as the live dispatchers recorded it (0015_dispatcher_controllers.sql), with the age of each
+    -- one's last pass: the most recent word on a controller wins.
+    (SELECT coalesce(jsonb_agg(jsonb_build_object(
+                'id', id, 'live', true, 'controllers', controllers,
+                'last_pass_seconds', extract(epoch FROM now() - last_pass_at)::float8)), '[]')
+     FROM jenkins_dispatchers WHERE controllers IS NOT NULL AND {{live_dispatcher}}) AS dispatchers;
 
 -- name: in_flight_counts
 -- Processing rows per job (by job key, under the first of its spellings): what the demo prints, and what the
