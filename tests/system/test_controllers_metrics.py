@@ -48,6 +48,10 @@ def test_metrics_name_the_controller_that_is_down(make_jenkins, queue, database_
                       controller="default") == 1
         assert _value(families, "jenkins_dispatch_controller_triggered", "jenkins_dispatch_controller_triggered_total",
                       controller="b") == 0
+        # Rows in flight per controller: a's row is in Jenkins, b's waits (its trigger failed: released).
+        assert _value(families, "jenkins_dispatch_controller_in_flight", controller="default") == 1
+        assert _value(families, "jenkins_dispatch_controller_in_flight", controller="b") == 0
+        assert _value(families, "jenkins_dispatch_in_flight") == 1
         # The unlabelled series stay: every controller's together, as with one controller.
         assert _value(families, "jenkins_dispatch_triggered", "jenkins_dispatch_triggered_total") == 1
         assert _value(families, "jenkins_dispatch_jenkins_unavailable",

@@ -109,6 +109,14 @@ def test_a_count_per_controller_gets_a_labelled_family_beside_the_sum(capsys):
     assert _value(families, "jenkins_dispatch_controller_jenkins_unavailable",
                   "jenkins_dispatch_controller_jenkins_unavailable_total", controller="us") == 1
     assert "jenkins_dispatch_controller_jobs_failed" not in families
+    # A gauge per controller is set apart: the unlabelled reading stays the one add_metric gave.
+    facade.add_metric(name="InFlight", unit=MetricUnit.Count, value=4)
+    facade.set_per_controller("InFlight", {"eu": 3, "us": 1})
+    facade.set_per_controller("InFlight", {"eu": 0, "us": 1})
+    families = _families(generate_latest(registry).decode())
+    assert _value(families, "jenkins_dispatch_in_flight") == 4
+    assert _value(families, "jenkins_dispatch_controller_in_flight", controller="eu") == 0
+    assert _value(families, "jenkins_dispatch_controller_in_flight", controller="us") == 1
     # EMF: a Prometheus-only label adds no CloudWatch dimension; only ``dimensions`` do.
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     dimension_sets = [d["_aws"]["CloudWatchMetrics"][0]["Dimensions"] for d in lines]

@@ -135,6 +135,8 @@ CATALOGUE: dict[str, tuple[MetricUnit, str]] = {
 PER_CONTROLLER = frozenset({"Claimed", "Triggered", "RetriedLater", "TriggerOutcomeUnknown", "TriggerErrors",
                             "AdoptedAfterCrash", "LeasesExpired", "JenkinsUnavailable", "PassesCompleted"})
 CONTROLLER_LABEL = "controller"
+# Gauges read per controller as well, set apart from the unlabelled one (``MetricsFacade.set_per_controller``).
+PER_CONTROLLER_GAUGES = frozenset({"InFlight"})
 
 # Per-job histograms (`serve` only, from callbacks/timings.py): name -> (Prometheus name, help, buckets in
 # seconds). A queue wait runs from milliseconds to the hours a job can be held back; a build, from seconds to hours.
@@ -194,7 +196,7 @@ class PrometheusSink:
         for name, (unit, _help) in CATALOGUE.items():
             self._family(name, unit)
         self._per_controller: dict[str, Any] = {}
-        for name in sorted(PER_CONTROLLER):
+        for name in sorted(PER_CONTROLLER | PER_CONTROLLER_GAUGES):
             self._per_controller[name] = self._controller_family(name, CATALOGUE[name][0])
         from prometheus_client import Histogram
 
@@ -222,12 +224,12 @@ class PrometheusSink:
             return found
 
     def _controller_family(self, name: str, unit: MetricUnit | str) -> Any:
-        from prometheus_client import Counter
+        from prometheus_client import Counter, Gauge
 
         kind, full_name = prometheus_name(name, unit, per_controller=True)
-        assert kind == "counter", name  # PER_CONTROLLER holds counts only
-        return Counter(full_name, f"{CATALOGUE[name][1]} Per controller (label controller).", [CONTROLLER_LABEL],
-                       registry=self.registry)
+        kinds = {"counter": Counter, "gauge": Gauge}  # no histogram per controller: a series per bucket each
+        return kinds[kind](full_name, f"{CATALOGUE[name][1]} Per controller (label controller).", [CONTROLLER_LABEL],
+                           registry=self.registry)
 
     def record(self, name: str, unit: MetricUnit | str, value: float, controller: str | None = None) -> None:
         """Add one metric value to its Prometheus family (a counter, or a gauge in base units); with ``controller``
@@ -240,11 +242,19 @@ class PrometheusSink:
             family.set(value / divisor)
         else:
             family.observe(value / divisor)
-        per_controller = self._per_controller.get(name) if controller is not None else None
+        per_controller = self._per_controller.get(name) if controller is not None and name in PER_CONTROLLER \
+            else None
         if per_controller is not None:
             child = per_controller.labels(**{CONTROLLER_LABEL: controller})  # a 0 shows the controller is counted
             if value > 0:
                 child.inc(value)
+
+    def set_per_controller(self, name: str, values: Mapping[str, float]) -> None:
+        """Readings of a gauge per controller (PER_CONTROLLER_GAUGES), each under its ``controller`` label; the
+        unlabelled gauge is left as it is."""
+        family = self._per_controller[name]
+        for controller, value in values.items():
+            family.labels(**{CONTROLLER_LABEL: controller}).set(value)
 
     def job_label(self, job_name: str) -> str:
         """The job's label value: its own name while fewer than JOB_LABEL_LIMIT names have one, else "other"."""
@@ -331,6 +341,12 @@ class MetricsFacade:
         if self.prometheus is not None:
             label = controller if controller is not None else (dimensions or {}).get(CONTROLLER_LABEL)
             self.prometheus.record(name, unit, value, label)
+
+    def set_per_controller(self, name: str, values: Mapping[str, float]) -> None:
+        """Prometheus only: a gauge's reading per controller (``{"eu": 3, …}``), beside its unlabelled reading
+        (given to ``add_metric``). CloudWatch gets no such series: each dimension set would be a metric billed."""
+        if self.prometheus is not None:
+            self.prometheus.set_per_controller(name, values)
 
     def _print_with_dimensions(self, name: str, unit: MetricUnit | str, value: float,
                                dimensions: Mapping[str, str]) -> None:
@@ -419,4 +435,4 @@ def subsegment(name: str) -> Iterator[None]:
 
 
 __all__ = ["logger", "metrics", "tracer", "subsegment", "MetricUnit", "MetricsFacade", "prometheus_name", "SERVICE",
-           "NAMESPACE", "PER_CONTROLLER", "CONTROLLER_LABEL"]
+           "NAMESPACE", "PER_CONTROLLER", "PER_CONTROLLER_GAUGES", "CONTROLLER_LABEL"]

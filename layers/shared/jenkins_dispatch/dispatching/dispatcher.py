@@ -220,6 +220,10 @@ class Dispatcher:
         metrics.add_metric(name="OldestPendingAgeSeconds", unit=MetricUnit.Seconds,
                            value=gauges["oldest_pending_seconds"] or 0)
         metrics.add_metric(name="InFlight", unit=MetricUnit.Count, value=gauges["processing"])
+        # Per configured controller (a bounded label: rows naming an unknown controller are left out), 0 included.
+        per_controller = gauges.get("processing_per_controller") or {}
+        metrics.set_per_controller("InFlight", {name: per_controller.get(name, 0) for name in
+                                                (self.settings.controllers_by_name() or [self.controller])})
         metrics.add_metric(name="Pending", unit=MetricUnit.Count, value=gauges["pending"])
         metrics.add_metric(name="OldestTransactionAgeSeconds", unit=MetricUnit.Seconds,
                            value=gauges["oldest_transaction_seconds"] or 0)

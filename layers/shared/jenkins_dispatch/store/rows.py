@@ -151,6 +151,7 @@ class Stats(TypedDict):
 class Gauges(TypedDict):
     """``gauges``: what a dispatcher reports after each pass, and when it must look again."""
     processing: int
+    processing_per_controller: dict[str, int] | None  # the same rows by controller (None: none in flight)
     oldest_pending_seconds: float | None
     everything_paused: bool
     paused_jobs: int

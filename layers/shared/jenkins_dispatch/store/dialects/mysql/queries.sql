@@ -845,7 +845,7 @@ DEALLOCATE PREPARE jd_trx_read
 -- name: stats
 -- Reads only the status-led indexes of unfinished rows and the last hour of (status, finished_at): it stays
 -- fast however long the history is. rows_estimate is InnoDB's estimate (information_schema.TABLES).
--- decode: everything_paused bool
+-- decode: everything_paused bool, processing_per_controller json
 {{op_oldest_transaction}};
 SELECT
     (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'pending') AS pending,
@@ -874,7 +874,7 @@ SELECT
 -- everything paused: none. Plain consistent reads: no queue row is locked. The counts go through variables into
 -- the queue-depth chart (jenkins_queue_depth, 0009_job_stats.sql) in the same round trip: the most pending and
 -- processing rows seen in the current five minutes (MySQL writes the row only when a count rose).
--- decode: everything_paused bool
+-- decode: everything_paused bool, processing_per_controller json
 {{op_oldest_transaction}};
 SET @jd_processing = (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing'),
     @jd_pending = (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'pending');
@@ -885,6 +885,11 @@ ON DUPLICATE KEY UPDATE pending_max = GREATEST(pending_max, VALUES(pending_max))
                         processing_max = GREATEST(processing_max, VALUES(processing_max));
 SELECT
     @jd_processing AS processing,
+    -- The same rows per controller (name → count; NULL: none in flight), for /metrics: the claim index, status
+    -- and controller leading, alone.
+    (SELECT JSON_OBJECTAGG(c.controller, c.n) FROM (
+        SELECT controller, count(*) AS n FROM jenkins_jobs_queue WHERE status = 'processing' GROUP BY controller
+     ) AS c) AS processing_per_controller,
     -- The oldest due row of a job not paused (keyed as the claim skips them). ORDER BY … LIMIT 1 walks the
     -- (status, scheduled_at) index from the oldest and stops at the first such row; MIN() with this filter
     -- would look up every due row (seconds at a million).

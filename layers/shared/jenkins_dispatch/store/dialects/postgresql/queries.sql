@@ -857,6 +857,10 @@ SELECT
 WITH seen AS (
     SELECT
         (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing') AS processing,
+        -- The same rows per controller (name → count; NULL: none in flight), for /metrics.
+        (SELECT jsonb_object_agg(controller, n) FROM (
+            SELECT controller, count(*) AS n FROM jenkins_jobs_queue WHERE status = 'processing' GROUP BY controller
+         ) AS c) AS processing_per_controller,
         (SELECT extract(epoch FROM now() - min(scheduled_at))::float8 FROM jenkins_jobs_queue q
           WHERE status = 'pending' AND scheduled_at <= now()
             -- A pause holds its controller's rows (controller NULL: every controller's).
