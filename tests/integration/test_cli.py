@@ -62,7 +62,7 @@ def test_limits_and_stats(capsys, queue):
     assert stats["totals"]["pending"] == 1
     assert stats["jobs"] == [{"job_name": "deploy", "pending": 1, "in_flight": 0, "cap": 2, "completed_last_hour": 0,
                               "failed_last_hour": 0, "oldest_pending_seconds": stats["jobs"][0]["oldest_pending_seconds"],
-                              "paused": False, "paused_at": None, "pause_reason": None}]
+                              "paused": False, "paused_at": None, "pause_reason": None, "paused_on": []}]
     code, out, _ = run(capsys, "stats")
     assert "0/2" in out
     assert run_json(capsys, "limits", "rm", "deploy")["removed"] is True

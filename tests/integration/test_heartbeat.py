@@ -239,3 +239,68 @@ def test_stats_says_plainly_when_no_dispatcher_is_live(queue, no_dispatchers, ca
     assert main(["stats"]) == 0
     [line] = [x for x in capsys.readouterr().out.splitlines() if x.startswith("dispatchers:")]
     assert line.startswith("dispatchers: none live") and "serve@old:7" in line and "2h00m ago" in line
+
+
+# --------------------------------------------------------------------------- several controllers
+
+
+def _two_controllers(make_jenkins):
+    """Controllers `default` (answers) and `b` (503 to everything), as settings and as the CLI's environment."""
+    import os
+
+    a, b = make_jenkins(), make_jenkins()
+    b.add_fault(path="", status=503)
+    controllers = json.dumps({"b": {"url": b.base_url, "user": "admin", "api_token": "admin-token"}})
+    env = dict(os.environ, JENKINS_URL=a.base_url, JENKINS_USER="admin", JENKINS_API_TOKEN="admin-token",
+               LEASE_SECONDS="3", JENKINS_TIMEOUT_SECONDS="1", JENKINS_CONTROLLERS=controllers)
+    return dispatch_settings(a.base_url, JENKINS_CONTROLLERS=controllers), env
+
+
+def _controllers_of(queue) -> dict:
+    rows = queue.dispatchers()
+    return (rows[0].get("controllers") or {}) if rows else {}
+
+
+def test_the_heartbeat_records_the_controllers_served_and_each_ones_breaker(make_jenkins, queue, no_dispatchers):
+    settings, env = _two_controllers(make_jenkins)
+    on_default = queue.enqueue("deploy").id
+    queue.enqueue("deploy", controller="b")
+    with _serve_loop(settings):
+        assert wait_for(lambda: queue.get(on_default)["jenkins_queue_id"] is not None, timeout=15)
+        assert wait_for(lambda: _controllers_of(queue).get("b", {}).get("status") == "unavailable", timeout=15)
+        assert wait_for(lambda: _controllers_of(queue).get("default", {}).get("status") == "ok", timeout=15)
+        [row] = queue.dispatchers()
+        assert sorted(row["controllers"]) == ["b", "default"]
+        assert "503" in row["controllers"]["b"]["reason"] and row["controllers"]["b"]["since"]
+        # `stats`, a process of its own, shows each controller's breaker as the live dispatcher recorded it.
+        doc = json.loads(_cli("stats", "--json", env=env).stdout)
+        [shown] = doc["dispatchers"]
+        assert sorted(shown["controllers"]) == ["b", "default"]
+        jenkins = {c["controller"]: c["jenkins"] for c in doc["controllers"]}
+        assert jenkins["default"]["status"] == "ok" and jenkins["b"]["status"] == "unavailable", jenkins
+        assert "503" in jenkins["b"]["reason"] and jenkins["b"]["seen_by"] == row["id"]
+        out = _cli("stats", env=env).stdout
+        lines = [line.split() for line in out.splitlines()]
+        assert ["default", "0", "0", "1/-", "ok", "up"] in lines, out
+        [b_line] = [line for line in lines if line[:1] == ["b"]]
+        assert b_line[4:6] == ["ok", "down"], out
+        [dispatchers] = [x for x in out.splitlines() if x.startswith("dispatchers:")]
+        assert "controllers b, default" in dispatchers, out
+        assert any(x.startswith("controller b: Jenkins unavailable since") and "503" in x for x in out.splitlines())
+
+
+def test_a_single_pass_records_the_controllers_it_served(make_jenkins, queue, no_dispatchers):
+    settings, _env = _two_controllers(make_jenkins)
+    queue.enqueue("deploy", controller="b")
+    run_pass(settings, heartbeat=Heartbeat("cli"))
+    controllers = _controllers_of(queue)
+    assert sorted(controllers) == ["b", "default"]
+    assert controllers["b"]["status"] == "unavailable"
+    assert controllers["default"]["status"] == "unknown"  # nothing was due there: not asked
+
+
+def test_one_controller_is_shown_as_before(queue, no_dispatchers):
+    """A heartbeat without controllers (written before the column existed) reads as None."""
+    Heartbeat("serve", interval=10.0).record(queue, "ok", "queue empty")
+    [row] = queue.dispatchers()
+    assert row["controllers"] is None

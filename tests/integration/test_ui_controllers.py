@@ -54,15 +54,31 @@ def test_overview_shows_each_controller_with_its_backlog_cap_and_state(make_ui, 
     assert rows["eu"][4].startswith("paused since ") and rows["eu"][4].endswith("by alice: Jenkins upgrade")
     assert rows["gone"][1:5] == ["1", "1", "0 / -", "not configured: its rows fail at the next pass"]
     # The levers: pause a configured controller, resume a paused one; none for a name no configuration knows.
-    assert rows["default"][5] == "Pause controller default…" and rows["eu"][5] == "Resume controller eu"
-    assert rows["gone"][5] == ""
+    assert [rows[name][5] for name in rows] == ["-", "-", "-"]  # no live dispatcher said anything of them
+    assert rows["default"][6] == "Pause controller default…" and rows["eu"][6] == "Resume controller eu"
+    assert rows["gone"][6] == ""
+
+
+def test_each_controllers_jenkins_is_shown_as_the_live_dispatchers_recorded_it(make_ui, queue):
+    queue.enqueue("deploy", controller="eu")
+    queue.record_heartbeat(
+        dispatcher_id="serve@ci:1", kind="serve", host="ci", pid=1, started_at=datetime.now(UTC),
+        stale_after_seconds=300, outcome="ok", detail=None, passes=3,
+        controllers={"default": {"status": "ok", "since": None, "reason": None},
+                     "eu": {"status": "unavailable", "since": "2026-12-01T10:00:00Z",
+                            "reason": "Jenkins answered 503 <b>restarting</b>"}})
+    text = controllers_page(make_ui).get("/").text
+    rows = cells(text)
+    assert rows["default"][5] == "up"
+    assert rows["eu"][5] == "down since 2026-12-01T10:00:00Z: Jenkins answered 503 <b>restarting</b>"
+    assert "<b>restarting" not in section(text)  # the reason renders as text
 
 
 def test_a_paused_controller_without_rows_or_configuration_is_listed_and_can_be_resumed(make_ui, queue):
     queue.pause(None, controller="old", paused_by="alice")  # e.g. a controller removed from the configuration
     page = controllers_page(make_ui)
     row = cells(page.get("/").text)["old"]
-    assert row[1:4] == ["0", "0", "0 / -"] and row[5] == "Resume controller old"
+    assert row[1:4] == ["0", "0", "0 / -"] and row[6] == "Resume controller old"
     assert row[4].startswith("not configured: its rows fail at the next pass; paused since ")
     page.post("/controllers/resume", {"controller": "old"})
     assert queue.pauses() == [] and "old" not in cells(page.get("/").text)

@@ -62,6 +62,48 @@ def test_show_and_ls_say_why_each_pending_job_waits(queue, capsys, monkeypatch):
     assert "job cap full (0/0)" in line_of[capped]
 
 
+def test_a_row_held_back_only_by_its_own_controllers_pause_is_explained_as_paused(queue, capsys):
+    deploy_b = queue.enqueue("deploy", controller="b").id
+    deploy_default = queue.enqueue("deploy").id
+    build_c = queue.enqueue("build", controller="c").id
+    build_b = queue.enqueue("build", controller="b").id
+    queue.pause("Deploy", controller="b", reason="b is upgraded", paused_by="alice")  # another spelling of the job
+    queue.pause(None, controller="c", paused_by="bob")
+    rows = {r["id"]: r["waiting"] for r in cli_json(capsys, "ls")}
+    assert rows[deploy_b]["code"] == "paused", rows[deploy_b]
+    assert rows[deploy_b]["text"].startswith("paused on b since") and "alice: b is upgraded" in rows[deploy_b]["text"]
+    assert "`jenkins-dispatch resume Deploy --controller b`" in rows[deploy_b]["text"]
+    assert rows[build_c]["code"] == "paused" and rows[build_c]["text"].startswith("controller c is paused since")
+    assert "`jenkins-dispatch resume --controller c`" in rows[build_c]["text"]
+    # The other controllers' rows of the same jobs are not held back.
+    assert rows[deploy_default]["code"] == "due" and rows[build_b]["code"] == "due"
+    assert cli_json(capsys, "show", str(deploy_b))["waiting"] == rows[deploy_b]
+    # A pause of every controller says most: it wins over the controller's own.
+    queue.pause("deploy")
+    text = cli_json(capsys, "show", str(deploy_b))["waiting"]["text"]
+    assert text.startswith("paused since") and "`jenkins-dispatch resume deploy`" in text
+
+
+def test_stats_per_job_says_on_which_controllers_a_job_is_paused(queue, capsys):
+    queue.enqueue("deploy", controller="b")
+    queue.enqueue("deploy")
+    queue.enqueue("lint", controller="b")
+    queue.pause("Deploy", controller="b")
+    queue.pause("deploy", controller="c")
+    queue.pause("nightly", controller="b")  # no rows: listed all the same, as a job paused everywhere is
+    jobs = {j["job_name"].lower(): j for j in cli_json(capsys, "stats")["jobs"]}
+    assert (jobs["deploy"]["paused"], jobs["deploy"]["paused_on"]) == (False, ["b", "c"])
+    assert jobs["nightly"]["paused_on"] == ["b"] and jobs["lint"]["paused_on"] == []
+    assert main(["stats"]) == 0
+    lines = [line.split() for line in capsys.readouterr().out.splitlines()]
+    [deploy] = [line for line in lines if line[:1] in (["deploy"], ["Deploy"])]
+    assert deploy[3:6] == ["paused", "on", "b,"] and deploy[6] == "c", deploy
+    # A pause of every controller still reads "paused".
+    queue.pause("deploy")
+    jobs = {j["job_name"].lower(): j for j in cli_json(capsys, "stats")["jobs"]}
+    assert (jobs["deploy"]["paused"], jobs["deploy"]["paused_on"]) == (True, ["b", "c"])
+
+
 def test_ls_reads_why_rows_wait_in_one_statement_for_the_whole_page(queue, db, capsys):
     for n in range(30):
         queue.enqueue(f"job-{n % 7}")
@@ -90,3 +132,23 @@ def test_a_due_job_waits_for_jenkins_when_the_live_dispatchers_found_it_unavaila
 
     heartbeat(True)  # Jenkins answers again
     assert cli_json(capsys, "show", str(job))["waiting"]["code"] == "due"
+
+
+def test_each_row_waits_for_its_own_controllers_jenkins(queue, capsys):
+    """Several controllers: a row waits for Jenkins only while its own controller is down, as the live
+    dispatchers' heartbeats recorded each one (the dispatcher's "Jenkins as a whole" is whichever lane spoke
+    last)."""
+    on_default = queue.enqueue("deploy").id
+    on_b = queue.enqueue("deploy", controller="b").id
+    down_since = (datetime.now(UTC) - timedelta(minutes=3)).isoformat(timespec="seconds")
+    queue.record_heartbeat(dispatcher_id="serve@ci:1", kind="serve", host="ci", pid=1, started_at=datetime.now(UTC),
+                           stale_after_seconds=300, outcome="jenkins_unavailable", detail=None, passes=2,
+                           jenkins_ok=False, jenkins_reason="Jenkins unavailable: HTTP 503 (b's lane)",
+                           controllers={"default": {"status": "ok", "since": down_since, "reason": None},
+                                        "b": {"status": "unavailable", "since": down_since,
+                                              "reason": "Jenkins unavailable: HTTP 503"}})
+    rows = {r["id"]: r["waiting"] for r in cli_json(capsys, "ls")}
+    assert rows[on_default]["code"] == "due", rows[on_default]
+    assert rows[on_b]["code"] == "jenkins_unavailable", rows[on_b]
+    assert "controller b" in rows[on_b]["text"] and "HTTP 503" in rows[on_b]["text"]
+

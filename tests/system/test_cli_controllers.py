@@ -28,7 +28,9 @@ def test_stats_shows_each_controller_with_its_cap_and_state(queue, database_url)
                                              ("gone", 1, 1, 0, None, "not configured")]
     out = cli("stats", database_url=database_url).stdout
     lines = [line.split() for line in out.splitlines()]
-    assert ["eu", "2", "2", "0/3", "paused"] in lines and ["gone", "1", "1", "0/-", "not", "configured"] in lines
+    # No dispatcher has run: the controllers' breakers are unknown ("-").
+    assert ["eu", "2", "2", "0/3", "paused", "-"] in lines and ["gone", "1", "1", "0/-", "not", "configured", "-"] in lines
+    assert doc["controllers"][0]["jenkins"]["status"] == "unknown"
 
 
 def test_limits_set_and_rm_per_controller(queue, database_url):

@@ -60,10 +60,10 @@ class _Db:
 
 class _Recorder:
     def __init__(self) -> None:
-        self.calls: list[tuple[str, dict | None]] = []
+        self.calls: list[tuple[str, dict | None, str | None]] = []
 
-    def add_metric(self, *, name, unit, value, dimensions=None):
-        self.calls.append((name, dimensions))
+    def add_metric(self, *, name, unit, value, dimensions=None, controller=None):
+        self.calls.append((name, dimensions, controller))
 
 
 @pytest.mark.parametrize(("env", "controller", "expected"), [
@@ -82,7 +82,8 @@ def test_a_pass_stopped_by_its_jenkins_names_the_controller_only_when_there_are_
     monkeypatch.setattr(Dispatcher, "_emit_metrics", lambda self: None)
     summary = Dispatcher(settings, _Db(), client=None, breaker=breaker).run()  # type: ignore[arg-type]
     assert summary["jenkins_unavailable"] is True
-    assert recorder.calls == [("JenkinsUnavailable", expected)]
+    # Prometheus labels it with its controller in every case (a label costs nothing there; a dimension does).
+    assert recorder.calls == [("JenkinsUnavailable", expected, controller)]
 
 
 def test_a_single_pass_over_several_controllers_opens_a_session_per_extra_controller(monkeypatch):

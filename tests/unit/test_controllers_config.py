@@ -66,3 +66,33 @@ def test_a_bad_configuration_is_refused_at_start_in_one_line_exit_2(monkeypatch,
     assert cli.main(["dispatch"]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "bad controller name 'EU'" in err
+
+
+def test_a_controller_may_have_its_own_webhook_secret_never_shown():
+    settings = _load({"eu": {"url": "https://eu/", "user": "u", "api_token": "t", "webhook_secret": "eu-hook"}},
+                     WEBHOOK_SECRET="shared-hook")
+    by_name = settings.controllers_by_name()
+    assert (by_name["eu"].webhook_secret, by_name["default"].webhook_secret) == ("eu-hook", None)
+    assert "eu-hook" not in repr(settings)
+    assert sorted(settings.webhook_secrets()) == ["eu-hook", "shared-hook"]
+
+
+@pytest.mark.parametrize("secret, line", [
+    ("", "webhook_secret must be a non-empty string"),
+    (7, "webhook_secret must be a non-empty string"),
+    ("shared-hook", "webhook_secret must differ from WEBHOOK_SECRET"),
+])
+def test_a_bad_webhook_secret_is_refused_naming_the_controller_never_the_secret(secret, line):
+    with pytest.raises(ConfigError) as refused:
+        _load({"eu": {"url": "https://eu/", "user": "u", "api_token": "t", "webhook_secret": secret}},
+              WEBHOOK_SECRET="shared-hook")
+    [message] = str(refused.value).splitlines()
+    assert line in message and "JENKINS_CONTROLLERS['eu']" in message and "shared-hook" not in message.replace(
+        "must differ from WEBHOOK_SECRET", "")
+
+
+def test_two_controllers_may_not_share_a_webhook_secret():
+    with pytest.raises(ConfigError, match="'eu' and 'us' have the same webhook_secret"):
+        _load({"eu": {"url": "https://eu/", "user": "u", "api_token": "t", "webhook_secret": "same"},
+               "us": {"url": "https://us/", "user": "u", "api_token": "t", "webhook_secret": "same"}},
+              WEBHOOK_SECRET="shared-hook")

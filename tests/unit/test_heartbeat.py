@@ -37,3 +37,30 @@ def test_how_a_finished_pass_ended(summary, expected):
 ])
 def test_what_a_pass_learned_about_jenkins(summary, talked, expected):
     assert jenkins_state(summary, talked) == expected
+
+
+def _beat(ident: str, live: bool, controllers) -> dict:
+    return {"id": ident, "live": live, "controllers": controllers}
+
+
+UP = {"status": "ok", "since": "t1", "reason": None}
+DOWN = {"status": "unavailable", "since": "t2", "reason": "HTTP 503"}
+UNKNOWN = {"status": "unknown", "since": None, "reason": None}
+
+
+@pytest.mark.parametrize(("dispatchers", "expected"), [
+    ([], {}),
+    ([_beat("s1", True, None)], {}),  # a heartbeat from before the column: no word on any controller
+    ([_beat("s1", True, {"a": UP, "b": DOWN})],
+     {"a": {**UP, "seen_by": "s1"}, "b": {**DOWN, "seen_by": "s1"}}),
+    # The most recent pass first: its word wins; a dispatcher not live says nothing.
+    ([_beat("s2", True, {"b": UP}), _beat("s1", True, {"b": DOWN})], {"b": {**UP, "seen_by": "s2"}}),
+    ([_beat("s2", False, {"b": UP}), _beat("s1", True, {"b": DOWN})], {"b": {**DOWN, "seen_by": "s1"}}),
+    # "unknown" (never asked by that one) is no word: the next dispatcher's stands.
+    ([_beat("s2", True, {"b": UNKNOWN}), _beat("s1", True, {"b": DOWN})], {"b": {**DOWN, "seen_by": "s1"}}),
+    ([_beat("s2", True, {"b": UNKNOWN})], {}),
+])
+def test_each_controllers_breaker_as_the_live_dispatchers_recorded_it(dispatchers, expected):
+    from jenkins_dispatch.operating.waiting import controller_health
+
+    assert controller_health(dispatchers) == expected

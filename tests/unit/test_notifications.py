@@ -465,3 +465,40 @@ def test_notification_is_a_plain_value():
     n = parse_notification(encoded(plugin_payload("STARTED")))
     assert isinstance(n, Notification)
     assert n.parameters["ENV"] == "prod"
+
+
+# --------------------------------------------------------------------------- a controller's own webhook secret
+
+_SECRETS = dict(shared="shared-s", own={"b": "b-s"}, urls={"default": "https://a.example/", "b": "https://b.example/ci/"})
+
+
+@pytest.mark.parametrize(("token", "full_url", "status", "says"), [
+    ("b-s", "https://b.example/ci/job/deploy/1/", None, None),  # b's build, b's own secret
+    ("shared-s", "https://a.example/job/deploy/1/", None, None),  # a controller without one: the shared secret
+    ("shared-s", "https://b.example/ci/job/deploy/1/", 401, "controller 'b' has a webhook secret of its own"),
+    ("b-s", "https://a.example/job/deploy/1/", 401, "controller 'default' uses the shared WEBHOOK_SECRET"),
+    ("b-s", None, 401, "no controller with a secret of its own uses the shared WEBHOOK_SECRET"),  # relative URL
+    ("shared-s", None, None, None),
+    ("nope", "https://b.example/ci/job/deploy/1/", 401, "token"),  # refused before the body is read
+])
+def test_a_controllers_own_webhook_secret_replaces_the_shared_one(token, full_url, status, says):
+    from jenkins_dispatch.callbacks.webhook import Callback, WebhookAnswer, WebhookSecrets, check
+
+    build = {"phase": "COMPLETED", "status": "SUCCESS", "number": 1, "url": "job/deploy/1/",
+             "parameters": {"DISPATCH_ID": "jd-1"}}
+    if full_url:
+        build["full_url"] = full_url
+    read = []
+
+    def body() -> bytes:
+        read.append(True)
+        return json.dumps({"name": "deploy", "url": "job/deploy/", "build": build}).encode()
+
+    checked = check(Callback("POST", "/jenkins/notify", f"token={token}", {}, body),
+                    secret=WebhookSecrets(**_SECRETS))
+    if status is None:
+        assert not isinstance(checked, WebhookAnswer), checked
+    else:
+        assert isinstance(checked, WebhookAnswer) and checked.status_code == status, checked
+        assert says in checked.message
+    assert bool(read) is (token != "nope")

@@ -89,6 +89,41 @@ def test_one_call_feeds_both_sinks_and_emf_stays_silent_unless_enabled(capsys):
     assert json.loads(line)["_aws"]["CloudWatchMetrics"][0]["Metrics"][0]["Name"] == "Triggered"
 
 
+def test_a_count_per_controller_gets_a_labelled_family_beside_the_sum(capsys):
+    from prometheus_client import generate_latest
+
+    facade = MetricsFacade()
+    registry = facade.enable_prometheus()
+    facade.configure(emf=True)
+    facade.add_metric(name="Triggered", unit=MetricUnit.Count, value=2, controller="eu")
+    facade.add_metric(name="Triggered", unit=MetricUnit.Count, value=3, controller="us")
+    facade.add_metric(name="JenkinsUnavailable", unit=MetricUnit.Count, value=1, dimensions={"controller": "us"})
+    facade.add_metric(name="JobsFailed", unit=MetricUnit.Count, value=1, controller="eu")  # not per controller
+    facade.flush_if_any()
+    families = _families(generate_latest(registry).decode())
+    assert _value(families, "jenkins_dispatch_triggered", "jenkins_dispatch_triggered_total") == 5
+    assert _value(families, "jenkins_dispatch_controller_triggered", "jenkins_dispatch_controller_triggered_total",
+                  controller="eu") == 2
+    assert _value(families, "jenkins_dispatch_controller_triggered", "jenkins_dispatch_controller_triggered_total",
+                  controller="us") == 3
+    assert _value(families, "jenkins_dispatch_controller_jenkins_unavailable",
+                  "jenkins_dispatch_controller_jenkins_unavailable_total", controller="us") == 1
+    assert "jenkins_dispatch_controller_jobs_failed" not in families
+    # A gauge per controller is set apart: the unlabelled reading stays the one add_metric gave.
+    facade.add_metric(name="InFlight", unit=MetricUnit.Count, value=4)
+    facade.set_per_controller("InFlight", {"eu": 3, "us": 1})
+    facade.set_per_controller("InFlight", {"eu": 0, "us": 1})
+    families = _families(generate_latest(registry).decode())
+    assert _value(families, "jenkins_dispatch_in_flight") == 4
+    assert _value(families, "jenkins_dispatch_controller_in_flight", controller="eu") == 0
+    assert _value(families, "jenkins_dispatch_controller_in_flight", controller="us") == 1
+    # EMF: a Prometheus-only label adds no CloudWatch dimension; only ``dimensions`` do.
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    dimension_sets = [d["_aws"]["CloudWatchMetrics"][0]["Dimensions"] for d in lines]
+    assert [["service"], ["service", "controller"]] in dimension_sets
+    assert sum(1 for d in lines if "controller" in d) == 1
+
+
 def test_an_invocation_that_published_nothing_warns_nothing(capsys):
     """Powertools' own decorator warned "No application metrics to publish" (a non-JSON stderr line) after
     every continuous invocation: the loop flushes after each pass, so nothing is left at the end."""

@@ -36,6 +36,12 @@ CASES = [
      "paused since 2026-11-30 11:00:00 UTC by alice: release freeze (`jenkins-dispatch resume deploy` lifts it)"),
     ("everything paused", row(), dict(FREE, pause=ALL_PAUSE), "paused",
      "everything is paused since 2026-11-30 11:55:00 UTC by bob (`jenkins-dispatch resume` lifts it)"),
+    ("its controller paused", row(), dict(FREE, pause=Pause(None, NOW - timedelta(minutes=5), "bob", "upgrade", "b")),
+     "paused", "controller b is paused since 2026-11-30 11:55:00 UTC by bob: upgrade "
+               "(`jenkins-dispatch resume --controller b` lifts it)"),
+    ("job paused on its controller", row(),
+     dict(FREE, pause=Pause("deploy", NOW - timedelta(hours=1), "alice", None, "b")), "paused",
+     "paused on b since 2026-11-30 11:00:00 UTC by alice (`jenkins-dispatch resume deploy --controller b` lifts it)"),
     ("paused beats not due, caps, Jenkins", row(scheduled_at=LATER),
      dict(job_cap=1, job_in_flight=1, global_cap=1, total_in_flight=1, pause=JOB_PAUSE, jenkins_unavailable=OUTAGE),
      "paused", None),
@@ -97,9 +103,40 @@ def test_held_back(paused, cap, in_flight, pending, word):
     assert held_back(paused=paused, cap=cap, in_flight=in_flight, pending=pending) == word
 
 
+@pytest.mark.parametrize(("paused", "cap", "in_flight", "paused_on", "word"), [
+    (False, None, 0, ["b"], "paused on b"),
+    (False, None, 0, ["b", "c"], "paused on b, c"),
+    (True, None, 0, ["b"], "paused"),  # paused everywhere (or on the default controller) says most
+    (False, 2, 2, ["b"], "cap full"),  # the default controller's cap holds its rows back: it comes first
+    (False, 2, 1, [], "-"),
+])
+def test_held_back_names_the_controllers_a_job_is_paused_on(paused, cap, in_flight, paused_on, word):
+    assert held_back(paused=paused, cap=cap, in_flight=in_flight, pending=1, paused_on=paused_on) == word
+
+
 @pytest.mark.parametrize(("cap", "in_flight"), [(None, 0), (None, 9), (0, 0), (1, 0), (1, 1), (2, 5)])
 def test_a_job_held_back_by_its_cap_is_what_each_of_its_pending_rows_says(cap, in_flight):
     """`stats`'s word for a job and `show`'s reason for its pending rows read the same cap rule."""
     word = held_back(paused=False, cap=cap, in_flight=in_flight, pending=1)
     reason = why_waiting(row(), NOW, **dict(FREE, job_cap=cap, job_in_flight=in_flight))
     assert (word != "-") == (reason.code == "job_cap")
+
+
+WHOLE = JenkinsOutage(NOW - timedelta(minutes=9), "Jenkins unavailable: HTTP 503 (another lane)")
+
+
+@pytest.mark.parametrize(("controller", "health", "expected"), [
+    ("default", {}, WHOLE),  # no dispatcher recorded its controllers: Jenkins as a whole, as before
+    ("b", {"default": {"status": "ok"}}, WHOLE),  # nothing recorded of b
+    ("default", {"default": {"status": "ok"}, "b": {"status": "unavailable", "since": "2026-11-30T11:57:00+00:00",
+                                                    "reason": "HTTP 503"}}, None),  # its own is up
+    ("b", {"default": {"status": "ok"}, "b": {"status": "unavailable", "since": "2026-11-30T11:57:00+00:00",
+                                              "reason": "HTTP 503"}},
+     JenkinsOutage(NOW - timedelta(minutes=3), "HTTP 503", "b")),
+    ("default", {"default": {"status": "unavailable", "since": "2026-11-30T11:57:00+00:00", "reason": None}},
+     JenkinsOutage(NOW - timedelta(minutes=3), "no reason recorded", None)),  # one controller: not named
+])
+def test_a_row_waits_for_its_own_controllers_jenkins(controller, health, expected):
+    from jenkins_dispatch.operating.waiting import jenkins_outage_for
+
+    assert jenkins_outage_for(controller, health, WHOLE) == expected

@@ -34,7 +34,7 @@ from .errors import OPERATION_FAILED, DispatchError, InvalidInput
 from .jenkins.jobs import JsonNumber
 from .operating import bulk
 from .operating.display import age, cell, clip, fit_widths, one_line, when
-from .operating.waiting import held_back
+from .operating.waiting import controller_health, held_back
 from .store.db import Database, Session
 from .store.migrations import migrate
 from .store.queue import STATUSES, Queue
@@ -354,6 +354,9 @@ def _pause_text(pause) -> str:
     return f"since {when(pause.paused_at)}{who}{why}"
 
 
+JENKINS_WORDS = {"ok": "up", "unavailable": "down", "unknown": "-"}
+
+
 def cmd_stats(ctx: Context, args) -> None:
     """`stats`: counts per status, per controller and per job, pauses and live dispatchers."""
     from .operating.overview import configured_caps, controller_rows  # the web page's reads too
@@ -363,7 +366,8 @@ def cmd_stats(ctx: Context, args) -> None:
     dispatchers = ctx.queue.dispatchers()
     pauses = ctx.queue.pauses()
     controllers = controller_rows(ctx.queue.stats_per_controller(), configured_caps(ctx.settings),
-                                  {p.controller for p in pauses if p.job_name is None and p.controller})
+                                  {p.controller for p in pauses if p.job_name is None and p.controller},
+                                  controller_health(dispatchers))
     if args.json:
         print_json({"totals": stats, "controllers": controllers, "jobs": per_job,
                     "pauses": [p.as_dict() for p in pauses], "dispatchers": dispatchers})
@@ -389,13 +393,20 @@ def cmd_stats(ctx: Context, args) -> None:
     if len(controllers) > 1 or any(c["controller"] != DEFAULT_CONTROLLER for c in controllers):
         # Several controllers: each one's backlog, in flight against its own cap, and whether it is paused.
         print()
-        print_table([dict(c, in_flight=f"{c['in_flight']}/{c['cap'] if c['cap'] is not None else '-'}")
-                     for c in controllers], ["controller", "pending", "due", "in_flight", "state"])
+        # "jenkins": its breaker as the live dispatchers last found it (their heartbeats; "-": none said).
+        print_table([dict(c, in_flight=f"{c['in_flight']}/{c['cap'] if c['cap'] is not None else '-'}",
+                          jenkins=JENKINS_WORDS[c["jenkins"]["status"]])
+                     for c in controllers], ["controller", "pending", "due", "in_flight", "state", "jenkins"])
+        for c in controllers:
+            if c["jenkins"]["status"] == "unavailable":
+                print(f"controller {c['controller']}: Jenkins unavailable since {c['jenkins']['since']}, as "
+                      f"{c['jenkins']['seen_by']} found it: {c['jenkins']['reason']}")
     print()
     rows = [
         dict(r, in_flight=f"{r['in_flight']}/{r['cap'] if r['cap'] is not None else '-'}",
              oldest_pending=age(r["oldest_pending_seconds"]),
-             held_back=held_back(paused=r["paused"], cap=r["cap"], in_flight=r["in_flight"], pending=r["pending"]))
+             held_back=held_back(paused=r["paused"], cap=r["cap"], in_flight=r["in_flight"], pending=r["pending"],
+                                 paused_on=r["paused_on"]))
         for r in per_job
     ]
     print_table(rows, ["job_name", "pending", "in_flight", "held_back", "completed_last_hour", "failed_last_hour",
@@ -484,7 +495,10 @@ def dispatchers_line(dispatchers: Sequence[Mapping[str, Any]]) -> str:
 
     def last_pass(d: Mapping[str, Any]) -> str:
         detail = f" ({d['last_detail']})" if d.get("last_detail") else ""
-        return f"{d['id']} {age(d['last_pass_seconds'])} ago: {d['last_outcome']}{detail}"
+        served = sorted(d.get("controllers") or ())
+        # The controllers it serves, when that says more than "the default one".
+        serves = f" [controllers {', '.join(served)}]" if served and served != [DEFAULT_CONTROLLER] else ""
+        return f"{d['id']} {age(d['last_pass_seconds'])} ago: {d['last_outcome']}{detail}{serves}"
 
     live = [d for d in dispatchers if d["live"]]
     if live:

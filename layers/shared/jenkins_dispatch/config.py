@@ -8,6 +8,7 @@ never echoes a secret's value.
 
 from __future__ import annotations
 
+import hmac
 import ipaddress
 import json
 import os
@@ -39,7 +40,7 @@ DISPATCHER_MODES = ("continuous", "single")
 # Several Jenkins controllers (docs/controllers.md): JENKINS_URL & co. are the one named DEFAULT_CONTROLLER.
 DEFAULT_CONTROLLER = "default"
 CONTROLLER_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
-CONTROLLER_KEYS = ("url", "user", "api_token", "max_in_flight")
+CONTROLLER_KEYS = ("url", "user", "api_token", "max_in_flight", "webhook_secret")
 CONTROLLER_MAX_IN_FLIGHT = (1, 10_000_000)  # a controller's own cap, as MAX_IN_FLIGHT's range
 
 
@@ -100,7 +101,7 @@ ENVIRONMENT: tuple[Variable, ...] = (
     Variable("JENKINS_API_TOKEN", "that user's API token"),
     Variable("JENKINS_SECRET_ARN", "on AWS: secret JSON with url, user, api_token"),
     Variable("JENKINS_CONTROLLERS", "more Jenkins controllers, JSON: {\"NAME\": {\"url\": …, \"user\": …, "
-             "\"api_token\": …, \"max_in_flight\": N}}; names lower-case [a-z0-9][a-z0-9_-]*; "
+             "\"api_token\": …, \"max_in_flight\": N, \"webhook_secret\": …}}; names lower-case [a-z0-9][a-z0-9_-]*; "
              "JENKINS_URL & co. are the one named `default` (docs/controllers.md)"),
     Variable("JENKINS_CONTROLLERS_SECRET_ARN", "on AWS: secret holding JENKINS_CONTROLLERS' JSON"),
     Variable("JENKINS_TIMEOUT_SECONDS", "HTTP timeout towards Jenkins (must be shorter than LEASE_SECONDS)", 10.0,
@@ -198,6 +199,9 @@ class JenkinsSettings:
     # (beside MAX_IN_FLIGHT; None: none).
     name: str = DEFAULT_CONTROLLER
     max_in_flight: int | None = None
+    # The secret the webhook requires, instead of WEBHOOK_SECRET, of a notification whose build is this
+    # controller's (None: the shared one). Never shown.
+    webhook_secret: str | None = field(default=None, repr=False)
 
 
 def resend_quiet_for(lease_seconds: float) -> float:
@@ -324,6 +328,12 @@ class Settings:
                 f"{where} ({budget_seconds:g} s) must be at least TIME_MARGIN_SECONDS ({self.time_margin_seconds:g}) "
                 f"plus JENKINS_TIMEOUT_SECONDS ({timeout:g}): otherwise no trigger can ever be sent"
             )
+
+    def webhook_secrets(self) -> list[str]:
+        """Every secret a notification may carry: the shared one and each controller's own (which one a
+        notification needs depends on its build's controller, known once its body is read)."""
+        own = [c.webhook_secret for c in self.controllers_by_name().values() if c.webhook_secret]
+        return [s for s in (self.webhook_secret, *own) if s]
 
     def require_webhook_secret(self) -> str:
         """The webhook's shared secret, or ConfigError naming the variables to set."""
@@ -705,13 +715,36 @@ def _controller(name: str, entry: object, timeout: float, env: Mapping[str, str]
     low, high = CONTROLLER_MAX_IN_FLIGHT
     if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or not low <= cap <= high):
         problems.append(f"{where}: max_in_flight must be a whole number from {low} to {high}")
+    hook = entry.get("webhook_secret")
+    if "webhook_secret" in entry and (not isinstance(hook, str) or not hook.strip()):
+        problems.append(f"{where}: webhook_secret must be a non-empty string (or left out: WEBHOOK_SECRET then)")
     if len(problems) > before:
         return None
     return JenkinsSettings(
         url=texts["url"].rstrip("/") + "/", user=texts["user"], api_token=texts["api_token"],
         timeout_seconds=timeout, verify_tls=_bool(env, "JENKINS_VERIFY_TLS"),
         search_window=_int(env, "JENKINS_SEARCH_WINDOW"), name=name, max_in_flight=cap,
+        webhook_secret=hook.strip() if isinstance(hook, str) else None,
     )
+
+
+def _check_webhook_secrets(controllers: tuple[JenkinsSettings, ...], shared: str | None) -> None:
+    """Each controller's own webhook secret differs from the shared one and from the others': a secret two of
+    them accept would let either's Jenkins speak for the other, which is what a secret of its own prevents."""
+    problems = []
+    seen: dict[str, str] = {}
+    for c in controllers:
+        if not c.webhook_secret:
+            continue
+        if shared and hmac.compare_digest(c.webhook_secret.encode(), shared.encode()):
+            problems.append(f"JENKINS_CONTROLLERS[{c.name!r}]: webhook_secret must differ from WEBHOOK_SECRET "
+                            "(leave it out to use the shared one)")
+        if c.webhook_secret in seen:
+            problems.append(f"JENKINS_CONTROLLERS: controllers {seen[c.webhook_secret]!r} and {c.name!r} have the "
+                            "same webhook_secret: give each its own")
+        seen.setdefault(c.webhook_secret, c.name)
+    if problems:
+        raise ConfigError("\n".join(problems))
 
 
 def _controllers(env: Mapping[str, str], fetch: SecretFetcher | None, timeout: float,
@@ -921,11 +954,14 @@ def load_settings(env: Mapping[str, str] | None = None, fetch_secret: SecretFetc
     env, fetch_secret = _sources(env, fetch_secret)
     tuning = load_tuning(env)
     jenkins = load_jenkins_settings(env, fetch_secret)
+    controllers = load_controllers(env, fetch_secret, jenkins)
+    webhook_secret = load_webhook_secret(env, fetch_secret)
+    _check_webhook_secrets(controllers, webhook_secret)
     return Settings(
         database=load_database_settings(env, fetch_secret),
         jenkins=jenkins,
-        controllers=load_controllers(env, fetch_secret, jenkins),
-        webhook_secret=load_webhook_secret(env, fetch_secret),
+        controllers=controllers,
+        webhook_secret=webhook_secret,
         ui_token=load_ui_token(env, fetch_secret),
         ui_identity=load_ui_identity(env),
         **tuning,

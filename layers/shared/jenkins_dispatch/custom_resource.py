@@ -56,9 +56,11 @@ def _known_secrets() -> tuple[str, ...]:
     settings = runtime.loaded_settings()
     if settings is None:
         return ()
+    controllers = settings.controllers_by_name().values()
     return tuple(
-        s for s in (settings.database.password, settings.webhook_secret,
-                    settings.jenkins.api_token if settings.jenkins else None) if s
+        s for s in (settings.database.password, *settings.webhook_secrets(),
+                    settings.jenkins.api_token if settings.jenkins else None,
+                    *(c.api_token for c in controllers)) if s
     )
 
 

@@ -127,7 +127,18 @@ CATALOGUE: dict[str, tuple[MetricUnit, str]] = {
     "NotificationLatency": (MetricUnit.Milliseconds, "Time to apply one Jenkins notification."),
 }
 
-# Per-job histograms (`serve` only, from Metrics.observe_settled): name -> (Prometheus name, help, buckets in
+# Counted per controller too (each lane's pass is one controller's): in Prometheus, beside the unlabelled family
+# (every controller's together, which the alert rules and the dashboard read), a family of the same meaning named
+# ``jenkins_dispatch_controller_*`` with the label ``controller``. Its values are the configured controllers' names
+# only, so the series are bounded by the configuration. Metrics also counted elsewhere without a controller (the
+# webhook's settles) are left out: their labelled family would count only part of them.
+PER_CONTROLLER = frozenset({"Claimed", "Triggered", "RetriedLater", "TriggerOutcomeUnknown", "TriggerErrors",
+                            "AdoptedAfterCrash", "LeasesExpired", "JenkinsUnavailable", "PassesCompleted"})
+CONTROLLER_LABEL = "controller"
+# Gauges read per controller as well, set apart from the unlabelled one (``MetricsFacade.set_per_controller``).
+PER_CONTROLLER_GAUGES = frozenset({"InFlight"})
+
+# Per-job histograms (`serve` only, from MetricsFacade.observe_settled): name -> (Prometheus name, help, buckets in
 # seconds). A queue wait runs from milliseconds to the hours a job can be held back; a build, from seconds to hours.
 JOB_HISTOGRAMS: dict[str, tuple[str, str, tuple[float, ...]]] = {
     "QueueWait": ("queue_wait_seconds", "Time from a job's insert (or an operator's retry) to the trigger Jenkins "
@@ -152,16 +163,17 @@ def _unit_text(unit: MetricUnit | str) -> str:
     return unit.value if isinstance(unit, MetricUnit) else str(unit)
 
 
-def prometheus_name(name: str, unit: MetricUnit | str) -> tuple[str, str]:
+def prometheus_name(name: str, unit: MetricUnit | str, per_controller: bool = False) -> tuple[str, str]:
     """(kind, name) of a CloudWatch metric in Prometheus: "counter", "gauge" or "histogram" (times, in
-    seconds); snake_case with the package's prefix (a counter's ``_total`` is added by the client)."""
+    seconds); snake_case with the package's prefix (a counter's ``_total`` is added by the client), and
+    ``controller_`` after it for the family labelled per controller."""
     unit_text = _unit_text(unit)
     kind = "gauge" if name in GAUGES else ("histogram" if unit_text in _TIME_UNITS else "counter")
     base = name[:-2] if unit_text == "Milliseconds" and name.endswith("Ms") else name
     snake = _WORD_BOUNDARY.sub("_", base).lower()
     if unit_text in _TIME_UNITS and not snake.endswith("_seconds"):
         snake += "_seconds"
-    return kind, PROMETHEUS_PREFIX + snake
+    return kind, PROMETHEUS_PREFIX + ("controller_" if per_controller else "") + snake
 
 
 # --------------------------------------------------------------------------- sinks
@@ -184,6 +196,9 @@ class PrometheusSink:
         self.registry.register(self)  # collect() below: the extra families of whoever runs the server
         for name, (unit, _help) in CATALOGUE.items():
             self._family(name, unit)
+        self._per_controller: dict[str, Any] = {}
+        for name in sorted(PER_CONTROLLER | PER_CONTROLLER_GAUGES):
+            self._per_controller[name] = self._controller_family(name, CATALOGUE[name][0])
         from prometheus_client import Histogram
 
         self._job_histograms = {
@@ -209,8 +224,17 @@ class PrometheusSink:
                 found = self._families[name] = (kind, family, _TIME_UNITS.get(_unit_text(unit), 1.0))
             return found
 
-    def record(self, name: str, unit: MetricUnit | str, value: float) -> None:
-        """Add one metric value to its Prometheus family (a counter, or a gauge in base units)."""
+    def _controller_family(self, name: str, unit: MetricUnit | str) -> Any:
+        from prometheus_client import Counter, Gauge
+
+        kind, full_name = prometheus_name(name, unit, per_controller=True)
+        kinds = {"counter": Counter, "gauge": Gauge}  # no histogram per controller: a series per bucket each
+        return kinds[kind](full_name, f"{CATALOGUE[name][1]} Per controller (label controller).", [CONTROLLER_LABEL],
+                           registry=self.registry)
+
+    def record(self, name: str, unit: MetricUnit | str, value: float, controller: str | None = None) -> None:
+        """Add one metric value to its Prometheus family (a counter, or a gauge in base units); with ``controller``
+        also to its family per controller, if it has one (PER_CONTROLLER)."""
         kind, family, divisor = self._family(name, unit)
         if kind == "counter":
             if value > 0:
@@ -219,6 +243,19 @@ class PrometheusSink:
             family.set(value / divisor)
         else:
             family.observe(value / divisor)
+        per_controller = self._per_controller.get(name) if controller is not None and name in PER_CONTROLLER \
+            else None
+        if per_controller is not None:
+            child = per_controller.labels(**{CONTROLLER_LABEL: controller})  # a 0 shows the controller is counted
+            if value > 0:
+                child.inc(value)
+
+    def set_per_controller(self, name: str, values: Mapping[str, float]) -> None:
+        """Readings of a gauge per controller (PER_CONTROLLER_GAUGES), each under its ``controller`` label; the
+        unlabelled gauge is left as it is."""
+        family = self._per_controller[name]
+        for controller, value in values.items():
+            family.labels(**{CONTROLLER_LABEL: controller}).set(value)
 
     def job_label(self, job_name: str) -> str:
         """The job's label value: its own name while fewer than JOB_LABEL_LIMIT names have one, else "other"."""
@@ -301,10 +338,12 @@ class MetricsFacade:
             sink.observe_job("BuildDuration", job_name, build_seconds)
 
     def add_metric(self, *, name: str, unit: MetricUnit | str, value: float,
-                   dimensions: Mapping[str, str] | None = None) -> None:
+                   dimensions: Mapping[str, str] | None = None, controller: str | None = None) -> None:
         """Record one metric value in every sink that is on. With ``dimensions`` (``{"controller": "eu"}``)
         its EMF value is printed at once, in a line of its own, under two dimension sets: ``service`` alone,
-        as without them (so alarms on it see every value), and ``service`` plus these (per controller)."""
+        as without them (so alarms on it see every value), and ``service`` plus these (per controller).
+        ``controller`` (else the one in ``dimensions``) labels it in Prometheus only: a labelled series costs
+        nothing there, while each CloudWatch dimension set is a metric billed on its own."""
         with self._lock:
             if self.emf_enabled:
                 if dimensions:
@@ -312,7 +351,14 @@ class MetricsFacade:
                 else:
                     self._emf.add_metric(name=name, unit=unit, value=value)
         if self.prometheus is not None:
-            self.prometheus.record(name, unit, value)
+            label = controller if controller is not None else (dimensions or {}).get(CONTROLLER_LABEL)
+            self.prometheus.record(name, unit, value, label)
+
+    def set_per_controller(self, name: str, values: Mapping[str, float]) -> None:
+        """Prometheus only: a gauge's reading per controller (``{"eu": 3, …}``), beside its unlabelled reading
+        (given to ``add_metric``). CloudWatch gets no such series: each dimension set would be a metric billed."""
+        if self.prometheus is not None:
+            self.prometheus.set_per_controller(name, values)
 
     def _print_with_dimensions(self, name: str, unit: MetricUnit | str, value: float,
                                dimensions: Mapping[str, str]) -> None:
@@ -401,4 +447,4 @@ def subsegment(name: str) -> Iterator[None]:
 
 
 __all__ = ["logger", "metrics", "tracer", "subsegment", "MetricUnit", "MetricsFacade", "prometheus_name", "SERVICE",
-           "NAMESPACE"]
+           "NAMESPACE", "PER_CONTROLLER", "PER_CONTROLLER_GAUGES", "CONTROLLER_LABEL"]

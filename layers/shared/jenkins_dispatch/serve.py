@@ -39,13 +39,15 @@ from .http_service import (
     status_line,
     stop_on_signals,
 )
-from .observability import LOGS_AS_TEXT, PROMETHEUS_PREFIX, logger, metrics
+from .observability import CONTROLLER_LABEL, LOGS_AS_TEXT, PROMETHEUS_PREFIX, logger, metrics
 from .store.db import Database
 
 HEALTH_HELP = {
     "database_up": "1 while the dispatcher's last statement reached the database, 0 while it cannot.",
     "jenkins_up": "1 while Jenkins answered the dispatcher's last request, 0 while it fails as a whole.",
     "last_pass_timestamp_seconds": "Unix time at which the dispatcher's last pass ended.",
+    "controller_up": "Per controller (label controller, a configured name): 1 while its breaker is closed (it "
+                     "answered its last request), 0 while it is open.",
 }
 SERVICE_PATHS = ("/healthz", "/metrics")
 FRONT_THREADS = 4  # /healthz, /metrics, refusals, unknown paths: never more than a few at once
@@ -56,8 +58,15 @@ def health_families(health: Health) -> list:
     """The loop's health as Prometheus gauges, read when /metrics is scraped (nothing kept twice)."""
     from prometheus_client.core import GaugeMetricFamily
 
-    return [GaugeMetricFamily(PROMETHEUS_PREFIX + name, HEALTH_HELP[name], value=value)
-            for name, value in health.readings().items() if value is not None]
+    families = [GaugeMetricFamily(PROMETHEUS_PREFIX + name, HEALTH_HELP[name], value=value)
+                for name, value in health.readings().items() if value is not None]
+    # Listed even before any controller is known, so that rules and panels naming it always find it.
+    up = GaugeMetricFamily(PROMETHEUS_PREFIX + "controller_up", HEALTH_HELP["controller_up"],
+                           labels=[CONTROLLER_LABEL])
+    for name, value in health.controller_readings().items():
+        if value is not None:
+            up.add_metric([name], value)
+    return [*families, up]
 
 
 class ServeApp:
@@ -93,7 +102,7 @@ class ServeApp:
         """Where a request waits for a thread: only a callback with the right token may need the database."""
         route = self.route(head.method.upper(), head.path)
         if route == "webhook" and webhook.may_need_session(head.method, head.path, head.query, head.headers,
-                                                           self.settings.webhook_secret):
+                                                           self.settings.webhook_secrets()):
             return "database"
         return "page" if route == "page" else "front"
 

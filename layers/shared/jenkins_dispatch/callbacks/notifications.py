@@ -23,7 +23,7 @@ import binascii
 import hmac
 import json
 import string
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -165,17 +165,22 @@ def token_matches(candidates: Iterable[str], secret: str) -> bool:
     return matched and bool(secret)
 
 
-def token_failure(candidates: Iterable[str], secret: str) -> str | None:
-    """None when the candidates are exactly one token and it is the secret; else why not (one line).
+def token_failure(candidates: Iterable[str], secret: str | Sequence[str]) -> str | None:
+    """None when the candidates are exactly one token and it is the secret (or one of the secrets: a
+    controller may have its own); else why not (one line).
 
     One token per request, wherever it is: a request with several different candidates (``?token=a&token=b``,
     or a query token and a header that disagree) is refused without comparing any, so one request cannot
-    try many guesses. The same value given in several places is one token.
+    try many guesses. The same value given in several places is one token. Every secret is compared (no early
+    exit that would time which one matched).
     """
     candidates = set(candidates)
     if len(candidates) > 1:
         return SEVERAL_TOKENS
-    if not token_matches(candidates, secret):
+    matched = False
+    for one in [secret] if isinstance(secret, str) else secret:
+        matched |= token_matches(candidates, one)
+    if not matched:
         return MISSING_OR_WRONG_TOKEN
     return None
 

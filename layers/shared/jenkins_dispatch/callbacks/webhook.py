@@ -20,12 +20,12 @@ once; the Lambda handler's Powertools resolver (``http_api.py``) calls ``notify`
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from .. import runtime
-from ..config import DEFAULT_CONTROLLER
+from ..config import DEFAULT_CONTROLLER, Settings
 from ..errors import ConfigError, DatabaseBusy, DatabaseUnavailable, InvalidInput, SchemaMissing
 from ..jenkins.jobs import controller_of_url
 from ..observability import MetricUnit, logger, metrics
@@ -88,14 +88,59 @@ class Callback:
         """A plain request with its body in hand."""
         return cls(method.upper(), path, query, dict(headers or {}), lambda: checked_body(body))
 
-    def refusal(self, secret: str) -> str | None:
-        """Why the request is not authenticated (one line), or None when it carries exactly the secret."""
-        return token_failure(tokens_in(self.query, self.headers, self.query_parameters), secret)
+    def tokens(self) -> list[str]:
+        """Every candidate secret the request carries (``tokens_in``)."""
+        return tokens_in(self.query, self.headers, self.query_parameters)
+
+    def refusal(self, secret: str | Sequence[str]) -> str | None:
+        """Why the request is not authenticated (one line), or None when it carries exactly the secret (one of
+        the secrets)."""
+        return token_failure(self.tokens(), secret)
 
 
-def may_need_session(method: str, path: str, query: str, headers: Mapping[str, str], secret: str | None) -> bool:
+@dataclass(frozen=True)
+class WebhookSecrets:
+    """The shared secret (WEBHOOK_SECRET) and the controllers' own (``own``: name → secret, from their
+    ``webhook_secret``), with every controller's URL (name → base URL) to tell which one a build is of."""
+
+    shared: str
+    own: Mapping[str, str] = field(default_factory=dict)
+    urls: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, settings: Settings) -> WebhookSecrets:
+        """The secrets as configured (ConfigError without the shared one)."""
+        controllers = settings.controllers_by_name()
+        return cls(settings.require_webhook_secret(),
+                   {name: c.webhook_secret for name, c in controllers.items() if c.webhook_secret},
+                   {name: c.url for name, c in controllers.items()})
+
+    def every(self) -> list[str]:
+        """The secrets a request may carry before its body is read."""
+        return [self.shared, *self.own.values()]
+
+    def refusal_for_build(self, candidates: list[str], build_url: str | None) -> str | None:
+        """Why the token is not the one of the build's controller: its own secret if it has one, else the shared
+        one (a relative build URL, or one under no controller, needs the shared one). None when it is."""
+        if not self.own:
+            return None  # every secret accepted is the shared one
+        owner = controller_of_url(build_url, self.urls)
+        if owner is not None and owner in self.own:
+            if token_failure(candidates, self.own[owner]) is None:
+                return None
+            return (f"wrong token for this build: controller {owner!r} has a webhook secret of its own "
+                    "(webhook_secret in JENKINS_CONTROLLERS)")
+        if token_failure(candidates, self.shared) is None:
+            return None
+        whose = f"controller {owner!r}" if owner else "a build of no controller with a secret of its own"
+        return f"wrong token for this build: {whose} uses the shared WEBHOOK_SECRET"
+
+
+def may_need_session(method: str, path: str, query: str, headers: Mapping[str, str],
+                     secret: str | Sequence[str] | None) -> bool:
     """Whether a request could borrow a database session: a POST to the notify path with exactly the right
-    token. Everything else is answered without one (`serve` gives the two kinds different threads)."""
+    token (one of the secrets). Everything else is answered without one (`serve` gives the two kinds different
+    threads)."""
     return (method.upper() == "POST" and _route(path) == NOTIFY_PATH and bool(secret)
             and token_failure(tokens_in(query, headers), secret or "") is None)
 
@@ -128,11 +173,15 @@ class WebhookAnswer:
 # --------------------------------------------------------------------------- the core
 
 
-def check(callback: Callback, *, secret: str,
+def check(callback: Callback, *, secret: str | WebhookSecrets,
           unstable_is_success: bool = True) -> WebhookAnswer | tuple[Notification, Transition]:
     """Authenticate, read, parse and map one notification, without the database: the refusal to answer
-    (401, 400, 413), or the notification and the transition it asks for."""
-    refused = callback.refusal(secret)
+    (401, 400, 413), or the notification and the transition it asks for. With controllers that have a webhook
+    secret of their own, a token that is one of the secrets has the body read; the notification is then refused
+    (401) unless it is its build's controller's secret (``WebhookSecrets.refusal_for_build``)."""
+    secrets = secret if isinstance(secret, WebhookSecrets) else WebhookSecrets(secret)
+    candidates = callback.tokens()
+    refused = token_failure(candidates, secrets.every())
     if refused is not None:
         return WebhookAnswer(401, "unauthorised", refused)
     try:
@@ -140,6 +189,9 @@ def check(callback: Callback, *, secret: str,
         transition = transition_for(notification, unstable_is_success=unstable_is_success)
     except RejectedNotification as exc:
         return WebhookAnswer(exc.http_status, "too_large" if exc.http_status == 413 else "malformed", str(exc))
+    wrong = secrets.refusal_for_build(candidates, notification.build_url)
+    if wrong is not None:
+        return WebhookAnswer(401, "unauthorised", wrong)
     return notification, transition
 
 
@@ -323,8 +375,7 @@ def notify(callback: Callback) -> WebhookAnswer:
     started = time.perf_counter()
     try:
         settings = runtime.settings()
-        checked = check(callback, secret=settings.require_webhook_secret(),
-                        unstable_is_success=settings.unstable_is_success)
+        checked = check(callback, secret=WebhookSecrets.of(settings), unstable_is_success=settings.unstable_is_success)
         if isinstance(checked, WebhookAnswer):
             result = checked
         else:

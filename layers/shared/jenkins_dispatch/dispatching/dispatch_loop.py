@@ -181,6 +181,12 @@ class Health:
                 "last_pass_timestamp_seconds": self.last_pass_unix,
             }
 
+    def controller_readings(self) -> dict[str, float | None]:
+        """Per controller: 1 while its breaker is closed, 0 while open (None: not asked yet)."""
+        with self._lock:
+            states = {name: c["status"] for name, c in self._controllers_now().items()}
+        return {name: None if state == "unknown" else float(state == "ok") for name, state in states.items()}
+
     def report(self) -> tuple[int, dict[str, Any]]:
         """503 while the database does not answer (a failed pass said so, or a statement waits too long); else 200,
         "degraded" while Jenkins is down or a pass is overdue: Jenkins's state is reported, not judged, since
@@ -317,6 +323,8 @@ class DispatchLoop:
             self.health.watch_database(db.waiting_seconds, settings.db_stall_seconds)
             self.health.jenkins = self.breaker
             self.health.controllers = self.breakers
+            if heartbeat is not None:  # the lanes share this loop's breakers: one record of them all
+                heartbeat.serves(self.breakers)
         # Which loop fails the rows that name no configured controller: the only one, or the first lane.
         self.fails_unknown_controllers = lane is None or lane == (list(settings.controllers_by_name())
                                                                   or [DEFAULT_CONTROLLER])[0]

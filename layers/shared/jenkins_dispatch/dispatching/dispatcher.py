@@ -189,7 +189,8 @@ class Dispatcher:
             # Several controllers: also per controller (the alarm keeps watching the sum, under service alone).
             several = len(self.settings.controllers_by_name()) > 1
             metrics.add_metric(name="JenkinsUnavailable", unit=MetricUnit.Count, value=1,
-                               dimensions={"controller": self.controller} if several else None)
+                               dimensions={"controller": self.controller} if several else None,
+                               controller=self.controller)
             logger.error("pass stopped: Jenkins as a whole failed", extra={"reason": str(stopped)})
         self.summary.duration_ms = int((time.monotonic() - started) * 1000)
         self._emit_metrics()
@@ -206,10 +207,10 @@ class Dispatcher:
                             ("JobsCompleted", s.completed),
                             ("AdoptedAfterCrash", s.reconciled.adopted), ("LeasesExpired", s.reconciled.checked),
                             ("RetriedLater", s.retried_later), ("TriggerOutcomeUnknown", s.outcome_unknown)):
-            metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+            metrics.add_metric(name=name, unit=MetricUnit.Count, value=value, controller=self.controller)
         metrics.add_metric(name="PassDurationMs", unit=MetricUnit.Milliseconds, value=s.duration_ms)
         # One per pass that ran to its end, Jenkins up or not: its absence is what "no dispatcher" looks like.
-        metrics.add_metric(name="PassesCompleted", unit=MetricUnit.Count, value=1)
+        metrics.add_metric(name="PassesCompleted", unit=MetricUnit.Count, value=1, controller=self.controller)
         try:
             # Read once a pass: a capped pass that claimed nothing has just read them (_why_nothing_claimed).
             gauges = self.gauges = self.gauges or self.queue.gauges()
@@ -219,6 +220,10 @@ class Dispatcher:
         metrics.add_metric(name="OldestPendingAgeSeconds", unit=MetricUnit.Seconds,
                            value=gauges["oldest_pending_seconds"] or 0)
         metrics.add_metric(name="InFlight", unit=MetricUnit.Count, value=gauges["processing"])
+        # Per configured controller (a bounded label: rows naming an unknown controller are left out), 0 included.
+        per_controller = gauges.get("processing_per_controller") or {}
+        metrics.set_per_controller("InFlight", {name: per_controller.get(name, 0) for name in
+                                                (self.settings.controllers_by_name() or [self.controller])})
         metrics.add_metric(name="Pending", unit=MetricUnit.Count, value=gauges["pending"])
         metrics.add_metric(name="OldestTransactionAgeSeconds", unit=MetricUnit.Seconds,
                            value=gauges["oldest_transaction_seconds"] or 0)
@@ -468,7 +473,7 @@ class Dispatcher:
                 assert decision.queue_id is not None  # decide_trigger records only what Jenkins queued
                 accepted.append((job, decision.queue_id))
                 continue
-            metrics.add_metric(name="TriggerErrors", unit=MetricUnit.Count, value=1)
+            metrics.add_metric(name="TriggerErrors", unit=MetricUnit.Count, value=1, controller=self.controller)
             metrics.add_metric(name=f"TriggerErrors{decision.error_class}", unit=MetricUnit.Count, value=1)
             if decision.act is Act.FAIL:
                 failures.append(Settlement(job.id, job.dispatch_id, "failed", None, decision.reason))
@@ -544,13 +549,18 @@ def run_pass(
                        for name in names[1:]]
     per_controller: dict[str, dict[str, Any]] = {}
     talked: list[bool] = []
+    several = bool(settings.controllers_by_name())
+    # A closed breaker per controller for this pass, made here so that the heartbeat records how each one ends.
+    breakers = {name: breaker_for(settings.for_controller(name) if several else settings) for name in names}
+    if heartbeat is not None:
+        heartbeat.serves(breakers)
 
     def one_controller(n: int) -> None:
         name, session = names[n], sessions[n]
-        one = settings.for_controller(name) if settings.controllers_by_name() else settings
+        one = settings.for_controller(name) if several else settings
         with jenkins_client(one) as client:
             dispatcher = Dispatcher(one, session, client, remaining_ms=remaining_ms, stop=stop,
-                                    fail_unknown_controllers=len(names) == 1)
+                                    breaker=breakers[name], fail_unknown_controllers=len(names) == 1)
             try:
                 per_controller[name] = dispatcher.run(max_jobs)
             except DatabaseUnavailable:

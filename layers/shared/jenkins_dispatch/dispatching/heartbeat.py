@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from ..observability import logger
 
 if TYPE_CHECKING:
     from ..store.queue import Queue
+    from .breaker import Breaker
 
 # A dispatcher counts as live this long after its last pass at least: a pass may last a lease, and a
 # Jenkins or database outage backs off between passes; it also covers a one-pass-per-minute schedule.
@@ -73,6 +75,28 @@ class Heartbeat:
         self.stale_after = stale_after_seconds(interval)
         self.passes = 0
         self._count_lock = threading.Lock()  # several controllers' lanes record passes from their own threads
+        self._breakers: Mapping[str, Breaker] | None = None
+        self._known: dict[str, dict[str, Any]] = {}  # each controller's last known state (its breaker may be new)
+
+    def serves(self, breakers: Mapping[str, Breaker]) -> None:
+        """The controllers this dispatcher serves, by name, with their breakers: each heartbeat records them."""
+        self._breakers = breakers
+
+    def controllers(self) -> dict[str, dict[str, Any]] | None:
+        """Each controller served and how its breaker stands (status, since, reason): "unknown" only while it
+        was never asked by this dispatcher (a single pass's breaker is new each pass: what an earlier pass of
+        this process learned stands); None before ``serves``."""
+        if self._breakers is None:
+            return None
+        doc = {}
+        with self._count_lock:
+            for name, breaker in self._breakers.items():
+                state = breaker.snapshot()
+                if state["status"] != "unknown":
+                    self._known[name] = {"status": state["status"], "since": state["since"],
+                                         "reason": (state["reason"] or "")[:DETAIL_CHARS] or None}
+                doc[name] = self._known.get(name, {"status": "unknown", "since": None, "reason": None})
+        return doc
 
     def record(self, queue: Queue, outcome: str, detail: str | None, *, jenkins_ok: bool | None = None,
                jenkins_reason: str | None = None) -> bool:
@@ -92,7 +116,7 @@ class Heartbeat:
                 dispatcher_id=self.dispatcher_id, kind=self.kind, host=self.host, pid=self.pid,
                 started_at=self.started_at, stale_after_seconds=self.stale_after, outcome=outcome,
                 detail=(detail or "")[:DETAIL_CHARS] or None, passes=self.passes, jenkins_ok=jenkins_ok,
-                jenkins_reason=(jenkins_reason or "")[:DETAIL_CHARS] or None,
+                jenkins_reason=(jenkins_reason or "")[:DETAIL_CHARS] or None, controllers=self.controllers(),
             )
         except Exception as exc:  # the pass's own work is done: a heartbeat must never undo it
             logger.warning("could not record the dispatcher's heartbeat",

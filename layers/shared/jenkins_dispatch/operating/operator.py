@@ -6,11 +6,11 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ..config import Settings
+from ..config import DEFAULT_CONTROLLER, Settings
 from ..errors import Conflict, DispatchError
 from ..store.queue import FINAL_STATUSES, Queue
 from .transitions import ALREADY, CANCEL, RETRY, verdict
-from .waiting import JenkinsOutage, Waiting, why_waiting
+from .waiting import JenkinsOutage, Waiting, controller_health, jenkins_outage_for, why_waiting
 
 
 def jenkins_links(settings: Settings, row: Mapping[str, Any]) -> dict[str, str]:
@@ -37,15 +37,21 @@ def why_rows_wait(queue: Queue, rows: Sequence[Mapping[str, Any]], global_cap: i
     if not any(r["status"] == "pending" for r in rows):
         return [None] * len(rows)
     context = queue.waiting_context([r["job_name"] for r in rows if r["status"] == "pending"])
+    given = jenkins_unavailable is not None
     if jenkins_unavailable is None and context.jenkins_unavailable_since is not None:
         jenkins_unavailable = JenkinsOutage(since=context.jenkins_unavailable_since,
                                             reason=context.jenkins_reason or "no reason recorded")
+    # Each row waits for its own controller's Jenkins, as the live dispatchers recorded it (a caller's outage wins).
+    health = {} if given else controller_health(context.dispatchers)
     now = datetime.now(UTC)
     return [
         why_waiting(r, now, job_cap=context.caps.get(r["job_name"]),
                     job_in_flight=context.in_flight.get(r["job_name"], 0), global_cap=global_cap,
-                    total_in_flight=context.total_in_flight, pause=context.pause_of(r["job_name"]),
-                    jenkins_unavailable=jenkins_unavailable, rate=context.rates.get(r["job_name"]))
+                    total_in_flight=context.total_in_flight,
+                    pause=context.pause_of(r["job_name"], r.get("controller") or DEFAULT_CONTROLLER),
+                    jenkins_unavailable=jenkins_outage_for(r.get("controller") or DEFAULT_CONTROLLER, health,
+                                                           jenkins_unavailable),
+                    rate=context.rates.get(r["job_name"]))
         for r in rows
     ]
 

@@ -14,6 +14,7 @@ from ..config import DEFAULT_CONTROLLER, Settings
 from ..store.queue import Pause, Queue
 from ..store.rows import Dispatcher, JenkinsOutage
 from .operator import why_rows_wait
+from .waiting import UNKNOWN_CONTROLLER_STATE, controller_health
 
 THROUGHPUT_HOURS = 12
 
@@ -56,11 +57,13 @@ def configured_caps(settings: Settings) -> dict[str, int | None]:
 
 
 def controller_rows(per_controller: Sequence[Mapping[str, Any]], configured: Mapping[str, int | None],
-                    paused: set[str]) -> list[dict[str, Any]]:
+                    paused: set[str], breakers: Mapping[str, Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Pure: `stats`' per-controller lines (and the page's): every configured controller (``configured``: name →
     its own cap, None for none), every controller some unfinished row names and every one paused as a whole
     (``paused``: a pause outlives the rows and the configuration, and must be seen to be lifted), each with its
-    pending, due and in-flight rows, its cap and its state (a name no configuration knows, paused, or ok)."""
+    pending, due and in-flight rows, its cap, its state (a name no configuration knows, paused, or ok) and its
+    breaker as the live dispatchers recorded it (``breakers``, waiting.controller_health; "unknown" when none
+    did)."""
     counts = {r["controller"]: r for r in per_controller}
     rows = []
     for name in sorted(set(configured) | set(counts) | paused):
@@ -68,7 +71,8 @@ def controller_rows(per_controller: Sequence[Mapping[str, Any]], configured: Map
         state = ("not configured" if configured and name not in configured
                  else "paused" if name in paused else "ok")
         rows.append({"controller": name, "pending": found.get("pending", 0), "due": found.get("due", 0),
-                     "in_flight": found.get("in_flight", 0), "cap": configured.get(name), "state": state})
+                     "in_flight": found.get("in_flight", 0), "cap": configured.get(name), "state": state,
+                     "jenkins": dict((breakers or {}).get(name) or UNKNOWN_CONTROLLER_STATE)})
     return rows
 
 
@@ -88,9 +92,10 @@ def queue_overview(queue: Queue, settings: Settings, hours: int = THROUGHPUT_HOU
     per_job = queue.stats_per_job()
     pauses: list[Pause] = queue.pauses()
     paused_controllers = [p for p in pauses if p.job_name is None and p.controller is not None]
-    controllers = controller_rows(queue.stats_per_controller(), configured_caps(settings),
-                                  {p.controller for p in paused_controllers if p.controller})
     dispatchers = queue.dispatchers()
+    controllers = controller_rows(queue.stats_per_controller(), configured_caps(settings),
+                                  {p.controller for p in paused_controllers if p.controller},
+                                  controller_health(dispatchers))
     outage = queue.jenkins_outage()
     oldest = queue.oldest_pending()
     waiting = None

@@ -9,21 +9,25 @@ unavailable.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ..config import DEFAULT_CONTROLLER
+from ..moments import from_iso
 from ..store.queue import Pause, RateWindow
 from .display import duration, when
 
 
 @dataclass(frozen=True)
 class JenkinsOutage:
-    """Jenkins as a whole failing, as the dispatchers last saw it."""
+    """Jenkins as a whole failing, as the dispatchers last saw it (``controller``: that controller's Jenkins,
+    when the row's own controller is known to be down)."""
 
     since: datetime
     reason: str
+    controller: str | None = None
 
 
 @dataclass(frozen=True)
@@ -40,20 +44,65 @@ class Waiting:
         return {"code": self.code, "text": self.text, "until": self.until}
 
 
+UNKNOWN_CONTROLLER_STATE: Mapping[str, Any] = {"status": "unknown", "since": None, "reason": None, "seen_by": None}
+
+
+def controller_health(dispatchers: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Pure: each controller's breaker (``status`` ok · unavailable, ``since``, ``reason``, ``seen_by``) as the live
+    dispatcher that passed last recorded it, among those that know it (a recorded "unknown" is no word on it).
+    ``dispatchers``: the most recent pass first, as ``Queue.dispatchers`` gives them."""
+    found: dict[str, dict[str, Any]] = {}
+    for dispatcher in dispatchers:
+        if not dispatcher["live"]:
+            continue
+        for name, state in (dispatcher.get("controllers") or {}).items():
+            if name not in found and state.get("status") in ("ok", "unavailable"):
+                found[name] = {"status": state["status"], "since": state.get("since"), "reason": state.get("reason"),
+                               "seen_by": dispatcher["id"]}
+    return found
+
+
+def jenkins_outage_for(controller: str, health: Mapping[str, Mapping[str, Any]],
+                       whole: JenkinsOutage | None) -> JenkinsOutage | None:
+    """Pure: the outage a row of ``controller`` waits for. Its own controller's word when a live dispatcher
+    recorded one (``health``, ``controller_health``): down, or up (then nothing, whatever another controller's
+    lane said of "Jenkins as a whole" last); else ``whole``, as with one controller. The controller is named
+    when there are several, or it is not the default one."""
+    state = health.get(controller)
+    if state is None:
+        return whole
+    if state["status"] != "unavailable":
+        return None
+    since = state.get("since")
+    try:
+        moment = from_iso(since) if isinstance(since, str) else since
+    except ValueError:
+        moment = None
+    if not isinstance(moment, datetime):
+        return whole
+    named = controller if len(health) > 1 or controller != DEFAULT_CONTROLLER else None
+    return JenkinsOutage(moment, state.get("reason") or "no reason recorded", named)
+
+
 def cap_full(cap: int | None, in_flight: int) -> bool:
     """Whether a cap (None: none) holds rows back while ``in_flight`` of its rows are in Jenkins (0: always)."""
     return cap is not None and in_flight >= cap
 
 
-def held_back(*, paused: bool, cap: int | None, in_flight: int, pending: int) -> str:
-    """What keeps a job's pending rows out of Jenkins, in a word (`stats`'s table): paused, cap 0 or cap full;
-    '-' when nothing of the kind does. The per-job side of ``why_waiting``: the same order, the same cap rule."""
+def held_back(*, paused: bool, cap: int | None, in_flight: int, pending: int,
+              paused_on: Sequence[str] = ()) -> str:
+    """What keeps a job's pending rows out of Jenkins, in a word (`stats`'s table): paused (on every controller or
+    the default one), cap 0 or cap full (the default controller's cap), paused on other controllers
+    (``paused_on``: their rows only); '-' when nothing of the kind does. The per-job side of ``why_waiting``: the
+    same order, the same cap rule."""
     if paused:
         return "paused"
     if cap == 0:
         return "cap 0"
     if pending and cap_full(cap, in_flight):
         return "cap full"
+    if paused_on:
+        return "paused on " + ", ".join(paused_on)
     return "-"
 
 
@@ -69,11 +118,15 @@ def _rate_limited(rate: RateWindow) -> Waiting:
 def _paused(pause: Pause) -> Waiting:
     who = f" by {pause.paused_by}" if pause.paused_by else ""
     why = f": {pause.reason}" if pause.reason else ""
+    since = f"since {when(pause.paused_at)}{who}{why}"
+    on = f" --controller {pause.controller}" if pause.controller else ""
+    if pause.job_name is None and pause.controller is None:
+        return Waiting("paused", f"everything is paused {since} (`jenkins-dispatch resume` lifts it)")
     if pause.job_name is None:
-        return Waiting("paused", f"everything is paused since {when(pause.paused_at)}{who}{why} "
-                                 "(`jenkins-dispatch resume` lifts it)")
-    return Waiting("paused", f"paused since {when(pause.paused_at)}{who}{why} "
-                             f"(`jenkins-dispatch resume {pause.job_name}` lifts it)")
+        return Waiting("paused", f"controller {pause.controller} is paused {since} "
+                                 f"(`jenkins-dispatch resume{on}` lifts it)")
+    where = f" on {pause.controller}" if pause.controller else ""
+    return Waiting("paused", f"paused{where} {since} (`jenkins-dispatch resume {pause.job_name}{on}` lifts it)")
 
 
 def why_waiting(
@@ -93,7 +146,8 @@ def why_waiting(
 
     ``job_cap`` / ``job_in_flight``: the row's job's cap (None: none) and its rows in flight;
     ``global_cap`` / ``total_in_flight``: MAX_IN_FLIGHT (None: none) and every row in flight; ``pause``: the
-    pause holding the job back (its own, or everything's), if any; ``jenkins_unavailable``: how the
+    pause holding the row back (everything's, its controller's, its job's on every controller or on the row's
+    controller: ``WaitingContext.pause_of``), if any; ``jenkins_unavailable``: how the
     dispatchers last found Jenkins, if it was failing; ``rate``: the job's rate and its last minute, if it has
     one.
     """
@@ -122,7 +176,8 @@ def why_waiting(
     if cap_full(global_cap, total_in_flight):
         return Waiting("global_cap", f"global cap full ({total_in_flight}/{global_cap} in flight, MAX_IN_FLIGHT)")
     if jenkins_unavailable is not None:
-        return Waiting("jenkins_unavailable",
-                       f"Jenkins unavailable since {when(jenkins_unavailable.since)}: {jenkins_unavailable.reason}")
+        which = f" (controller {jenkins_unavailable.controller})" if jenkins_unavailable.controller else ""
+        return Waiting("jenkins_unavailable", f"Jenkins unavailable{which} since {when(jenkins_unavailable.since)}: "
+                                              f"{jenkins_unavailable.reason}")
     since = f"for {duration((now - scheduled_at).total_seconds())}" if readable else f"since {when(scheduled_at)}"
     return Waiting("due", f"due {since}: the next dispatcher pass takes it")

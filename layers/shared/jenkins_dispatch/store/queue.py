@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -182,12 +183,21 @@ class WaitingContext:
     jenkins_reason: str | None = None
     paused_as: dict[str, str] = field(default_factory=dict)  # job_name → the name its job's pause was given
     rates: dict[str, RateWindow] = field(default_factory=dict)  # job_name → its job's rate (only rated jobs)
+    # ``pauses`` and ``paused_as`` are the pauses of every controller; these, the pauses of one controller:
+    controller_pauses: list[Pause] = field(default_factory=list)
+    paused_on: dict[str, dict[str, str]] = field(default_factory=dict)  # job_name → controller → its pause's name
+    # The live dispatchers that recorded their controllers (id, live, controllers, last_pass_seconds), the most
+    # recent pass first: what each one last found of each controller it serves.
+    dispatchers: list[dict[str, Any]] = field(default_factory=list)
 
-    def pause_of(self, job_name: str) -> Pause | None:
-        """The pause holding ``job_name`` back: everything's first (it says most), else its job's own, under
-        whichever spelling that pause was given. Pauses of every controller only (see waiting_context)."""
-        found = {p.job_name: p for p in self.pauses if p.controller is None}
-        return found.get(None) or found.get(self.paused_as.get(job_name, job_name))
+    def pause_of(self, job_name: str, controller: str = DEFAULT_CONTROLLER) -> Pause | None:
+        """The pause holding a row of ``job_name`` on ``controller`` back, the one that says most first:
+        everything's, its whole controller's, its job's on every controller, its job's on that controller (each
+        under whichever spelling of the name that pause was given)."""
+        everywhere = {p.job_name: p for p in self.pauses}
+        there = {p.job_name: p for p in self.controller_pauses if p.controller == controller}
+        return (everywhere.get(None) or there.get(None) or everywhere.get(self.paused_as.get(job_name, job_name))
+                or there.get(self.paused_on.get(job_name, {}).get(controller, job_name)))
 
 
 SCHEDULED_AT_LATEST = datetime(9999, 12, 31, tzinfo=UTC)  # the table's bound: later times no reader can hold
@@ -812,16 +822,23 @@ class Queue:
         row = self._run("waiting_context", job_names=json.dumps(sorted(set(job_names))))[0]
         jobs = row["jobs"] or {}
         jenkins = row["jenkins"] or {}
+        pauses = [_pause(p) for p in row["pauses"] or []]
         return WaitingContext(
             caps={name: j["cap"] for name, j in jobs.items() if j["cap"] is not None},
             in_flight={name: j["in_flight"] for name, j in jobs.items()},
             paused_as={name: j["paused_as"] for name, j in jobs.items() if j.get("paused_as") is not None},
+            paused_on={name: j["paused_on"] for name, j in jobs.items() if j.get("paused_on") is not None},
             rates={name: RateWindow(per_minute=j["rate"], started=int(j["started"]),
                                     next_start_seconds=(None if j.get("next_start_seconds") is None
                                                         else float(j["next_start_seconds"])))
                    for name, j in jobs.items() if j.get("rate") is not None},
             total_in_flight=row["total_in_flight"],
-            pauses=[_pause(p) for p in row["pauses"] or []],
+            pauses=[p for p in pauses if p.controller is None],
+            controller_pauses=[p for p in pauses if p.controller is not None],
+            dispatchers=sorted(
+                (dict(d, controllers=json.loads(d["controllers"]) if isinstance(d["controllers"], str)
+                      else d["controllers"]) for d in row.get("dispatchers") or []),
+                key=lambda d: float(d["last_pass_seconds"])),
             jenkins_unavailable_since=_timestamp(jenkins.get("since")),
             jenkins_reason=jenkins.get("reason"),
         )
@@ -837,7 +854,10 @@ class Queue:
 
     def stats_per_job(self) -> list[JobStats]:
         """Per job: pending and in-flight rows, the oldest due row's age and the last hour's outcomes."""
-        return cast(list[JobStats], self._run("stats_per_job"))
+        rows = self._run("stats_per_job")
+        for row in rows:  # a JSON array, aggregated in no order on MySQL
+            row["paused_on"] = sorted(row["paused_on"] or [])
+        return cast(list[JobStats], rows)
 
     def in_flight_counts(self) -> dict[str, int]:
         """Processing rows per job, every spelling of its name together under one of them (the demo's summary; the
@@ -868,13 +888,16 @@ class Queue:
         self, *, dispatcher_id: str, kind: str, host: str, pid: int, started_at: datetime,
         stale_after_seconds: float, outcome: str, detail: str | None, passes: int,
         jenkins_ok: bool | None = None, jenkins_reason: str | None = None,
+        controllers: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         """Upsert one dispatcher's row after a pass (and drop rows not seen for a day). ``jenkins_ok``: what
-        the pass learned about Jenkins (None: not asked; the known state stands)."""
+        the pass learned about Jenkins (None: not asked; the known state stands). ``controllers``: the ones it
+        serves, each with its breaker's state (None: the recorded ones stand)."""
         self._run(
             "record_heartbeat", id=dispatcher_id, kind=kind, host=host, pid=pid, started_at=started_at,
             stale_after_seconds=float(stale_after_seconds), outcome=outcome, detail=detail, passes=passes,
             jenkins_ok=jenkins_ok, jenkins_reason=jenkins_reason,
+            controllers=None if controllers is None else json.dumps(controllers, default=str),
         )
 
     def dispatchers(self) -> list[Dispatcher]:

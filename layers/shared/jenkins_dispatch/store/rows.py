@@ -110,6 +110,7 @@ class OldestPending(TypedDict):
     max_attempts: int
     last_error: str | None
     created_at: datetime
+    controller: str  # why it waits reads its own controller's pauses
 
 
 class HourCounts(TypedDict):
@@ -150,6 +151,7 @@ class Stats(TypedDict):
 class Gauges(TypedDict):
     """``gauges``: what a dispatcher reports after each pass, and when it must look again."""
     processing: int
+    processing_per_controller: dict[str, int] | None  # the same rows by controller (None: none in flight)
     oldest_pending_seconds: float | None
     everything_paused: bool
     paused_jobs: int
@@ -169,9 +171,10 @@ class JobStats(TypedDict):
     completed_last_hour: int
     failed_last_hour: int
     oldest_pending_seconds: float | None
-    paused: bool
+    paused: bool  # on every controller, or on the default one (whose cap ``cap`` is)
     paused_at: datetime | None
     pause_reason: str | None
+    paused_on: list[str]  # the other controllers the job has a pause of its own on, by name
 
 
 class ServerIdentity(TypedDict):
@@ -213,6 +216,8 @@ class Dispatcher(TypedDict):
     passes: int
     jenkins_unavailable_since: datetime | None
     jenkins_reason: str | None
+    # The controllers it serves, each {"status", "since", "reason"} as its breaker last stood; None: not recorded.
+    controllers: dict[str, dict[str, Any]] | None
 
 
 class JenkinsOutage(TypedDict):

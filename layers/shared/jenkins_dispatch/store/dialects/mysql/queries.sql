@@ -683,7 +683,7 @@ ORDER BY id DESC
 LIMIT :limit;
 
 -- name: oldest_pending_job
-SELECT id, job_name, status, priority, scheduled_at, attempts, max_attempts, last_error, created_at
+SELECT id, job_name, status, priority, scheduled_at, attempts, max_attempts, last_error, created_at, controller
 FROM jenkins_jobs_queue WHERE status = 'pending'
 ORDER BY scheduled_at, id
 LIMIT 1;
@@ -863,7 +863,7 @@ DEALLOCATE PREPARE jd_trx_read
 -- name: stats
 -- Reads only the status-led indexes of unfinished rows and the last hour of (status, finished_at): it stays
 -- fast however long the history is. rows_estimate is InnoDB's estimate (information_schema.TABLES).
--- decode: everything_paused bool
+-- decode: everything_paused bool, processing_per_controller json
 {{op_oldest_transaction}};
 SELECT
     (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'pending') AS pending,
@@ -892,7 +892,7 @@ SELECT
 -- everything paused: none. Plain consistent reads: no queue row is locked. The counts go through variables into
 -- the queue-depth chart (jenkins_queue_depth, 0009_job_stats.sql) in the same round trip: the most pending and
 -- processing rows seen in the current five minutes (MySQL writes the row only when a count rose).
--- decode: everything_paused bool
+-- decode: everything_paused bool, processing_per_controller json
 {{op_oldest_transaction}};
 SET @jd_processing = (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing'),
     @jd_pending = (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'pending');
@@ -903,6 +903,11 @@ ON DUPLICATE KEY UPDATE pending_max = GREATEST(pending_max, VALUES(pending_max))
                         processing_max = GREATEST(processing_max, VALUES(processing_max));
 SELECT
     @jd_processing AS processing,
+    -- The same rows per controller (name → count; NULL: none in flight), for /metrics: the claim index, status
+    -- and controller leading, alone.
+    (SELECT JSON_OBJECTAGG(c.controller, c.n) FROM (
+        SELECT controller, count(*) AS n FROM jenkins_jobs_queue WHERE status = 'processing' GROUP BY controller
+     ) AS c) AS processing_per_controller,
     -- The oldest due row of a job not paused (keyed as the claim skips them). ORDER BY … LIMIT 1 walks the
     -- (status, scheduled_at) index from the oldest and stops at the first such row; MIN() with this filter
     -- would look up every due row (seconds at a million).
@@ -934,7 +939,7 @@ SELECT
 -- Finished rows: the last hour only. Each branch gives a key at most one row, so MAX picks its figure.
 -- No FULL JOIN in MySQL, and MariaDB materialises a CTE once for each reference to it (a count joined to a
 -- list of names would read its rows twice): one UNION ALL instead, grouped once.
--- decode: paused bool
+-- decode: paused bool, paused_on json
 WITH counts AS (
     SELECT open_job_key AS job_key, count(*) AS unfinished, 0 AS in_flight, 0 AS completed_last_hour,
            0 AS failed_last_hour, min(id) AS named_by
@@ -949,21 +954,25 @@ WITH counts AS (
     WHERE status IN ('completed', 'failed', 'cancelled') AND finished_at > NOW(6) - INTERVAL 1 HOUR
     GROUP BY UNHEX(SHA2(LOWER(job_name), 256))
     UNION ALL SELECT job_key, 0, 0, 0, 0, NULL FROM jenkins_job_limits WHERE controller = 'default'
-    UNION ALL SELECT job_key, 0, 0, 0, 0, NULL FROM jenkins_job_pauses
-              WHERE job_name <> '*' AND (controller IS NULL OR controller = 'default')
+    UNION ALL SELECT job_key, 0, 0, 0, 0, NULL FROM jenkins_job_pauses WHERE job_name <> '*'
 ), per_job AS (
     SELECT job_key, max(unfinished) - max(in_flight) AS pending, max(in_flight) AS in_flight,
            max(completed_last_hour) AS completed_last_hour, max(failed_last_hour) AS failed_last_hour,
            min(named_by) AS named_by
     FROM counts GROUP BY job_key
 )
-SELECT coalesce(l.job_name, p.job_name, q.job_name) AS job_name, j.pending, j.in_flight, l.max_in_flight AS cap,
+SELECT coalesce(l.job_name, p.job_name, q.job_name,
+                (SELECT min(p3.job_name) FROM jenkins_job_pauses p3 WHERE p3.job_key = j.job_key)) AS job_name,
+       j.pending, j.in_flight, l.max_in_flight AS cap,
        j.completed_last_hour, j.failed_last_hour,
        TIMESTAMPDIFF(MICROSECOND, (
            SELECT w.scheduled_at FROM jenkins_jobs_queue w
            WHERE w.open_job_key = j.job_key AND w.scheduled_at <= NOW(6) AND w.status = 'pending'
            ORDER BY w.scheduled_at LIMIT 1), NOW(6)) / 1e6 AS oldest_pending_seconds,
-       p.job_name IS NOT NULL AS paused, p.paused_at, p.reason AS pause_reason
+       p.job_name IS NOT NULL AS paused, p.paused_at, p.reason AS pause_reason,
+       -- The other controllers the job has a pause of its own on (`pause JOB --controller C`).
+       coalesce((SELECT JSON_ARRAYAGG(p2.controller) FROM jenkins_job_pauses p2
+                 WHERE p2.job_key = j.job_key AND p2.controller <> 'default'), JSON_ARRAY()) AS paused_on
 FROM per_job j
 LEFT JOIN jenkins_jobs_queue q ON q.id = j.named_by
 LEFT JOIN jenkins_job_limits l ON l.job_key = j.job_key AND l.controller = 'default'
@@ -972,7 +981,7 @@ LEFT JOIN jenkins_job_pauses p ON p.id = (SELECT p1.id FROM jenkins_job_pauses p
                                           WHERE p1.job_key = j.job_key
                                             AND (p1.controller IS NULL OR p1.controller = 'default')
                                           ORDER BY p1.controller IS NOT NULL LIMIT 1)
-ORDER BY coalesce(l.job_name, p.job_name, q.job_name);
+ORDER BY 1;
 
 -- fragment: op_utc_text
 -- A DATETIME(6) of ours (UTC) as ISO 8601 text with its offset, inside JSON: what PostgreSQL's jsonb gives,
@@ -982,9 +991,10 @@ ORDER BY coalesce(l.job_name, p.job_name, q.job_name);
 -- name: waiting_context
 -- What decides why pending rows wait, for a page of rows in one statement: for each of the page's job names
 -- (:job_names, a JSON array of distinct names: not DISTINCT here, which the collation would fold by case) its
--- job's cap, rows in flight and the name its pause was given (by job key); every pause, all rows in flight,
+-- job's cap, rows in flight and the names its pauses were given (by job key, per controller); every pause, all
+-- rows in flight,
 -- and Jenkins's state.
--- decode: jobs json, pauses json, jenkins json
+-- decode: jobs json, pauses json, jenkins json, dispatchers json
 WITH wanted AS (
     SELECT j.job_name, UNHEX(SHA2(LOWER(j.job_name), 256)) AS job_key
     FROM JSON_TABLE(:job_names, '$[*]' COLUMNS (job_name VARCHAR(1024) PATH '$')) AS j
@@ -1011,17 +1021,29 @@ SELECT
                                     WHERE t.controller = s.controller AND t.job_key = s.job_key
                                       AND (t.at > s.at OR (t.at = s.at AND t.id > s.id))) = l.per_minute - 1),
                             'paused_as', (SELECT p.job_name FROM jenkins_job_pauses p
-                                          WHERE p.job_key = w.job_key AND p.controller IS NULL))),
+                                          WHERE p.job_key = w.job_key AND p.controller IS NULL),
+                            -- Controller → the name the job's pause on that controller was given.
+                            'paused_on', (SELECT JSON_OBJECTAGG(p.controller, p.job_name)
+                                          FROM jenkins_job_pauses p
+                                          WHERE p.job_key = w.job_key AND p.controller IS NOT NULL))),
             JSON_OBJECT())
      FROM wanted w LEFT JOIN jenkins_job_limits l ON l.job_key = w.job_key AND l.controller = 'default') AS jobs,
+    -- Every pause, each with its controller (NULL: every controller's): each row is explained by its own
+    -- controller's pauses and those of every controller (a small table: an operator's pauses).
     (SELECT coalesce(JSON_ARRAYAGG(JSON_OBJECT('job_name', job_name,
                                                'paused_at', DATE_FORMAT(paused_at, {{op_utc_text}}),
-                                               'paused_by', paused_by, 'reason', reason)), JSON_ARRAY())
-     -- Pauses of every controller only: a page of rows is explained as the default controller sees it.
-     FROM jenkins_job_pauses WHERE controller IS NULL) AS pauses,
+                                               'paused_by', paused_by, 'reason', reason,
+                                               'controller', controller)), JSON_ARRAY())
+     FROM jenkins_job_pauses) AS pauses,
     -- Jenkins as a whole, as the live dispatcher that asked it last found it.
     (SELECT JSON_OBJECT('since', DATE_FORMAT(w.since, {{op_utc_text}}), 'reason', w.reason)
-     FROM ({{op_latest_word_on_jenkins}}) AS w) AS jenkins;
+     FROM ({{op_latest_word_on_jenkins}}) AS w) AS jenkins,
+    -- Each controller as the live dispatchers recorded it (0012_dispatcher_controllers.sql), with the age of each
+    -- one's last pass: the most recent word on a controller wins.
+    (SELECT coalesce(JSON_ARRAYAGG(JSON_OBJECT(
+                'id', id, 'live', true, 'controllers', JSON_EXTRACT(controllers, '$'),
+                'last_pass_seconds', TIMESTAMPDIFF(MICROSECOND, last_pass_at, NOW(6)) / 1e6)), JSON_ARRAY())
+     FROM jenkins_dispatchers WHERE controllers IS NOT NULL AND {{op_live_dispatcher}}) AS dispatchers;
 
 -- name: in_flight_counts
 -- Processing rows per job (by job key, under the first of its spellings): what the demo prints, and what the
@@ -1076,17 +1098,20 @@ ORDER BY k.waiting DESC, q.job_name COLLATE utf8mb4_bin LIMIT :limit;
 -- After each pass: upsert the dispatcher's row, and drop rows not seen for a day. The Jenkins state is
 -- changed only by a pass that asked Jenkins (:jenkins_ok NULL: not asked, keep what is known); an outage
 -- keeps its first "since" until Jenkins answers again. The update's assignments read the row's old values:
--- none of them reads a column an earlier one changed (MySQL applies them left to right).
+-- none of them reads a column an earlier one changed (MySQL applies them left to right). :controllers (JSON,
+-- 0012_dispatcher_controllers.sql): the controllers it serves and each one's breaker; NULL keeps what is known.
 DELETE FROM jenkins_dispatchers WHERE last_pass_at < NOW(6) - INTERVAL 1 DAY AND id <> :id;
 INSERT INTO jenkins_dispatchers (id, kind, host, pid, started_at, stale_after_seconds, last_pass_at,
                                  last_outcome, last_detail, passes, jenkins_checked_at,
-                                 jenkins_unavailable_since, jenkins_reason)
+                                 jenkins_unavailable_since, jenkins_reason, controllers)
 VALUES (:id, :kind, :host, :pid, :started_at, :stale_after_seconds, NOW(6), :outcome, :detail, :passes,
         CASE WHEN :jenkins_ok IS NOT NULL THEN NOW(6) END,
         CASE WHEN NOT :jenkins_ok THEN NOW(6) END,
-        CASE WHEN NOT :jenkins_ok THEN :jenkins_reason END)
+        CASE WHEN NOT :jenkins_ok THEN :jenkins_reason END,
+        :controllers)
 ON DUPLICATE KEY UPDATE
     kind = VALUES(kind), host = VALUES(host), pid = VALUES(pid), started_at = VALUES(started_at),
+    controllers = coalesce(VALUES(controllers), controllers),
     stale_after_seconds = VALUES(stale_after_seconds), last_pass_at = NOW(6),
     last_outcome = VALUES(last_outcome), last_detail = VALUES(last_detail), passes = VALUES(passes),
     jenkins_checked_at = coalesce(VALUES(jenkins_checked_at), jenkins_checked_at),
@@ -1105,11 +1130,11 @@ ON DUPLICATE KEY UPDATE
 
 -- name: dispatchers
 -- Every dispatcher seen in the last day, the most recent pass first.
--- decode: live bool
+-- decode: live bool, controllers json
 SELECT id, kind, host, pid, started_at, last_pass_at,
        TIMESTAMPDIFF(MICROSECOND, last_pass_at, NOW(6)) / 1e6 AS last_pass_seconds,
        {{op_live_dispatcher}} AS live,
-       last_outcome, last_detail, passes, jenkins_unavailable_since, jenkins_reason
+       last_outcome, last_detail, passes, jenkins_unavailable_since, jenkins_reason, controllers
 FROM jenkins_dispatchers
 WHERE last_pass_at > NOW(6) - INTERVAL 1 DAY
 ORDER BY last_pass_at DESC, id;

@@ -680,7 +680,7 @@ LIMIT :limit;
 
 -- name: oldest_pending_job
 -- The overview's oldest pending row (the earliest scheduled_at): read from the partial index of pending rows.
-SELECT id, job_name, status, priority, scheduled_at, attempts, max_attempts, last_error, created_at
+SELECT id, job_name, status, priority, scheduled_at, attempts, max_attempts, last_error, created_at, controller
 FROM jenkins_jobs_queue WHERE status = 'pending'
 ORDER BY scheduled_at, id
 LIMIT 1;
@@ -877,6 +877,10 @@ SELECT
 WITH seen AS (
     SELECT
         (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing') AS processing,
+        -- The same rows per controller (name → count; NULL: none in flight), for /metrics.
+        (SELECT jsonb_object_agg(controller, n) FROM (
+            SELECT controller, count(*) AS n FROM jenkins_jobs_queue WHERE status = 'processing' GROUP BY controller
+         ) AS c) AS processing_per_controller,
         (SELECT extract(epoch FROM now() - min(scheduled_at))::float8 FROM jenkins_jobs_queue q
           WHERE status = 'pending' AND scheduled_at <= now()
             -- A pause holds its controller's rows (controller NULL: every controller's).
@@ -932,23 +936,28 @@ WITH waiting AS (
     SELECT DISTINCT ON (lower(job_name)) lower(job_name) AS job_key, job_name, paused_at, reason
     FROM jenkins_job_pauses WHERE job_name <> '*' AND (controller IS NULL OR controller = 'default')
     ORDER BY lower(job_name), controller NULLS FIRST
+), paused_on AS (
+    -- The other controllers the job has a pause of its own on (`pause JOB --controller C`).
+    SELECT lower(job_name) AS job_key, min(job_name) AS job_name, jsonb_agg(controller ORDER BY controller) AS controllers
+    FROM jenkins_job_pauses WHERE job_name <> '*' AND controller <> 'default' GROUP BY lower(job_name)
 ), keys AS (
     SELECT job_key FROM waiting UNION SELECT job_key FROM running UNION SELECT job_key FROM recent
-    UNION SELECT job_key FROM caps UNION SELECT job_key FROM paused
+    UNION SELECT job_key FROM caps UNION SELECT job_key FROM paused UNION SELECT job_key FROM paused_on
 )
-SELECT coalesce(c.job_name, p.job_name, least(w.job_name, f.job_name, r.job_name)) AS job_name,
+SELECT coalesce(c.job_name, p.job_name, least(w.job_name, f.job_name, r.job_name), o.job_name) AS job_name,
        coalesce(w.pending, 0) AS pending, coalesce(f.in_flight, 0) AS in_flight, c.max_in_flight AS cap,
        coalesce(r.completed_last_hour, 0) AS completed_last_hour, coalesce(r.failed_last_hour, 0) AS failed_last_hour,
-       w.oldest_pending_seconds, p.job_key IS NOT NULL AS paused, p.paused_at, p.reason AS pause_reason
+       w.oldest_pending_seconds, p.job_key IS NOT NULL AS paused, p.paused_at, p.reason AS pause_reason,
+       coalesce(o.controllers, '[]') AS paused_on
 FROM keys k
 LEFT JOIN waiting w USING (job_key) LEFT JOIN running f USING (job_key) LEFT JOIN recent r USING (job_key)
-LEFT JOIN caps c USING (job_key) LEFT JOIN paused p USING (job_key)
+LEFT JOIN caps c USING (job_key) LEFT JOIN paused p USING (job_key) LEFT JOIN paused_on o USING (job_key)
 ORDER BY 1;
 
 -- name: waiting_context
 -- What decides why pending rows wait, for a page of rows in one statement: for each of the page's job names
 -- (:job_names, a JSON array) its job's cap, rows in flight, rate, starts of the last minute and when the rate
--- next has room, and the name its pause was given (by job key);
+-- next has room, and the names its pauses were given (by job key, per controller);
 -- every pause, all rows in flight, and Jenkins's state.
 WITH wanted AS (
     SELECT DISTINCT value AS job_name FROM jsonb_array_elements_text(CAST(:job_names AS jsonb))
@@ -974,16 +983,29 @@ SELECT
                                     ORDER BY s.at DESC OFFSET l.per_minute - 1 LIMIT 1),
                                    'paused_as', (SELECT p.job_name FROM jenkins_job_pauses p
                                                  WHERE lower(p.job_name) = lower(w.job_name)
-                                                   AND p.controller IS NULL))),
+                                                   AND p.controller IS NULL),
+                                   -- Controller → the name the job's pause on that controller was given.
+                                   'paused_on', (SELECT jsonb_object_agg(p.controller, p.job_name)
+                                                 FROM jenkins_job_pauses p
+                                                 WHERE lower(p.job_name) = lower(w.job_name)
+                                                   AND p.controller IS NOT NULL))),
             '{}')
      FROM wanted w LEFT JOIN jenkins_job_limits l
        ON lower(l.job_name) = lower(w.job_name) AND l.controller = 'default') AS jobs,
+    -- Every pause, each with its controller (NULL: every controller's): each row is explained by its own
+    -- controller's pauses and those of every controller (a small table: an operator's pauses).
     (SELECT coalesce(jsonb_agg(jsonb_build_object('job_name', job_name, 'paused_at', paused_at,
-                                                  'paused_by', paused_by, 'reason', reason)), '[]')
-     -- Pauses of every controller only: a page of rows is explained as the default controller sees it.
-     FROM jenkins_job_pauses WHERE controller IS NULL) AS pauses,
+                                                  'paused_by', paused_by, 'reason', reason,
+                                                  'controller', controller)), '[]')
+     FROM jenkins_job_pauses) AS pauses,
     -- Jenkins as a whole, as the live dispatcher that asked it last found it.
-    (SELECT jsonb_build_object('since', since, 'reason', reason) FROM ({{latest_word_on_jenkins}}) AS w) AS jenkins;
+    (SELECT jsonb_build_object('since', since, 'reason', reason) FROM ({{latest_word_on_jenkins}}) AS w) AS jenkins,
+    -- Each controller as the live dispatchers recorded it (0015_dispatcher_controllers.sql), with the age of each
+    -- one's last pass: the most recent word on a controller wins.
+    (SELECT coalesce(jsonb_agg(jsonb_build_object(
+                'id', id, 'live', true, 'controllers', controllers,
+                'last_pass_seconds', extract(epoch FROM now() - last_pass_at)::float8)), '[]')
+     FROM jenkins_dispatchers WHERE controllers IS NOT NULL AND {{live_dispatcher}}) AS dispatchers;
 
 -- name: in_flight_counts
 -- Processing rows per job (by job key, under the first of its spellings): what the demo prints, and what the
@@ -1029,19 +1051,22 @@ GROUP BY lower(job_name) ORDER BY count(*) DESC, 1 LIMIT :limit;
 -- name: record_heartbeat
 -- After each pass: upsert the dispatcher's row, and drop rows not seen for a day. The Jenkins state is
 -- changed only by a pass that asked Jenkins (:jenkins_ok NULL: not asked, keep what is known); an outage
--- keeps its first "since" until Jenkins answers again.
+-- keeps its first "since" until Jenkins answers again. :controllers (JSON, 0015_dispatcher_controllers.sql): the
+-- controllers it serves and each one's breaker; NULL keeps what is known.
 WITH gone AS (
     DELETE FROM jenkins_dispatchers WHERE last_pass_at < now() - interval '1 day' AND id <> :id
 )
 INSERT INTO jenkins_dispatchers AS d (id, kind, host, pid, started_at, stale_after_seconds, last_pass_at,
                                       last_outcome, last_detail, passes, jenkins_checked_at,
-                                      jenkins_unavailable_since, jenkins_reason)
+                                      jenkins_unavailable_since, jenkins_reason, controllers)
 VALUES (:id, :kind, :host, :pid, :started_at, :stale_after_seconds, now(), :outcome, :detail, :passes,
         CASE WHEN CAST(:jenkins_ok AS boolean) IS NOT NULL THEN now() END,
         CASE WHEN NOT CAST(:jenkins_ok AS boolean) THEN now() END,
-        CASE WHEN NOT CAST(:jenkins_ok AS boolean) THEN CAST(:jenkins_reason AS text) END)
+        CASE WHEN NOT CAST(:jenkins_ok AS boolean) THEN CAST(:jenkins_reason AS text) END,
+        CAST(:controllers AS jsonb))
 ON CONFLICT (id) DO UPDATE SET
     kind = EXCLUDED.kind, host = EXCLUDED.host, pid = EXCLUDED.pid, started_at = EXCLUDED.started_at,
+    controllers = coalesce(EXCLUDED.controllers, d.controllers),
     stale_after_seconds = EXCLUDED.stale_after_seconds, last_pass_at = now(),
     last_outcome = EXCLUDED.last_outcome, last_detail = EXCLUDED.last_detail, passes = EXCLUDED.passes,
     jenkins_checked_at = coalesce(EXCLUDED.jenkins_checked_at, d.jenkins_checked_at),
@@ -1064,7 +1089,7 @@ ON CONFLICT (id) DO UPDATE SET
 SELECT id, kind, host, pid, started_at, last_pass_at,
        extract(epoch FROM now() - last_pass_at)::float8 AS last_pass_seconds,
        {{live_dispatcher}} AS live,
-       last_outcome, last_detail, passes, jenkins_unavailable_since, jenkins_reason
+       last_outcome, last_detail, passes, jenkins_unavailable_since, jenkins_reason, controllers
 FROM jenkins_dispatchers
 WHERE last_pass_at > now() - interval '1 day'
 ORDER BY last_pass_at DESC, id;

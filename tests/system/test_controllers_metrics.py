@@ -1,0 +1,62 @@
+"""`serve`'s GET /metrics per controller (issue 23): with one controller down, the series labelled with that
+controller's name say so (its breaker, its stopped passes), beside the other's, while the unlabelled series that
+the alert rules and the dashboard read stay as they were."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+
+import pytest
+
+from ..dispatch_helpers import wait_for
+from ..emulator_fixtures import ADMIN_TOKEN
+from ..serve_helpers import serve_env, start_serve
+from ..unit.test_observability import _families, _value
+
+pytestmark = pytest.mark.both_engines
+
+
+def _scrape(base: str) -> dict:
+    with urllib.request.urlopen(base + "/metrics", timeout=5) as answer:
+        return _families(answer.read().decode())
+
+
+def test_metrics_name_the_controller_that_is_down(make_jenkins, queue, database_url, tmp_path):
+    a, b = make_jenkins(), make_jenkins()
+    b.restart(window_seconds=60)  # b answers 503 to everything for the whole test
+    controllers = {"b": {"url": b.base_url, "user": "admin", "api_token": ADMIN_TOKEN}}
+    served = start_serve(serve_env(database_url, a.base_url, JENKINS_CONTROLLERS=json.dumps(controllers),
+                                   JENKINS_RETRY_BASE_SECONDS="0.5", JENKINS_RETRY_MAX_SECONDS="2"),
+                         tmp_path / "serve.log", "--interval", "0.3")
+    try:
+        on_a = queue.enqueue("deploy").id
+        queue.enqueue("deploy", controller="b")
+        assert wait_for(lambda: queue.get(on_a)["jenkins_queue_id"] is not None, timeout=15)
+        assert wait_for(lambda: served.health()[1]["controllers"]["b"]["status"] == "unavailable", timeout=15)
+
+        def stopped_on_b() -> float:
+            families = _scrape(served.base)
+            return _value(families, "jenkins_dispatch_controller_jenkins_unavailable",
+                          "jenkins_dispatch_controller_jenkins_unavailable_total", controller="b")
+
+        assert wait_for(lambda: stopped_on_b() >= 1, timeout=15)
+        families = _scrape(served.base)
+        assert _value(families, "jenkins_dispatch_controller_up", controller="b") == 0
+        assert _value(families, "jenkins_dispatch_controller_up", controller="default") == 1
+        assert _value(families, "jenkins_dispatch_controller_triggered", "jenkins_dispatch_controller_triggered_total",
+                      controller="default") == 1
+        assert _value(families, "jenkins_dispatch_controller_triggered", "jenkins_dispatch_controller_triggered_total",
+                      controller="b") == 0
+        # Rows in flight per controller: a's row is in Jenkins, b's waits (its trigger failed: released).
+        assert _value(families, "jenkins_dispatch_controller_in_flight", controller="default") == 1
+        assert _value(families, "jenkins_dispatch_controller_in_flight", controller="b") == 0
+        assert _value(families, "jenkins_dispatch_in_flight") == 1
+        # The unlabelled series stay: every controller's together, as with one controller.
+        assert _value(families, "jenkins_dispatch_triggered", "jenkins_dispatch_triggered_total") == 1
+        assert _value(families, "jenkins_dispatch_jenkins_unavailable",
+                      "jenkins_dispatch_jenkins_unavailable_total") >= 1
+        labelled = {s.labels.get("controller") for f in families.values() for s in f.samples}
+        assert labelled - {None} == {"default", "b"}, labelled  # configured names only: a bounded label
+    finally:
+        assert served.stop() == 0, served.log()[-3000:]
