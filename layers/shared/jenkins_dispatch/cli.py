@@ -749,12 +749,13 @@ def cmd_schedule_add(ctx: Context, args) -> None:
 
     parameters = dict(args.param or [])
     result = add_schedule(_schedules(ctx), args.name, args.job, parameters, cron=args.cron, timezone=args.timezone,
-                          priority=args.priority, controller=args.controller)
+                          priority=args.priority, controller=args.controller, no_overlap=args.no_overlap)
     if args.json:
-        print_json({"name": result.name, "next_tick": result.next_tick})
+        print_json({"name": result.name, "next_tick": result.next_tick, "no_overlap": args.no_overlap})
     else:
         print(f"schedule {result.name}: {args.job} at '{' '.join(args.cron.split())}' ({args.timezone}); "
-              f"next tick {when(result.next_tick) if result.next_tick else '-'}")
+              f"next tick {when(result.next_tick) if result.next_tick else '-'}"
+              + ("; no overlap: a tick is skipped while the previous run is in flight" if args.no_overlap else ""))
 
 
 def cmd_schedule_ls(ctx: Context, args) -> None:
@@ -766,9 +767,11 @@ def cmd_schedule_ls(ctx: Context, args) -> None:
         print_json(rows)
         return
     shown = [dict(r, next_tick=r["next_tick"] if r["enabled"] else None,
-                  last_row=None if r["last_job_id"] is None else f"{r['last_job_id']} {r['last_status'] or 'pruned'}")
+                  last_row=None if r["last_job_id"] is None else f"{r['last_job_id']} {r['last_status'] or 'pruned'}",
+                  no_overlap="yes" if r["no_overlap"] else "no")
              for r in rows]
-    print_table(shown, ["name", "job_name", "cron", "timezone", "state", "next_tick", "last_tick", "last_row"],
+    print_table(shown, ["name", "job_name", "cron", "timezone", "state", "next_tick", "last_tick", "last_row",
+                        "no_overlap", "skipped_ticks"],
                 empty="no schedules")
 
 
@@ -840,7 +843,10 @@ def add_schedule_commands(sub) -> None:
                         "neither twice nor never")
     p.add_argument("--priority", type=int, default=0, help="each row's priority (higher runs first)")
     p.add_argument("--controller", default="default", metavar="C", help="the controller its rows go to")
-    command("ls", cmd_schedule_ls, "every schedule: state, next tick, last tick and its row")
+    p.add_argument("--no-overlap", action="store_true",
+                   help="skip a tick while the previous run of this schedule is still pending or processing "
+                        "(counted in skipped_ticks; the next tick after it finished enqueues as usual)")
+    command("ls", cmd_schedule_ls, "every schedule: state, next tick, last tick and its row, no overlap, skips")
     p = command("rm", cmd_schedule_rm, "delete a schedule (the rows it enqueued stay)")
     p.add_argument("name", help="the schedule's name")
     p = command("pause", cmd_schedule_pause, "enqueue no tick of NAME until `schedule resume`")

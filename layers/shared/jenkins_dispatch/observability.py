@@ -103,8 +103,9 @@ CATALOGUE: dict[str, tuple[MetricUnit, str]] = {
     "JenkinsUnavailable": (MetricUnit.Count, "Passes stopped because Jenkins as a whole failed (down, 5xx, 401/403)."),
     "PassesCompleted": (MetricUnit.Count, "Dispatcher passes that ran to their end."),
     "TicksEnqueued": (MetricUnit.Count, "Schedule ticks enqueued as rows (each tick by one dispatcher only)."),
-    "TicksSkipped": (MetricUnit.Count, "Schedule ticks missed while no dispatcher ran, not enqueued (only the "
-                     "latest missed tick of a schedule is)."),
+    "TicksSkipped": (MetricUnit.Count, "Schedule ticks not enqueued: missed while no dispatcher ran (only the "
+                     "latest missed tick of a schedule is), or skipped by a --no-overlap schedule whose previous run "
+                     "was still in flight."),
     "PassDurationMs": (MetricUnit.Milliseconds, "How long dispatcher passes took."),
     "InFlight": (MetricUnit.Count, "Jobs processing (claimed, queued or running in Jenkins), after the last pass."),
     "Pending": (MetricUnit.Count, "Jobs pending (due or scheduled later), after the last pass."),

@@ -68,7 +68,7 @@ class PassSummary:
     outcome_unknown: int = 0
     batches: int = 0
     ticks_enqueued: int = 0  # schedule ticks this pass enqueued (ticking.py)
-    ticks_skipped: int = 0  # ticks missed while nothing ran, not enqueued
+    ticks_skipped: int = 0  # ticks not enqueued: missed while nothing ran, or no-overlap skips
     stopped_because: str = ""
     jenkins_unavailable: bool = False  # the pass stopped because Jenkins as a whole failed
     duration_ms: int = 0

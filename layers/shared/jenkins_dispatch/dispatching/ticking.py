@@ -8,6 +8,10 @@ rule: a dispatcher that runs passes runs the schedules.
 
 Ticks missed while no dispatcher ran (all stopped, a long outage) are not replayed one by one: the latest of them
 is enqueued (its scheduled_at in the past, so it is due at once) and the others are counted as skipped.
+
+A no-overlap schedule (``schedule add … --no-overlap``) whose previous run is still pending or processing takes
+its tick without a row: the same statement decides it under the schedule's row lock, so the tick is consumed
+once, skipped, however many passes race for it.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ class Ticked:
     """What one pass did with the due ticks."""
 
     enqueued: int = 0  # ticks this pass enqueued (a row each)
-    skipped: int = 0  # ticks missed while nothing ran, not enqueued
+    skipped: int = 0  # ticks not enqueued: missed while nothing ran, or skipped_in_flight
+    skipped_in_flight: int = 0  # ticks of no-overlap schedules skipped: the previous run was still in flight
     taken_elsewhere: int = 0  # due ticks another dispatcher took first (or a pause or rm came first)
 
 
@@ -46,15 +51,22 @@ def enqueue_due_ticks(schedules: Schedules, batch: int = DUE_BATCH) -> Ticked:
                 logger.error("schedule skipped: its cron expression or time zone is not valid",
                              extra={"schedule": seen.name, "reason": str(exc)})
                 continue
-            job_id = schedules.take_tick(seen, max(tick, seen.seen), following)
-            if job_id is None:
+            taken_tick = schedules.take_tick(seen, max(tick, seen.seen), following)
+            if taken_tick is None:
                 done.taken_elsewhere += 1
                 continue
             taken += 1
-            done.enqueued += 1
             done.skipped += missed
+            if taken_tick.job_id is None:
+                done.skipped += 1
+                done.skipped_in_flight += 1
+                logger.info("schedule tick skipped: its previous run is still in flight (no overlap)",
+                            extra={"schedule": seen.name, "tick": tick.isoformat(),
+                                   "running_job_id": taken_tick.running_job_id, "ticks_skipped": missed})
+                continue
+            done.enqueued += 1
             logger.info("schedule tick enqueued", extra={"schedule": seen.name, "tick": tick.isoformat(),
-                                                         "job_id": job_id, "ticks_skipped": missed})
+                                                         "job_id": taken_tick.job_id, "ticks_skipped": missed})
         if len(due) < batch or not taken:
             break
     if done.enqueued:

@@ -86,10 +86,22 @@ def controllers_on_the_page(rows: Sequence[Mapping[str, Any]], pauses: Sequence[
     return [dict(r, pause=whole.get(r["controller"])) for r in rows]
 
 
+def with_rates(per_job: Sequence[Mapping[str, Any]], limits: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Pure: the overview's jobs (the default controller's, as their caps), each with its rate (``rate``, None: none)
+    and its starts of the last minute (``started_last_minute``, counted only while it has a rate). A job with a
+    limits row is listed under the name that row was given, so the names match as they are."""
+    rates = {r["job_name"]: r for r in limits
+             if r["controller"] == DEFAULT_CONTROLLER and r["per_minute"] is not None}
+    return [dict(j, rate=rates[j["job_name"]]["per_minute"] if j["job_name"] in rates else None,
+                 started_last_minute=int(rates[j["job_name"]]["started_last_minute"]) if j["job_name"] in rates
+                 else 0)
+            for j in per_job]
+
+
 def queue_overview(queue: Queue, settings: Settings, hours: int = THROUGHPUT_HOURS) -> dict[str, Any]:
     """Everything the overview shows, as plain data."""
     totals = queue.stats()
-    per_job = queue.stats_per_job()
+    per_job = with_rates(queue.stats_per_job(), queue.limits())
     pauses: list[Pause] = queue.pauses()
     paused_controllers = [p for p in pauses if p.job_name is None and p.controller is not None]
     dispatchers = queue.dispatchers()

@@ -25,9 +25,10 @@ class ScheduleChange:
 
 def add_schedule(schedules: Schedules, name: str, job_name: str, parameters: dict | None = None, *, cron: str,
                  timezone: str = DEFAULT_TIMEZONE, priority: int = 0,
-                 controller: str = DEFAULT_CONTROLLER) -> ScheduleChange:
+                 controller: str = DEFAULT_CONTROLLER, no_overlap: bool = False) -> ScheduleChange:
     """Store a schedule whose first tick is the first after now. Conflict when the name is taken; InvalidInput
-    (nothing stored) for a bad name, job, cron expression, time zone or controller."""
+    (nothing stored) for a bad name, job, cron expression, time zone or controller. ``no_overlap``: a tick that
+    comes while the previous run is still pending or processing is skipped."""
     check_name(name)
     if not isinstance(job_name, str) or not job_name.strip():
         raise InvalidInput("job name must not be empty")
@@ -42,7 +43,7 @@ def add_schedule(schedules: Schedules, name: str, job_name: str, parameters: dic
         raise InvalidInput("controller must not be empty")
     first = next_tick(cron, timezone, schedules.now())  # also refuses an expression that never matches
     if not schedules.add(name, job_name, parameters, cron=cron, timezone=timezone, priority=priority,
-                         controller=controller, next_tick=first):
+                         controller=controller, next_tick=first, no_overlap=no_overlap):
         raise Conflict(f"a schedule named {name!r} exists already: `jenkins-dispatch schedule rm {name}` first")
     return ScheduleChange(name=name, changed=True, next_tick=first)
 

@@ -32,6 +32,15 @@ class DueTick:
     now: datetime  # the database's clock at the read
 
 
+@dataclass(frozen=True)
+class TakenTick:
+    """A tick this caller took: the row it enqueued, or (``job_id`` None) the run in flight that made a no-overlap
+    schedule skip it."""
+
+    job_id: int | None
+    running_job_id: int | None = None
+
+
 def check_name(name: str) -> str:
     """A schedule's name as it may be stored, or InvalidInput."""
     if not isinstance(name, str) or not SCHEDULE_NAME.match(name):
@@ -43,9 +52,11 @@ def check_name(name: str) -> str:
 def _schedule(row: Row) -> Row:
     row = dict(row)
     row["parameters"] = _json(row["parameters"])
-    for key in ("next_tick", "last_tick", "paused_at", "created_at"):
+    for key in ("next_tick", "last_tick", "paused_at", "created_at", "last_skipped_tick"):
         row[key] = _timestamp(row[key])
     row["enabled"] = bool(row["enabled"])
+    row["no_overlap"] = bool(row["no_overlap"])
+    row["skipped_ticks"] = int(row["skipped_ticks"])
     row["state"] = "enabled" if row["enabled"] else "paused"
     return row
 
@@ -70,10 +81,12 @@ class Schedules:
         return _stamp(self._run("database_now")[0]["now"])
 
     def add(self, name: str, job_name: str, parameters: dict, *, cron: str, timezone: str, priority: int,
-            controller: str, next_tick: datetime) -> bool:
-        """Store a new schedule; False when one of that name (any case) exists already (nothing changed)."""
+            controller: str, next_tick: datetime, no_overlap: bool = False) -> bool:
+        """Store a new schedule; False when one of that name (any case) exists already (nothing changed).
+        ``no_overlap``: skip a tick while the previous run is still pending or processing."""
         rows = self._run("add_schedule", name=check_name(name), job_name=job_name, parameters=json.dumps(parameters),
-                         cron=cron, timezone=timezone, priority=priority, controller=controller, next_tick=next_tick)
+                         cron=cron, timezone=timezone, priority=priority, controller=controller, next_tick=next_tick,
+                         no_overlap=bool(no_overlap))
         return bool(rows)
 
     def remove(self, name: str) -> bool:
@@ -103,12 +116,16 @@ class Schedules:
                         now=_stamp(r["now"]))
                 for r in self._run("due_schedules", limit=limit)]
 
-    def take_tick(self, due: DueTick, tick: datetime, next_tick: datetime) -> int | None:
+    def take_tick(self, due: DueTick, tick: datetime, next_tick: datetime) -> TakenTick | None:
         """Enqueue ``tick`` of the schedule (its row's scheduled_at) and move its next tick to ``next_tick``, if
-        the schedule is still enabled and still at ``due.seen``: the id of the row enqueued, else None (another
-        dispatcher took the tick, or the schedule was paused or removed meanwhile). One statement."""
+        the schedule is still enabled and still at ``due.seen``: the row enqueued, else None (another dispatcher
+        took the tick, or the schedule was paused or removed meanwhile). A no-overlap schedule whose previous run
+        is still pending or processing takes the tick without a row (``job_id`` None, ``running_job_id`` that
+        run). One statement."""
         rows = self._run("take_tick", name=due.name, seen=due.seen, tick=tick, next_tick=next_tick)
-        return rows[0]["job_id"] if rows else None
+        if not rows:
+            return None
+        return TakenTick(job_id=rows[0]["job_id"], running_job_id=rows[0]["running_job_id"])
 
     def scheduled_job_names(self) -> list[Row]:
         """Each job some schedule enqueues (job_name), with the names of those schedules (``schedules``)."""

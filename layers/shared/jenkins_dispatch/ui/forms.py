@@ -131,6 +131,17 @@ def cap(text: str | None) -> int | None:
     return int(text)
 
 
+def rate(text: str | None) -> int | None:
+    """A job's rate from the form: starts per minute, a whole number, 1 or more (a cap of 0 is what holds a job
+    back); blank means no rate (remove it)."""
+    if text is None or not text.strip():
+        return None
+    text = text.strip()
+    if not text.isdigit() or len(text) > 9 or int(text) < 1:
+        raise InvalidInput(f"per_minute: expected a whole number, 1 or more (blank removes the rate), got {text!r}")
+    return int(text)
+
+
 def bulk_action(text: str | None) -> str:
     """``retry`` or ``cancel``."""
     if text not in (bulk.RETRY, bulk.CANCEL):

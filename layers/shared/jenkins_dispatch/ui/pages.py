@@ -12,6 +12,7 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import Conflict
+from ..observability import logger
 from ..operating import bulk
 from ..operating.operator import cancel_job, job_details, list_jobs_waiting, retry_job
 from ..operating.overview import queue_overview
@@ -19,7 +20,7 @@ from ..operating.scheduling import list_schedules, pause_schedule, resume_schedu
 from ..operating.timeline import time_on_the_page
 from ..operating.transitions import ACT, CANCEL, IMPOSSIBLE, RETRY, verdict
 from ..store.db import SessionPool
-from ..store.queue import FINAL_STATUSES, STATUSES, Queue
+from ..store.queue import FINAL_STATUSES, STATUSES, Queue, RateWindow
 from ..store.schedules import Schedules
 from . import forms
 
@@ -254,6 +255,35 @@ class Pages:
                 message = f"{job}: at most {cap} in flight"
         return Done(self._back(form), message)
 
+    def set_rate(self, form: forms.Query, actor: str) -> Done | Page:
+        """Set a job's rate, starts per minute (as `limits set JOB --per-minute N`), or remove it when blank (`limits
+        rm JOB --per-minute`); its cap stays either way. Asked first, naming the job's starts of the last minute."""
+        job = forms.job_name(forms.one(form, "job"))
+        per_minute = forms.rate(forms.one(form, "per_minute"))
+        with self.queue() as queue:
+            # The rate and its last minute as the claim counts them (job names compare ignoring case).
+            current = queue.waiting_context([job]).rates.get(job)
+            was = None if current is None else current.per_minute
+            if per_minute == was:
+                return Done(self._back(form), f"{job}: the rate is already {per_minute} per minute; nothing changed"
+                            if per_minute is not None else f"{job} had no rate; nothing changed")
+            if not confirmed(form):
+                return confirmation(f"Change the rate of {job}?", rate_change(job, per_minute, current), "/rates",
+                                    {"job": job, "per_minute": "" if per_minute is None else str(per_minute),
+                                     "next": self._back(form)},
+                                    "Remove the rate" if per_minute is None else f"Set the rate to {per_minute} per minute",
+                                    self._back(form))
+            if per_minute is None:
+                queue.remove_rate(job)
+                message = f"{job}: no rate"
+            else:
+                queue.set_rate(job, per_minute)
+                message = f"{job}: at most {per_minute} started in any minute, by all dispatchers together"
+        # The rates have no history of their own yet (the caps' history records caps): the log says who.
+        logger.info("rate changed from the web page", extra={"job_name": job, "per_minute": per_minute,
+                                                             "previous": was, "actor": actor})
+        return Done(self._back(form), message)
+
     def bulk_act(self, form: forms.Query, actor: str) -> Page:
         """A confirmed bulk retry or cancel (the /bulk page's form): selected again, each row through the
         single-job path."""
@@ -300,6 +330,18 @@ def _rows(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def rate_change(job: str, per_minute: int | None, current: RateWindow | None) -> str:
+    """Pure: what a rate change does, with the job's starts of the last minute (counted only while it has a rate)."""
+    if per_minute is None:
+        assert current is not None, "removing no rate asks nothing"
+        return (f"removes the rate of {job} ({current.per_minute} per minute: {current.started} started in the last "
+                "minute): it starts as fast as its cap and the global cap allow")
+    if current is None:
+        return f"limits {job} to {per_minute} starts per minute (it has no rate: its starts are counted from now)"
+    return (f"limits {job} to {per_minute} starts per minute: {current.started} started in the last minute (it has a "
+            f"rate of {current.per_minute})")
+
+
 def confirmed(form: forms.Query) -> bool:
     """Whether the form is the confirmation's (``confirm=yes``), not the first click."""
     return forms.one(form, "confirm") == "yes"
@@ -317,6 +359,7 @@ LEVERS: dict[str, Callable[[Pages, forms.Query, str], Done | Page]] = {
     "/pause": Pages.pause,
     "/resume": Pages.resume,
     "/caps": Pages.set_cap,
+    "/rates": Pages.set_rate,
     "/schedules/pause": Pages.pause_schedule,
     "/schedules/resume": Pages.resume_schedule,
     "/controllers/pause": Pages.pause_controller,

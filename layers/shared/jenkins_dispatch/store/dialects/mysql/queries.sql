@@ -1213,8 +1213,9 @@ SELECT NOW(6) AS now;
 -- The name is the primary key: a second add of it inserts nothing (its row count says so). Not INSERT IGNORE,
 -- which would also turn a broken CHECK into a warning.
 SET @jd_changed = 0;
-INSERT INTO jenkins_job_schedules (name, job_name, parameters, cron, timezone, priority, controller, next_tick)
-SELECT :name, :job_name, :parameters, :cron, :timezone, :priority, :controller, :next_tick FROM DUAL
+INSERT INTO jenkins_job_schedules (name, job_name, parameters, cron, timezone, priority, controller, next_tick,
+                                   no_overlap)
+SELECT :name, :job_name, :parameters, :cron, :timezone, :priority, :controller, :next_tick, :no_overlap FROM DUAL
 WHERE NOT EXISTS (SELECT 1 FROM jenkins_job_schedules WHERE name = :name);
 SET @jd_changed = ROW_COUNT();
 SELECT name, next_tick FROM jenkins_job_schedules WHERE name = :name AND @jd_changed > 0;
@@ -1242,9 +1243,10 @@ SET @jd_changed = ROW_COUNT();
 SELECT name, next_tick FROM jenkins_job_schedules WHERE name = :name AND @jd_changed > 0;
 
 -- name: list_schedules
--- decode: enabled bool
+-- decode: enabled bool, no_overlap bool
 SELECT s.name, s.job_name, s.parameters, s.cron, s.timezone, s.priority, s.controller, s.enabled, s.next_tick,
-       s.last_tick, s.last_job_id, q.status AS last_status, s.paused_at, s.paused_by, s.created_at
+       s.last_tick, s.last_job_id, q.status AS last_status, s.paused_at, s.paused_by, s.created_at, s.no_overlap,
+       s.skipped_ticks, s.last_skipped_tick
 FROM jenkins_job_schedules s
 LEFT JOIN jenkins_jobs_queue q ON q.id = s.last_job_id
 WHERE :name IS NULL OR s.name = :name
@@ -1263,22 +1265,30 @@ LIMIT :limit;
 -- holding it, so of any number of concurrent takers of the same :seen one changes the row, and the others
 -- then find next_tick moved on and match nothing (@jd_changed = 0): they enqueue nothing. The row, its
 -- history and last_job_id follow in the same block (one round trip, one transaction).
-SET @jd_changed = 0, @jd_id = NULL;
+-- With no_overlap, the previous run (last_job_id) still pending or processing consumes the tick without a row
+-- (@jd_running: that run; the skip is counted). It is read after the UPDATE, under the schedule's row lock, so
+-- last_job_id is the run this tick follows whatever the racing takers do.
+SET @jd_changed = 0, @jd_id = NULL, @jd_running = NULL;
 UPDATE jenkins_job_schedules
-SET next_tick = :next_tick, last_tick = :tick, updated_at = NOW(6)
+SET next_tick = :next_tick, updated_at = NOW(6)
 WHERE name = :name AND enabled AND next_tick = :seen;
 SET @jd_changed = ROW_COUNT();
+SELECT MAX(q.id) INTO @jd_running
+FROM jenkins_job_schedules s JOIN jenkins_jobs_queue q ON q.id = s.last_job_id
+WHERE s.name = :name AND @jd_changed > 0 AND s.no_overlap AND q.status IN ('pending', 'processing');
+UPDATE jenkins_job_schedules SET skipped_ticks = skipped_ticks + 1, last_skipped_tick = :tick
+WHERE name = :name AND @jd_running IS NOT NULL;
 -- The queue's columns, listed: the seam where a column the queue gains (controller) takes s.controller.
 INSERT INTO jenkins_jobs_queue (job_name, parameters, priority, scheduled_at, controller)
 SELECT s.job_name, s.parameters, s.priority, :tick, s.controller FROM jenkins_job_schedules s
-WHERE s.name = :name AND @jd_changed > 0;
-SET @jd_id = IF(@jd_changed > 0, LAST_INSERT_ID(), NULL);
+WHERE s.name = :name AND @jd_changed > 0 AND @jd_running IS NULL;
+SET @jd_id = IF(@jd_changed > 0 AND @jd_running IS NULL, LAST_INSERT_ID(), NULL);
 INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, actor, detail)
 SELECT q.id, 'enqueued', NULL, 'pending', 'dispatcher',
        CONCAT('tick ', DATE_FORMAT(q.scheduled_at, '%Y-%m-%d %H:%i:%s'), ' UTC of schedule ', :name)
 FROM jenkins_jobs_queue q WHERE q.id = @jd_id;
-UPDATE jenkins_job_schedules SET last_job_id = @jd_id WHERE name = :name AND @jd_id IS NOT NULL;
-SELECT @jd_id AS job_id FROM DUAL WHERE @jd_id IS NOT NULL;
+UPDATE jenkins_job_schedules SET last_tick = :tick, last_job_id = @jd_id WHERE name = :name AND @jd_id IS NOT NULL;
+SELECT @jd_id AS job_id, @jd_running AS running_job_id FROM DUAL WHERE @jd_changed > 0;
 
 -- name: scheduled_job_names
 SELECT MIN(job_name) AS job_name, GROUP_CONCAT(name ORDER BY name SEPARATOR ', ') AS schedules

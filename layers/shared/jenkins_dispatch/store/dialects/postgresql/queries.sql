@@ -1154,9 +1154,10 @@ SELECT now() AS now;
 
 -- name: add_schedule
 -- A second schedule of the same name (any case) adds nothing: no row comes back.
-INSERT INTO jenkins_job_schedules (name, job_name, parameters, cron, timezone, priority, controller, next_tick)
+INSERT INTO jenkins_job_schedules (name, job_name, parameters, cron, timezone, priority, controller, next_tick,
+                                   no_overlap)
 VALUES (:name, :job_name, CAST(:parameters AS jsonb), :cron, :timezone, :priority, :controller,
-        CAST(:next_tick AS timestamptz))
+        CAST(:next_tick AS timestamptz), :no_overlap)
 ON CONFLICT ((lower(name))) DO NOTHING
 RETURNING name, next_tick;
 
@@ -1185,7 +1186,7 @@ RETURNING name, next_tick;
 -- Every schedule (or the one named; NULL: all) with the state of its last tick's row (NULL once pruned).
 SELECT s.name, s.job_name, CAST(s.parameters AS text) AS parameters, s.cron, s.timezone, s.priority,
        s.controller, s.enabled, s.next_tick, s.last_tick, s.last_job_id, q.status AS last_status,
-       s.paused_at, s.paused_by, s.created_at
+       s.paused_at, s.paused_by, s.created_at, s.no_overlap, s.skipped_ticks, s.last_skipped_tick
 FROM jenkins_job_schedules s
 LEFT JOIN jenkins_jobs_queue q ON q.id = s.last_job_id
 WHERE CAST(:name AS text) IS NULL OR lower(s.name) = lower(CAST(:name AS text))
@@ -1206,16 +1207,23 @@ LIMIT :limit;
 -- and a pass of another dispatcher holding that lock is skipped rather than waited for, so whoever locked
 -- it first enqueues the tick, and everyone else finds next_tick moved on (or the row locked) and enqueues
 -- nothing. The row is an ordinary row: scheduled_at is the tick, so caps, pauses and priorities apply.
--- No row back: the tick was not this caller's.
+-- A schedule with no_overlap whose previous run (last_job_id) is still pending or processing consumes the tick
+-- without a row: next_tick moves on all the same, the skip is counted, and running_job_id names that run. Its
+-- last_job_id is read from the locked row, so it is the run this tick follows whatever the racing takers do.
+-- No row back: the tick was not this caller's; job_id NULL: it was, and was skipped.
 WITH taken AS MATERIALIZED (
-    SELECT s.name, s.job_name, s.parameters, s.priority, s.controller
+    SELECT s.name, s.job_name, s.parameters, s.priority, s.controller, s.no_overlap, s.last_job_id
     FROM jenkins_job_schedules s
     WHERE s.name = :name AND s.enabled AND s.next_tick = CAST(:seen AS timestamptz)
     FOR UPDATE SKIP LOCKED
+), running AS MATERIALIZED (
+    SELECT q.id FROM taken t JOIN jenkins_jobs_queue q ON q.id = t.last_job_id
+    WHERE t.no_overlap AND q.status IN ('pending', 'processing')
 ), inserted AS (
     -- The queue's columns, listed: the seam where a column the queue gains (controller) takes taken.controller.
     INSERT INTO jenkins_jobs_queue (job_name, parameters, priority, scheduled_at, controller)
     SELECT t.job_name, t.parameters, t.priority, CAST(:tick AS timestamptz), t.controller FROM taken t
+    WHERE NOT EXISTS (SELECT 1 FROM running)
     RETURNING id, scheduled_at
 ), logged AS (
     INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, actor, detail)
@@ -1225,11 +1233,16 @@ WITH taken AS MATERIALIZED (
     FROM inserted
 ), moved AS (
     UPDATE jenkins_job_schedules s
-    SET next_tick = CAST(:next_tick AS timestamptz), last_tick = CAST(:tick AS timestamptz),
-        last_job_id = (SELECT id FROM inserted), updated_at = now()
+    SET next_tick = CAST(:next_tick AS timestamptz),
+        last_tick = CASE WHEN EXISTS (SELECT 1 FROM inserted) THEN CAST(:tick AS timestamptz) ELSE s.last_tick END,
+        last_job_id = coalesce((SELECT id FROM inserted), s.last_job_id),
+        skipped_ticks = s.skipped_ticks + (SELECT count(*) FROM running),
+        last_skipped_tick = CASE WHEN EXISTS (SELECT 1 FROM running) THEN CAST(:tick AS timestamptz)
+                                 ELSE s.last_skipped_tick END,
+        updated_at = now()
     FROM taken WHERE s.name = taken.name
 )
-SELECT id AS job_id FROM inserted;
+SELECT (SELECT id FROM inserted) AS job_id, (SELECT id FROM running) AS running_job_id FROM taken;
 
 -- name: scheduled_job_names
 -- `doctor`: the jobs schedules enqueue, each once (any case), with the schedules naming it.
