@@ -137,6 +137,9 @@ ENVIRONMENT: tuple[Variable, ...] = (
              minimum=0, maximum=900),
     Variable("WEBHOOK_DB_POOL_SIZE", "database sessions the webhook may hold under `serve`", 4, minimum=1,
              maximum=1000),
+    Variable("POLL_SECONDS", "MySQL/MariaDB (no LISTEN/NOTIFY): how often an idle dispatcher reads the queue's "
+             "fingerprint, one cheap statement, to see new work (an INSERT waits about half this for it)", 0.1,
+             minimum=0.01, maximum=60),
     Variable("HTTP_IDLE_TIMEOUT_SECONDS", "`serve` and `ui` close a connection that sends nothing for this long, "
              "or takes longer to send one request (closed within this + 6 s)", 20, minimum=1, maximum=3600),
     Variable("DISPATCHER_MODE", "Lambda dispatcher: continuous (until its time is nearly up) or single (one pass)",
@@ -292,6 +295,8 @@ class Settings:
     jenkins_retry_max_seconds: float = default_of("JENKINS_RETRY_MAX_SECONDS")
     # `serve`'s /healthz: a statement outstanding this long means the database stopped answering.
     db_stall_seconds: float = default_of("DB_STALL_SECONDS")
+    # MySQL/MariaDB: an idle dispatcher's fingerprint read, this often (dispatching/wakeup.PollingSignal).
+    poll_seconds: float = default_of("POLL_SECONDS")
     # `migrate` of a seed table: how long the old worker's results for the jobs it holds still count.
     cutover_window_seconds: float = default_of("CUTOVER_WINDOW_SECONDS")
     # Print CloudWatch EMF metric lines (METRICS_EMF; default: only inside Lambda, where CloudWatch reads
@@ -906,6 +911,7 @@ class Tuning(TypedDict):
     jenkins_retry_base_seconds: float
     jenkins_retry_max_seconds: float
     db_stall_seconds: float
+    poll_seconds: float
     metrics_emf: bool
     cutover_window_seconds: float
 
@@ -944,6 +950,7 @@ def load_tuning(env: Mapping[str, str] | None = None) -> Tuning:
         jenkins_retry_base_seconds=jenkins_base,
         jenkins_retry_max_seconds=jenkins_max,
         db_stall_seconds=_float(env, "DB_STALL_SECONDS"),
+        poll_seconds=_float(env, "POLL_SECONDS"),
         metrics_emf=emf_wanted(env),
         cutover_window_seconds=_float(env, "CUTOVER_WINDOW_SECONDS"),
     )

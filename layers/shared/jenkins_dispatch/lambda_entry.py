@@ -37,7 +37,7 @@ def run_invocation(context: LambdaContext, max_jobs: int | None = None) -> dict[
     if settings.dispatcher_mode == "single" or max_jobs is not None or remaining is None:
         return run_pass(settings, max_jobs=max_jobs, remaining_ms=remaining, db=db,
                         heartbeat=_lambda_heartbeat(context, None))
-    loop = DispatchLoop(settings, db, work_signal(db), interval=LAMBDA_INTERVAL_SECONDS,
+    loop = DispatchLoop(settings, db, work_signal(db, poll_seconds=settings.poll_seconds), interval=LAMBDA_INTERVAL_SECONDS,
                         heartbeat=_lambda_heartbeat(context, LAMBDA_INTERVAL_SECONDS))
     return loop.run(seconds_left=lambda: remaining() / 1000)
 

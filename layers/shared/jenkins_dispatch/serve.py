@@ -159,7 +159,7 @@ class WebhookServer(BackgroundHttpServer):
 def dispatch_forever(settings: Settings, interval: float, stop: threading.Event, health: Health) -> None:
     """The dispatcher loop on its own session (which also LISTENs), until ``stop`` is set."""
     with Database(settings.database, application_name="jenkins-dispatch-serve") as db:
-        loop = DispatchLoop(settings, db, work_signal(db, stop), interval=interval, shutdown=stop,
+        loop = DispatchLoop(settings, db, work_signal(db, stop, settings.poll_seconds), interval=interval, shutdown=stop,
                             health=health, heartbeat=Heartbeat("serve", interval=interval))
         loop.run()
 

@@ -73,7 +73,7 @@ class PollingSignal:
     own deadlines cover: the next row becoming due, the next lease expiring and the periodic pass.
     """
 
-    def __init__(self, db: Session, poll_seconds: float = 1.0, shutdown: threading.Event | None = None):
+    def __init__(self, db: Session, poll_seconds: float = 0.1, shutdown: threading.Event | None = None):
         self.queue = Queue(db)
         self.poll_seconds = poll_seconds
         self.shutdown = shutdown or threading.Event()
@@ -108,7 +108,7 @@ class PollingSignal:
         return moved
 
 
-def work_signal(db: Session, shutdown: threading.Event | None = None, poll_seconds: float = 1.0) -> WorkSignal:
+def work_signal(db: Session, shutdown: threading.Event | None = None, poll_seconds: float = 0.1) -> WorkSignal:
     """What a dispatcher on ``db`` waits on: notifications where the database sends them, else polling."""
     if db.supports_listen:
         return NotificationSignal(db, shutdown)
