@@ -19,6 +19,8 @@ from ..store.queue import Queue
 
 # (name, window, bucket), seconds: 12 points an hour, 24 a day, 28 a week.
 WINDOWS = (("hour", 3600, 300), ("day", 86_400, 3600), ("week", 7 * 86_400, 6 * 3600))
+# The aggregates' buckets older than this are never shown: `prune` deletes them (Queue.prune_aggregates).
+SHOWN_SECONDS = max(window for _, window, _ in WINDOWS)
 OUTCOMES = ("started", "completed", "failed", "cancelled")
 DEPTH = ("pending", "processing")
 TIMING_SAMPLE = 1000  # the latest finished rows the per-job percentiles are computed over

@@ -709,6 +709,13 @@ class Queue:
             if deleted < batch:
                 return total
 
+    def prune_aggregates(self, older_than_seconds: int) -> int:
+        """Delete the time page's aggregate rows of buckets that started more than ``older_than_seconds`` ago (the
+        page's longest window: it never shows them); returns how many rows went."""
+        if older_than_seconds < 0:
+            raise InvalidInput("the age must not be negative")
+        return int(self._run("prune_aggregates", seconds=int(older_than_seconds))[0]["deleted"])
+
     def set_limit(self, job_name: str, max_in_flight: int, controller: str = DEFAULT_CONTROLLER, *,
                   changed_by: str | None = None) -> Row:
         """Set a job's cap of rows in flight on ``controller`` (0 holds it back), recorded in the caps' history

@@ -718,6 +718,16 @@ DELETE q FROM jenkins_jobs_queue q
     JOIN JSON_TABLE(COALESCE(@jd_pruned, '[]'), '$[*]' COLUMNS (id BIGINT PATH '$')) AS doomed ON q.id = doomed.id;
 SELECT ROW_COUNT() AS deleted;
 
+-- name: prune_aggregates
+-- PostgreSQL's prune_aggregates (0009_job_stats.sql's tables): a primary-key range of each, counted as it goes.
+SET @jd_cutoff = NOW(6) - INTERVAL CAST(:seconds AS SIGNED) SECOND;
+DELETE FROM jenkins_job_stats WHERE bucket_start < @jd_cutoff;
+SET @jd_pruned = ROW_COUNT();
+DELETE FROM jenkins_job_stat_bins WHERE metric IN ('wait', 'build') AND bucket_start < @jd_cutoff;
+SET @jd_pruned = @jd_pruned + ROW_COUNT();
+DELETE FROM jenkins_queue_depth WHERE bucket_start < @jd_cutoff;
+SELECT @jd_pruned + ROW_COUNT() AS deleted;
+
 -- fragment: op_job_key
 -- The unique key of a job name in jenkins_job_limits and jenkins_job_pauses (a hash: the names are longer
 -- than an InnoDB key holds), for :job_name.

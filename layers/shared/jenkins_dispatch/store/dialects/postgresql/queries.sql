@@ -714,6 +714,24 @@ WITH doomed AS (
 )
 SELECT count(*) AS deleted FROM gone;
 
+-- name: prune_aggregates
+-- The time page's aggregates (0012_job_stats.sql) whose buckets started more than :seconds ago, which the page no
+-- longer shows: each a range of its primary key (the histograms' per metric). Only past buckets go: the trigger
+-- and the gauges write current ones, so nothing waits on these deletes. Returns the rows that went (`deleted`): a
+-- few thousand a day at most (288 five-minute rows × 4 shards, 24 hours × 2 metrics × 48 bins × 4 shards).
+WITH stats AS (
+    DELETE FROM jenkins_job_stats
+    WHERE bucket_start < now() - make_interval(secs => CAST(:seconds AS float8)) RETURNING 1
+), bins AS (
+    DELETE FROM jenkins_job_stat_bins
+    WHERE metric IN ('wait', 'build') AND bucket_start < now() - make_interval(secs => CAST(:seconds AS float8))
+    RETURNING 1
+), depth AS (
+    DELETE FROM jenkins_queue_depth
+    WHERE bucket_start < now() - make_interval(secs => CAST(:seconds AS float8)) RETURNING 1
+)
+SELECT (SELECT count(*) FROM stats) + (SELECT count(*) FROM bins) + (SELECT count(*) FROM depth) AS deleted;
+
 -- name: set_limit
 -- One cap per job and controller: set under another spelling of its name, it changes that cap (which keeps
 -- its first spelling, as on MySQL). The cap's history is written by the same statement (``before`` reads the
