@@ -695,7 +695,7 @@ class Queue:
         return found
 
     def recent_timings(self, limit: int) -> list[Row]:
-        """The latest ``limit`` finished rows, newest first: job_name, status, wait_seconds, build_seconds."""
+        """The latest ``limit`` finished rows, newest first: job_name, wait_seconds, build_seconds."""
         return self._run("recent_timings", limit=limit)
 
     def prune(self, older_than_days: float, batch: int = 1000) -> int:

@@ -1263,7 +1263,7 @@ ORDER BY metric, bin;
 -- name: recent_timings
 -- The latest :limit finished rows, newest first through the finished_at index: how long each waited (insert or
 -- retry to its build's start) and built (start to settle), in seconds; NULL where the build never started.
-SELECT job_name, status,
+SELECT job_name,
        extract(epoch FROM started_at - created_at) AS wait_seconds,
        extract(epoch FROM finished_at - started_at) AS build_seconds
 FROM jenkins_jobs_queue
