@@ -161,6 +161,28 @@ def test_pruning_the_aggregates_drops_buckets_older_than_the_page_shows_and_keep
     assert queue.prune_aggregates(WEEK) == 0
 
 
+def test_recent_timings_are_the_latest_finished_rows_per_job_spelled_exactly(queue, db):
+    rng = random.Random(11)
+    for job, started in (("deploy", True), ("deploy", False), ("Deploy", True), ("build", True), ("old", True)):
+        claimed = claim_one(queue, job, rng, db)
+        if started:
+            start(queue, db, claimed, rng)
+        queue.settle(claimed.id, claimed.dispatch_id, "completed")
+    db.run("UPDATE jenkins_jobs_queue SET finished_at = finished_at - "
+           + ("interval '1 hour'" if db.dialect == "postgresql" else "INTERVAL 1 HOUR") + " WHERE job_name = 'old'")
+    found = {r["job_name"]: r for r in queue.recent_timings(4)}  # "old" finished first: outside the latest 4
+    assert sorted(found) == ["Deploy", "build", "deploy"]
+    assert [found[j]["finished"] for j in ("Deploy", "build", "deploy")] == [1, 1, 2]
+    for job, r in found.items():
+        jobs = [j for j in db.run("SELECT job_name, created_at, started_at FROM jenkins_jobs_queue")
+                if j["job_name"] == job]  # exactly: MySQL's = ignores case
+        expected = sorted((j["started_at"] - j["created_at"]).total_seconds() if j["started_at"] else None
+                          for j in jobs if j["started_at"]) + [None] * sum(1 for j in jobs if not j["started_at"])
+        assert sorted(w for w in r["waits"] if w is not None) + [w for w in r["waits"] if w is None] \
+            == pytest.approx(expected)
+        assert len(r["builds"]) == r["finished"]
+
+
 def test_a_retried_row_keeps_its_earlier_outcome_and_adds_its_next(queue, db):
     rng = random.Random(8)
     claimed = claim_one(queue, "deploy", rng, db)

@@ -695,7 +695,8 @@ class Queue:
         return found
 
     def recent_timings(self, limit: int) -> list[Row]:
-        """The latest ``limit`` finished rows, newest first: job_name, wait_seconds, build_seconds."""
+        """The latest ``limit`` finished rows, one row per job (spelled exactly): job_name, finished (how many),
+        waits and builds (their queue waits and build durations in seconds, None where the build never started)."""
         return self._run("recent_timings", limit=limit)
 
     def prune(self, older_than_days: float, batch: int = 1000) -> int:
