@@ -91,6 +91,8 @@ def fill_aggregates(db: Database, finished: int) -> None:
         # engines' numbers end in their own WHERE: wrapped, they join like PostgreSQL's generate_series.
         return f"(SELECT g.g FROM {_mysql_numbers(n)}) g" if db.dialect == "mysql" else f"generate_series(1, {n}) g(g)"
 
+    for table in ("jenkins_job_stats", "jenkins_queue_depth", "jenkins_job_stat_bins"):  # engines.empty leaves them
+        db.run(f"DELETE FROM {table}")
     db.run(stats.format(numbers=numbers(five_minutes), **parts), **{k: v for k, v in counts.items() if k != "per_bin"})
     db.run(depth.format(numbers=numbers(five_minutes), **parts))
     db.run(bins.format(numbers=numbers(hours), metrics=metrics, **parts), per_bin=per_bin)
