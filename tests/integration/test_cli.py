@@ -95,7 +95,11 @@ def test_prune_and_migrate(capsys, queue, db):
     [job] = queue.claim_batch(1)
     queue.settle(job.id, job.dispatch_id, "completed", result="SUCCESS")
     db.run("UPDATE jenkins_jobs_queue SET finished_at = now() - interval '40 days'")
-    assert run_json(capsys, "prune", "--older-than", "30") == {"deleted": 1}
+    # The time page's aggregates: a bucket older than its longest window (a week) goes, today's stay.
+    db.run("INSERT INTO jenkins_queue_depth VALUES (now() - interval '8 days', 1, 0)")
+    kept = db.run("SELECT count(*) AS n FROM jenkins_job_stats")[0]["n"]
+    assert run_json(capsys, "prune", "--older-than", "30") == {"deleted": 1, "aggregates_deleted": 1}
+    assert db.run("SELECT count(*) AS n FROM jenkins_job_stats")[0]["n"] == kept > 0
     assert run_json(capsys, "migrate") == {"applied": []}
     assert queue.list_jobs() == [] and jid
 

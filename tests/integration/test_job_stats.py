@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from jenkins_dispatch.operating.timeline import bin_of
+from jenkins_dispatch.operating.timeline import bin_of, time_on_the_page
 from jenkins_dispatch.store.queue import Settlement
 
 pytestmark = pytest.mark.both_engines
@@ -105,6 +105,82 @@ def test_pruning_old_rows_leaves_past_buckets_as_they_were(queue, db):
            + ("interval '40 days'" if db.dialect == "postgresql" else "INTERVAL 40 DAY"))
     assert queue.prune(30) == 3
     assert aggregated(queue) == before
+
+
+AGGREGATES = {"jenkins_job_stats": "shard", "jenkins_job_stat_bins": "metric, bin, shard", "jenkins_queue_depth": ""}
+
+
+def aggregate_rows(db) -> dict[str, list[tuple]]:
+    """Every row of the three aggregate tables, bucket starts as whole days before now (0 = today's buckets)."""
+    found = {}
+    for table, key in AGGREGATES.items():
+        age = ("CAST(floor(extract(epoch FROM now() - bucket_start) / 86400) AS int)" if db.dialect == "postgresql"
+               else "TIMESTAMPDIFF(SECOND, bucket_start, NOW(6)) DIV 86400")
+        found[table] = sorted(tuple(r.values()) for r in db.run(
+            f"SELECT {age} AS age_days{', ' + key if key else ''} FROM {table}"))
+    return found
+
+
+def copy_aggregates_back(db, days: int) -> None:
+    """A copy of every aggregate row ``days`` days older (as the write path left them then)."""
+    back = f"interval '{days} days'" if db.dialect == "postgresql" else f"INTERVAL {days} DAY"
+    recent = "now() - interval '1 day'" if db.dialect == "postgresql" else "NOW(6) - INTERVAL 1 DAY"
+    # Each through a derived table: MySQL reads no table it inserts into otherwise.
+    db.run(f"INSERT INTO jenkins_job_stats (bucket_start, shard, completed, failed, cancelled, started, wait_n, "
+           f"wait_seconds, build_seconds) SELECT * FROM (SELECT bucket_start - {back} AS b, shard, completed, failed, "
+           f"cancelled, started, wait_n, wait_seconds, build_seconds FROM jenkins_job_stats "
+           f"WHERE bucket_start > {recent}) copied")
+    db.run(f"INSERT INTO jenkins_job_stat_bins (metric, bucket_start, bin, shard, n) SELECT * FROM ("
+           f"SELECT metric, bucket_start - {back} AS b, bin, shard, n FROM jenkins_job_stat_bins "
+           f"WHERE bucket_start > {recent}) copied")
+    db.run(f"INSERT INTO jenkins_queue_depth (bucket_start, pending_max, processing_max) SELECT * FROM ("
+           f"SELECT bucket_start - {back} AS b, pending_max, processing_max FROM jenkins_queue_depth "
+           f"WHERE bucket_start > {recent}) copied")
+
+
+def test_pruning_the_aggregates_drops_buckets_older_than_the_page_shows_and_keeps_the_rest(queue, db):
+    rng = random.Random(10)
+    for status in ("completed", "failed", "completed"):
+        claimed = claim_one(queue, "deploy", rng, db)
+        start(queue, db, claimed, rng)
+        queue.settle(claimed.id, claimed.dispatch_id, status)
+    queue.gauges()
+    copy_aggregates_back(db, 6)  # inside the week the page shows: kept
+    copy_aggregates_back(db, 9)  # older than the week: dropped
+    before = aggregate_rows(db)
+    assert {age for rows in before.values() for (age, *_) in rows} >= {0, 6, 9}
+    week_before = time_on_the_page(queue)["charts"][-1].totals  # the week's chart: today's and day 6's
+
+    deleted = queue.prune_aggregates(WEEK)
+
+    after = aggregate_rows(db)
+    assert after == {table: [r for r in rows if r[0] < 7] for table, rows in before.items()}
+    assert deleted == sum(len(rows) for rows in before.values()) - sum(len(rows) for rows in after.values()) > 0
+    assert time_on_the_page(queue)["charts"][-1].totals == week_before
+    assert week_before["completed"] == 4 and week_before["failed"] == 2
+    assert queue.prune_aggregates(WEEK) == 0
+
+
+def test_recent_timings_are_the_latest_finished_rows_per_job_spelled_exactly(queue, db):
+    rng = random.Random(11)
+    for job, started in (("deploy", True), ("deploy", False), ("Deploy", True), ("build", True), ("old", True)):
+        claimed = claim_one(queue, job, rng, db)
+        if started:
+            start(queue, db, claimed, rng)
+        queue.settle(claimed.id, claimed.dispatch_id, "completed")
+    db.run("UPDATE jenkins_jobs_queue SET finished_at = finished_at - "
+           + ("interval '1 hour'" if db.dialect == "postgresql" else "INTERVAL 1 HOUR") + " WHERE job_name = 'old'")
+    found = {r["job_name"]: r for r in queue.recent_timings(4)}  # "old" finished first: outside the latest 4
+    assert sorted(found) == ["Deploy", "build", "deploy"]
+    assert [found[j]["finished"] for j in ("Deploy", "build", "deploy")] == [1, 1, 2]
+    for job, r in found.items():
+        jobs = [j for j in db.run("SELECT job_name, created_at, started_at FROM jenkins_jobs_queue")
+                if j["job_name"] == job]  # exactly: MySQL's = ignores case
+        expected = sorted((j["started_at"] - j["created_at"]).total_seconds() if j["started_at"] else None
+                          for j in jobs if j["started_at"]) + [None] * sum(1 for j in jobs if not j["started_at"])
+        assert sorted(w for w in r["waits"] if w is not None) + [w for w in r["waits"] if w is None] \
+            == pytest.approx(expected)
+        assert len(r["builds"]) == r["finished"]
 
 
 def test_a_retried_row_keeps_its_earlier_outcome_and_adds_its_next(queue, db):

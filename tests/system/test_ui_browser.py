@@ -2,12 +2,16 @@
 (never a browser or driver downloaded at run time). One browser for the module; each test gets its own page
 server and database rows. A failing test leaves a screenshot (its path is in the failure message).
 
-With JD_UI_SCREENSHOTS_TO_DOCS=1 docs/operating.md's two screenshots (docs/ui-overview.png, docs/ui-job.png) are
-written from this run."""
+With JD_UI_SCREENSHOTS_TO_DOCS=1 docs/operating.md's screenshots (docs/ui-overview.png, docs/ui-job.png,
+docs/ui-time.png) are written from this run."""
 
 from __future__ import annotations
 
+import json
 import os
+import random
+import shutil
+import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -266,31 +270,65 @@ def test_the_list_reloads_itself_while_open(browser, make_ui, queue):
         assert wait_for(lambda: listed_ids(browser) == [job_id], timeout=8)
 
 
-def test_screenshots_of_the_overview_and_a_job(browser, ui, queue, db, jenkins):
-    """docs/operating.md's pictures, from a queue with some of everything in it."""
+def test_screenshots_of_the_overview_a_job_and_time(browser, make_ui, make_jenkins, queue, db, jenkins):
+    """docs/operating.md's pictures, from a queue with some of everything in it: two controllers (the overview's
+    controllers table) and a week of finishes (the time page's charts and timings)."""
     with screenshot_on_failure(browser, "readme"):
-        settings = dispatch_settings(jenkins.base_url)
+        eu = make_jenkins()
+        settings = dispatch_settings(jenkins.base_url, JENKINS_CONTROLLERS=json.dumps(
+            {"eu": {"url": eu.base_url, "user": "admin", "api_token": "admin-token", "max_in_flight": 3}}))
+        ui = make_ui(settings, refresh_seconds=60)
         heartbeat = Heartbeat("serve", dispatcher_id="serve@ops-1:4242")
+        finished_over_the_week(queue, db)
         for n in range(3):
             queue.enqueue("team/app/deploy", {"VERSION": f"1.4.{n}", "ENV": "prod"}, priority=10)
         queue.enqueue("deploy", {"ENV": "staging", "EMULATOR_DURATION": "30"})
+        for _ in range(2):
+            queue.enqueue("deploy", {"ENV": "eu-prod", "EMULATOR_DURATION": "30"}, controller="eu")
         queue.set_limit("team/app/deploy", 2)
         run_pass(settings, heartbeat=heartbeat)
         queue.enqueue("nightly", scheduled_at=datetime.now(UTC) + timedelta(hours=2))
+        queue.enqueue("deploy", {"ENV": "eu-test"}, controller="eu", scheduled_at=datetime.now(UTC) + timedelta(hours=1))
         put(queue, db, "reports/weekly", "failed", "Jenkins has no job 'reports/weekly' (404): check the job path")
         put(queue, db, "deploy", "completed")
         queue.pause("nightly", reason="release freeze", paused_by="ui")
+        queue.gauges()  # the depth chart's current five minutes, as a dispatcher's pass leaves it
         shots = {"ui-overview.png": ui.url}
         job = queue.list_jobs(job_name="team/app/deploy", status="processing", limit=1)[0]["id"]
         shots["ui-job.png"] = f"{ui.url}jobs/{job}"
+        shots["ui-time.png"] = f"{ui.url}time"
         target = DOCS if os.environ.get("JD_UI_SCREENSHOTS_TO_DOCS") == "1" else browser.screenshots
         for name, url in shots.items():
+            browser.set_window_size(1280, 600)  # short first: a page's scrollHeight is at least the window's
             browser.get(url)
             height = browser.execute_script("return document.documentElement.scrollHeight")
             browser.set_window_size(1280, min(max(height + 160, 600), 2000))
             assert browser.save_screenshot(str(target / name))
             assert (target / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+            if target == DOCS and shutil.which("pngquant"):  # a third of the size, for the repository's sake
+                subprocess.run(["pngquant", "--quality", "70-95", "--speed", "1", "--strip", "--force",
+                                "--output", str(target / name), str(target / name)], check=False, timeout=60)
         browser.set_window_size(1280, 1000)
+        assert "team/app/deploy" in css(browser, "main").text  # the time page's per-job timings
+
+
+def finished_over_the_week(queue, db) -> None:
+    """Finishes spread over the last week, more of them recently, through the trigger that keeps the time page's
+    aggregates (a row's finished_at set, as a settle sets it): queue waits of seconds, builds of minutes."""
+    rng = random.Random(25)
+    now = datetime.now(UTC)
+    ages = [rng.uniform(0, 3600) for _ in range(25)] + [rng.uniform(3600, 86_400) for _ in range(60)]
+    ages += [rng.uniform(86_400, 7 * 86_400) for _ in range(80)]
+    for age in ages:
+        job = rng.choice(["team/app/deploy", "team/app/deploy", "deploy", "reports/weekly", "nightly"])
+        status = rng.choices(["completed", "failed", "cancelled"], weights=[8, 2, 1])[0]
+        finished = now - timedelta(seconds=age)
+        started = finished - timedelta(seconds=rng.uniform(20, 600))
+        job_id = queue.enqueue(job, {}).id
+        db.run("UPDATE jenkins_jobs_queue SET status = :status, attempts = 1, created_at = :created, "
+               "started_at = :started, finished_at = :finished, updated_at = :finished WHERE id = :id", id=job_id,
+               status=status, created=started - timedelta(seconds=rng.expovariate(1 / 20)), started=started,
+               finished=finished)
 
 
 def tick(browser, selector: str) -> None:

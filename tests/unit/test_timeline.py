@@ -51,14 +51,14 @@ def test_nearest_rank_percentile(values, share, expected):
 
 
 def test_timings_overall_and_per_job_busiest_first():
-    rows = [{"job_name": "a", "status": "completed", "wait_seconds": w, "build_seconds": b}
-            for w, b in ((1, 10), (3, 30))]
-    rows += [{"job_name": "b", "status": "cancelled", "wait_seconds": None, "build_seconds": None}]
-    rows += [{"job_name": "c", "status": "completed", "wait_seconds": 5, "build_seconds": 50}] * 3
+    rows = [{"job_name": "a", "finished": 2, "waits": [1, 3], "builds": [10, 30]},
+            {"job_name": "b", "finished": 1, "waits": [None], "builds": [None]},  # cancelled before it started
+            {"job_name": "c", "finished": 3, "waits": [5, 5, 5], "builds": [50, 50, 50]}]
     found = timings(rows)
-    assert found["overall"]["rows"] == 6 and found["overall"]["build_p95"] == 50
+    assert found["overall"]["rows"] == 6 and found["overall"]["build_p95"] == 50 and found["sample"] == 6
     assert [j["job_name"] for j in found["jobs"]] == ["c", "a", "b"]
     assert found["jobs"][1]["wait_p50"] == 1 and found["jobs"][2]["wait_p50"] is None
+    assert found["jobs"][2]["rows"] == 1
 
 
 def test_the_depth_chart_totals_are_its_highest_levels():

@@ -32,7 +32,7 @@ from .config import (
 )
 from .errors import OPERATION_FAILED, DispatchError, InvalidInput
 from .jenkins.jobs import JsonNumber
-from .operating import bulk
+from .operating import bulk, timeline
 from .operating.display import age, cell, clip, fit_widths, one_line, when
 from .operating.waiting import controller_health, held_back
 from .store.db import Database, Session
@@ -583,12 +583,15 @@ def run_bulk(ctx: Context, args, action: str) -> int:
 
 
 def cmd_prune(ctx: Context, args) -> None:
-    """`prune`: delete final jobs (and their history) older than the given days."""
+    """`prune`: delete final jobs (and their history) older than the given days, and the time page's aggregates
+    older than its longest window (the page never shows them; the finished rows' age does not matter to them)."""
     deleted = ctx.queue.prune(args.older_than, batch=args.batch)
+    aggregates = ctx.queue.prune_aggregates(timeline.SHOWN_SECONDS)
     if args.json:
-        print_json({"deleted": deleted})
+        print_json({"deleted": deleted, "aggregates_deleted": aggregates})
     else:
-        print(f"deleted {deleted} finished jobs older than {args.older_than:g} days")
+        print(f"deleted {deleted} finished jobs older than {args.older_than:g} days, and {aggregates} rows of the "
+              f"time page's aggregates older than {timeline.SHOWN_SECONDS // 86_400} days")
 
 
 def _on(controller: str) -> str:
@@ -926,7 +929,8 @@ def build_parser() -> argparse.ArgumentParser:
                 "those the filters select (with --yes)")
     add_bulk_arguments(p, "retry")
 
-    p = command("prune", cmd_prune, "delete finished jobs (and their history) older than N days")
+    p = command("prune", cmd_prune, "delete finished jobs (and their history) older than N days, and the time "
+                "page's aggregates older than its longest window (a week)")
     p.add_argument("--older-than", type=non_negative_float, required=True, metavar="DAYS",
                    help="finished at least DAYS days ago (required)")
     p.add_argument("--batch", type=positive_int, default=1000, help="rows deleted per statement")

@@ -19,6 +19,8 @@ from ..store.queue import Queue
 
 # (name, window, bucket), seconds: 12 points an hour, 24 a day, 28 a week.
 WINDOWS = (("hour", 3600, 300), ("day", 86_400, 3600), ("week", 7 * 86_400, 6 * 3600))
+# The aggregates' buckets older than this are never shown: `prune` deletes them (Queue.prune_aggregates).
+SHOWN_SECONDS = max(window for _, window, _ in WINDOWS)
 OUTCOMES = ("started", "completed", "failed", "cancelled")
 DEPTH = ("pending", "processing")
 TIMING_SAMPLE = 1000  # the latest finished rows the per-job percentiles are computed over
@@ -119,20 +121,22 @@ def overall_timings(bins: dict[str, dict[int, int]]) -> dict[str, Any]:
 
 
 def timings(rows: Sequence[dict]) -> dict[str, Any]:
-    """Pure: queue wait and build duration p50/p95 over ``rows`` (from ``Queue.recent_timings``), overall and per
-    job (busiest first); rows whose build never started count in neither."""
-    def summary(subset: Sequence[dict]) -> dict[str, Any]:
-        waits = [float(r["wait_seconds"]) for r in subset if r["wait_seconds"] is not None]
-        builds = [float(r["build_seconds"]) for r in subset if r["build_seconds"] is not None]
-        return {"rows": len(subset), "wait_p50": percentile(waits, .5), "wait_p95": percentile(waits, .95),
-                "build_p50": percentile(builds, .5), "build_p95": percentile(builds, .95)}
+    """Pure: queue wait and build duration p50/p95 over ``rows`` (from ``Queue.recent_timings``: per job, how many
+    rows finished and their waits and builds), overall and per job (busiest first); rows whose build never started
+    count in neither."""
+    def summary(finished: int, waits: Sequence[float | None], builds: Sequence[float | None]) -> dict[str, Any]:
+        started_waits = [float(w) for w in waits if w is not None]
+        started_builds = [float(b) for b in builds if b is not None]
+        return {"rows": finished, "wait_p50": percentile(started_waits, .5),
+                "wait_p95": percentile(started_waits, .95), "build_p50": percentile(started_builds, .5),
+                "build_p95": percentile(started_builds, .95)}
 
-    per_job: dict[str, list[dict]] = {}
-    for r in rows:
-        per_job.setdefault(r["job_name"], []).append(r)
-    jobs = sorted(per_job.items(), key=lambda item: (-len(item[1]), item[0]))
-    return {"overall": summary(rows), "jobs": [dict(summary(subset), job_name=name) for name, subset in jobs],
-            "sample": len(rows)}
+    jobs = sorted(rows, key=lambda r: (-int(r["finished"]), r["job_name"]))
+    sample = sum(int(r["finished"]) for r in rows)
+    overall = summary(sample, [w for r in rows for w in r["waits"]], [b for r in rows for b in r["builds"]])
+    return {"overall": overall, "jobs": [dict(summary(int(r["finished"]), r["waits"], r["builds"]),
+                                              job_name=r["job_name"]) for r in jobs],
+            "sample": sample}
 
 
 def time_on_the_page(queue: Queue, now: datetime | None = None) -> dict[str, Any]:

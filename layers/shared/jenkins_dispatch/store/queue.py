@@ -705,7 +705,8 @@ class Queue:
         return found
 
     def recent_timings(self, limit: int) -> list[Row]:
-        """The latest ``limit`` finished rows, newest first: job_name, status, wait_seconds, build_seconds."""
+        """The latest ``limit`` finished rows, one row per job (spelled exactly): job_name, finished (how many),
+        waits and builds (their queue waits and build durations in seconds, None where the build never started)."""
         return self._run("recent_timings", limit=limit)
 
     def prune(self, older_than_days: float, batch: int = 1000) -> int:
@@ -718,6 +719,13 @@ class Queue:
             total += deleted
             if deleted < batch:
                 return total
+
+    def prune_aggregates(self, older_than_seconds: int) -> int:
+        """Delete the time page's aggregate rows of buckets that started more than ``older_than_seconds`` ago (the
+        page's longest window: it never shows them); returns how many rows went."""
+        if older_than_seconds < 0:
+            raise InvalidInput("the age must not be negative")
+        return int(self._run("prune_aggregates", seconds=int(older_than_seconds))[0]["deleted"])
 
     def set_limit(self, job_name: str, max_in_flight: int, controller: str = DEFAULT_CONTROLLER, *,
                   changed_by: str | None = None) -> Row:
