@@ -854,11 +854,17 @@ WITH failed AS (
 SELECT id, controller FROM failed;
 
 -- name: stats_per_controller
--- Per controller: pending, due and processing rows (partial indexes only).
-SELECT controller, count(*) FILTER (WHERE status = 'pending') AS pending,
-       count(*) FILTER (WHERE status = 'pending' AND scheduled_at <= now()) AS due,
-       count(*) FILTER (WHERE status = 'processing') AS in_flight
-FROM jenkins_jobs_queue WHERE status IN ('pending', 'processing')
+-- Per controller: pending, due and processing rows. One status per branch, so each is read through its partial
+-- index (the claim index, the lease index): `status IN (...)` matches neither, and the planner then scans the
+-- whole table, history and all.
+SELECT controller, CAST(sum(pending) AS bigint) AS pending, CAST(sum(due) AS bigint) AS due,
+       CAST(sum(in_flight) AS bigint) AS in_flight
+FROM (
+    SELECT controller, count(*) AS pending, count(*) FILTER (WHERE scheduled_at <= now()) AS due, 0 AS in_flight
+    FROM jenkins_jobs_queue WHERE status = 'pending' GROUP BY controller
+    UNION ALL
+    SELECT controller, 0, 0, count(*) FROM jenkins_jobs_queue WHERE status = 'processing' GROUP BY controller
+) per_status
 GROUP BY controller ORDER BY controller;
 
 -- name: stats
