@@ -393,19 +393,22 @@ class Queue:
         the controller, so another controller's backlog is never read).
 
         Uncapped: ONE statement. Capped (``controller_max_in_flight`` needs it too): the same statement shape
-        after a transaction-scoped advisory lock, so concurrent claimers see each other's claims and no cap is
-        ever exceeded.
+        after a transaction-scoped lock, so concurrent claimers see each other's claims and no cap is ever
+        exceeded: one round trip where the session's blocks take that lock themselves (``locking_blocks``).
         """
         params = dict(batch_size=batch_size, lease_seconds=self.lease_seconds, actor=actor, controller=controller)
+        capped_params = dict(max_in_flight=max_in_flight, controller_max_in_flight=controller_max_in_flight)
         for attempt in range(CLAIM_ATTEMPTS):
             try:
                 if not capped and controller_max_in_flight is None:
                     rows = self._run("claim_batch", **params)
+                elif self.db.locking_blocks:
+                    # One round trip: the block takes the caps lock before it reads (three fewer than below).
+                    rows = self._run("claim_batch_capped", **capped_params, **params)
                 else:
                     with self.db.transaction():
                         self._run("lock_caps")
-                        rows = self._run("claim_batch_capped", max_in_flight=max_in_flight,
-                                         controller_max_in_flight=controller_max_in_flight, **params)
+                        rows = self._run("claim_batch_capped", **capped_params, **params)
                 return [_claimed(r) for r in rows]
             except DatabaseBusy:
                 # Claims of several controllers run side by side (a thread each); InnoDB may pick one as a
