@@ -32,6 +32,7 @@ from .rows import (
     JobEvent,
     JobStats,
     Limit,
+    LimitChange,
     MatchedJob,
     OldestPending,
     OldestTransaction,
@@ -728,29 +729,35 @@ class Queue:
         it had none."""
         return bool(self._run("remove_limit", job_name=job_name, controller=controller, changed_by=changed_by))
 
-    def set_rate(self, job_name: str, per_minute: int, controller: str = DEFAULT_CONTROLLER) -> Row:
+    def set_rate(self, job_name: str, per_minute: int, controller: str = DEFAULT_CONTROLLER, *,
+                 changed_by: str | None = None) -> Row:
         """Set a job's rate on ``controller``: no set of dispatchers starts more than ``per_minute`` of its rows in
-        any 60 s (enforced by the capped claim, as caps are). Its cap, if any, stays. Returns the rate
-        (``job_name``, ``per_minute``) and the one it replaced (``previous``, None when there was none)."""
+        any 60 s (enforced by the capped claim, as caps are). Its cap, if any, stays. Recorded in the caps' history
+        with ``changed_by``. Returns the rate (``job_name``, ``per_minute``) and the one it replaced (``previous``,
+        None when there was none)."""
         if per_minute < 1:
             raise InvalidInput("a rate must be 1 or more starts per minute (a cap of 0 holds a job back)")
         if error := job_path_error(job_name):
             raise InvalidInput(error)
-        return self._run("set_rate", job_name=job_name, per_minute=per_minute, controller=controller)[0]
+        return self._run("set_rate", job_name=job_name, per_minute=per_minute, controller=controller,
+                         changed_by=changed_by)[0]
 
-    def remove_rate(self, job_name: str, controller: str = DEFAULT_CONTROLLER) -> bool:
-        """Remove a job's rate on ``controller`` (its cap, if any, stays); False when it had none."""
-        return bool(self._run("remove_rate", job_name=job_name, controller=controller))
+    def remove_rate(self, job_name: str, controller: str = DEFAULT_CONTROLLER, *,
+                    changed_by: str | None = None) -> bool:
+        """Remove a job's rate on ``controller`` (recorded in the caps' history; its cap, if any, stays); False when
+        it had none."""
+        return bool(self._run("remove_rate", job_name=job_name, controller=controller, changed_by=changed_by))
 
     def limit_of(self, job_name: str, controller: str = DEFAULT_CONTROLLER) -> int | None:
         """A job's cap on ``controller``, under any spelling of its name; None when it has none."""
         rows = self._run("limit_of", job_name=job_name, controller=controller)
         return rows[0]["max_in_flight"] if rows else None
 
-    def limit_history(self, limit: int = 20) -> list[Row]:
-        """The latest cap changes, newest first: controller, job_name, previous and new cap (None: none),
-        changed_by, at."""
-        return self._run("limit_history", limit=limit)
+    def limit_history(self, limit: int = 20) -> list[LimitChange]:
+        """The latest cap and rate changes, newest first: controller, job_name, kind ('cap' or 'rate'), previous
+        and new cap (previous, max_in_flight) or rate (previous_per_minute, per_minute; None: none), changed_by,
+        at."""
+        return cast(list[LimitChange], self._run("limit_history", limit=limit))
 
     def pending_count(self, job_name: str | None) -> int:
         """Pending rows of ``job_name`` (every spelling), or of every job for None: what a pause holds back."""

@@ -759,29 +759,34 @@ SELECT :job_name AS job_name, @jd_previous AS previous FROM DUAL WHERE @jd_remov
 
 -- name: set_rate
 -- As set_limit, for the rate: VALUES(col) rather than a row alias (MariaDB); the rate it replaced, read under the
--- row's lock first.
+-- row's lock first, and recorded with the new one in the caps' history as a 'rate' event (0013_rate_history.sql).
 SET @jd_previous = NULL;
 SELECT per_minute INTO @jd_previous FROM jenkins_job_limits
 WHERE job_key = {{op_job_key}} AND controller = :controller FOR UPDATE;
 INSERT INTO jenkins_job_limits (controller, job_name, per_minute) VALUES (:controller, :job_name, :per_minute)
 ON DUPLICATE KEY UPDATE per_minute = VALUES(per_minute), updated_at = NOW(6);
+INSERT INTO jenkins_job_limit_events (controller, job_name, kind, previous_per_minute, per_minute, changed_by)
+SELECT controller, job_name, 'rate', @jd_previous, per_minute, :changed_by FROM jenkins_job_limits
+WHERE job_key = {{op_job_key}} AND controller = :controller;
 SELECT controller, job_name, per_minute, @jd_previous AS previous FROM jenkins_job_limits
 WHERE job_key = {{op_job_key}} AND controller = :controller;
 
 -- name: remove_rate
 -- As remove_limit, for the rate; its cap, if it has one, stays. Its recorded starts stay until the claims drop
--- them: a rate set again within the minute counts them.
-SET @jd_previous = NULL, @jd_cap = NULL;
-SELECT per_minute, max_in_flight INTO @jd_previous, @jd_cap FROM jenkins_job_limits
+-- them: a rate set again within the minute counts them. Recorded in the caps' history (as set_rate).
+SET @jd_previous = NULL, @jd_cap = NULL, @jd_name = NULL;
+SELECT job_name, per_minute, max_in_flight INTO @jd_name, @jd_previous, @jd_cap FROM jenkins_job_limits
 WHERE job_key = {{op_job_key}} AND controller = :controller AND per_minute IS NOT NULL FOR UPDATE;
 DELETE FROM jenkins_job_limits
 WHERE job_key = {{op_job_key}} AND controller = :controller AND @jd_previous IS NOT NULL AND @jd_cap IS NULL;
 UPDATE jenkins_job_limits SET per_minute = NULL, updated_at = NOW(6)
 WHERE job_key = {{op_job_key}} AND controller = :controller AND @jd_previous IS NOT NULL AND @jd_cap IS NOT NULL;
+INSERT INTO jenkins_job_limit_events (controller, job_name, kind, previous_per_minute, per_minute, changed_by)
+SELECT :controller, @jd_name, 'rate', @jd_previous, NULL, :changed_by FROM DUAL WHERE @jd_previous IS NOT NULL;
 SELECT :job_name AS job_name, @jd_previous AS previous FROM DUAL WHERE @jd_previous IS NOT NULL;
 
 -- name: limit_history
-SELECT id, at, controller, job_name, previous, max_in_flight, changed_by
+SELECT id, at, controller, job_name, kind, previous, max_in_flight, previous_per_minute, per_minute, changed_by
 FROM jenkins_job_limit_events ORDER BY id DESC LIMIT :limit;
 
 -- name: limit_of
