@@ -2,12 +2,14 @@
 60 s, proven with processes racing on the real database. The minute is simulated by recorded starts dated in the
 past (the product's minute is never shortened), and checked once in real time against the emulator's builds."""
 
+import json
 import threading
 import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from jenkins_dispatch.cli import _operator_name, main
 from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.dispatching.dispatcher import run_pass
 from jenkins_dispatch.operating.operator import why_rows_wait
@@ -112,6 +114,55 @@ def test_a_cap_and_a_rate_both_hold_and_rm_removes_each_on_its_own(db):
     assert queue.claim_batch(10, capped=queue.caps_in_force(None)) == []  # and still holds
     assert queue.remove_rate("deploy") and queue.limits() == [] and not queue.remove_rate("deploy")
     assert len(queue.claim_batch(10, capped=queue.caps_in_force(None))) == 10
+
+
+def _changes(queue):
+    return [(c["kind"], c["job_name"], c["previous"], c["max_in_flight"], c["previous_per_minute"], c["per_minute"],
+             c["changed_by"]) for c in queue.limit_history()]
+
+
+def test_rate_changes_are_kept_in_the_caps_history_with_who_and_from_what(db):
+    queue = Queue(db)
+    queue.set_rate("deploy", 5, changed_by="alice@ops")
+    queue.set_rate("Deploy", 8, changed_by="bob@ops")  # another spelling: the same job's rate, as first spelt
+    queue.set_limit("deploy", 2, changed_by="carol@ops")
+    assert queue.remove_rate("deploy", changed_by="dave@ops")
+    assert not queue.remove_rate("deploy", changed_by="erin@ops")  # no rate: nothing changed, nothing recorded
+    assert queue.remove_limit("deploy", changed_by="frank@ops")
+    assert _changes(queue) == [
+        ("cap", "deploy", 2, None, None, None, "frank@ops"),
+        ("rate", "deploy", None, None, 8, None, "dave@ops"),
+        ("cap", "deploy", None, 2, None, None, "carol@ops"),
+        ("rate", "deploy", None, None, 5, 8, "bob@ops"),
+        ("rate", "deploy", None, None, None, 5, "alice@ops"),
+    ]
+
+
+def test_limits_set_and_rm_of_a_rate_record_the_operator_and_limits_history_shows_them(db, database_url, capsys):
+    queue = Queue(db)
+    assert main(["limits", "set", "deploy", "3", "--per-minute", "10"]) == 0
+    assert main(["limits", "set", "deploy", "--per-minute", "4"]) == 0
+    assert main(["limits", "rm", "deploy", "--per-minute"]) == 0
+    assert main(["limits", "rm", "deploy"]) == 0  # the cap (the rate is gone already)
+    capsys.readouterr()
+    operator = _operator_name()
+    assert _changes(queue) == [
+        ("cap", "deploy", 3, None, None, None, operator),
+        ("rate", "deploy", None, None, 4, None, operator),
+        ("rate", "deploy", None, None, 10, 4, operator),
+        ("cap", "deploy", None, 3, None, None, operator),
+        ("rate", "deploy", None, None, None, 10, operator),
+    ]
+    assert main(["limits", "history"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["AT", "JOB_NAME", "CONTROLLER", "LIMIT", "FROM", "TO", "CHANGED_BY"]
+    assert [line.split()[2:7] for line in lines[1:]] == [
+        ["deploy", "default", "cap", "3", "none"], ["deploy", "default", "rate", "4/min", "none"],
+        ["deploy", "default", "rate", "10/min", "4/min"], ["deploy", "default", "cap", "none", "3"],
+        ["deploy", "default", "rate", "none", "10/min"]]
+    assert main(["limits", "history", "--json"]) == 0
+    latest = json.loads(capsys.readouterr().out)[0]
+    assert (latest["kind"], latest["previous"], latest["changed_by"]) == ("cap", 3, operator)
 
 
 def test_in_real_time_three_dispatchers_wait_for_the_minute_to_move(db, jenkins):

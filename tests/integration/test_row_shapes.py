@@ -66,6 +66,7 @@ def test_every_read_returns_the_keys_its_shape_declares(queue: Queue) -> None:
         rows.MatchedJob: matched,
         rows.HourCounts: queue.finished_per_hour(2),
         rows.Limit: queue.limits(),
+        rows.LimitChange: queue.limit_history(),
         rows.JobStats: queue.stats_per_job(),
         rows.WaitingJobName: queue.waiting_job_names(10),
         rows.Dispatcher: queue.dispatchers(),
@@ -86,5 +87,5 @@ def test_every_shape_of_rows_py_is_read_here() -> None:
     declared = {name for name, value in vars(rows).items()
                 if isinstance(value, type) and value.__module__ == rows.__name__}
     assert declared == {"Fingerprint", "WatchedRow", "FoundJob", "Job", "JobEvent", "MatchedJob",
-                        "OldestPending", "HourCounts", "Limit", "Stats", "Gauges", "JobStats", "ServerIdentity",
+                        "OldestPending", "HourCounts", "Limit", "LimitChange", "Stats", "Gauges", "JobStats", "ServerIdentity",
                         "OldestTransaction", "WaitingJobName", "Dispatcher", "JenkinsOutage", "CutoverWindow"}

@@ -40,6 +40,7 @@ EXERCISED = {
     "begin": "test_a_transaction_commits_what_it_did",
     "supports_listen": "test_listen_delivers_notifications_where_supported_and_refuses_elsewhere",
     "transactional_ddl": "test_transactional_ddl_tells_whether_a_rollback_undoes_ddl",
+    "locking_blocks": "test_a_locking_block_reads_what_committed_while_it_waited_on_its_lock",
     "long_transaction_help": "test_long_transaction_help_names_the_tools",
     "run": "test_run_binds_parameters_and_returns_rows_as_dicts",
     "run_script": "test_run_script_runs_several_statements_in_one_round_trip",
@@ -171,6 +172,24 @@ def test_waiting_seconds_grows_while_a_statement_waits(session, settings, probe)
         assert wait_for(lambda: session.waiting_seconds() > 0.2, timeout=4), "the blocked UPDATE shows its wait"
     blocked.join(10)
     assert not blocked.is_alive() and session.waiting_seconds() == 0.0
+
+
+def test_a_locking_block_reads_what_committed_while_it_waited_on_its_lock(session, settings, probe) -> None:
+    """What the one-round-trip capped claim relies on: a block that locks, then reads, reads what the lock's
+    holder committed, not what was there when the block was sent."""
+    if not session.locking_blocks:
+        pytest.skip("no locking blocks here: the capped claim takes lock_caps in a statement of its own")
+    answers: list = []
+    with open_database(settings) as holder:
+        with holder.transaction():
+            holder.run(f"SELECT note FROM {probe} WHERE id = 1 FOR UPDATE")
+            block = threading.Thread(target=lambda: answers.append(session.run(
+                f"SELECT note FROM {probe} WHERE id = 1 FOR UPDATE;\nSELECT note FROM {probe} WHERE id = 2")))
+            block.start()
+            assert wait_for(lambda: session.waiting_seconds() > 0.2, timeout=4), "the block waits on the lock"
+            holder.run(f"UPDATE {probe} SET note = 'changed' WHERE id = 2")
+        block.join(10)
+    assert not block.is_alive() and answers == [[{"note": "changed"}]]
 
 
 def test_listen_delivers_notifications_where_supported_and_refuses_elsewhere(session, settings, db) -> None:

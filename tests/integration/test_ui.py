@@ -273,6 +273,19 @@ def test_edit_and_remove_a_cap_each_asked_first_and_kept_in_the_caps_history(cli
     assert "3 → no cap" in overview and "no cap → 3" in overview and "by ui" in overview
 
 
+def test_rate_changes_show_in_the_caps_history_beside_the_cap_changes(client, queue):
+    queue.set_rate("deploy", 5, changed_by="alice@ops")
+    queue.set_limit("deploy", 2, changed_by="bob@ops")
+    queue.remove_rate("deploy", changed_by="carol@ops")
+    overview = client.get("/").text.split('id="cap-changes"')[1].split("</ol>")[0]
+    items = [html.unescape(li.split("</time>")[1].split("</li>")[0]) for li in overview.split("<li>")[1:]]
+    assert [" ".join(i.replace("<strong>", "").replace("</strong>", "").split()) for i in items] == [
+        'deploy: 5 per minute → no rate <span class="actor">by carol@ops</span>',
+        'deploy: no cap → 2 <span class="actor">by bob@ops</span>',
+        'deploy: no rate → 5 per minute <span class="actor">by alice@ops</span>',
+    ]
+
+
 def test_bulk_retry_shows_the_count_then_acts_on_confirmation(client, queue, db):
     failed = [put(queue, db, "deploy", "failed", "Jenkins timeout") for _ in range(3)]
     other = put(queue, db, "build", "failed", "Jenkins timeout")

@@ -97,3 +97,13 @@ def test_html_in_a_job_name_and_an_operator_name_renders_as_text(make_ui, queue)
         assert answer.status_code == 200 and "<img" not in answer.text and "&lt;img" in answer.text
     assert rate_of(queue, PAYLOAD) == (None, 2)
     assert "<img" not in proxy.get("/").text
+
+
+def test_the_operator_behind_a_trusted_proxy_is_recorded_in_the_caps_history(make_ui, queue):
+    server = make_ui(plain_settings(UI_TRUSTED_USER_HEADER="X-Forwarded-User", UI_TRUSTED_PROXIES="127.0.0.1"))
+    proxy = UiClient(server.url)
+    proxy.http.headers["X-Forwarded-User"] = "alice"
+    proxy.post("/rates", {"job": "deploy", "per_minute": "6", "confirm": "yes"})
+    proxy.post("/rates", {"job": "deploy", "per_minute": "", "confirm": "yes"})
+    changes = [(c["kind"], c["previous_per_minute"], c["per_minute"], c["changed_by"]) for c in queue.limit_history()]
+    assert changes == [("rate", 6, None, "ui:alice"), ("rate", None, 6, "ui:alice")]  # newest first

@@ -34,3 +34,14 @@ def test_parameters_in_a_cell_keep_their_numbers_as_written():
 
     assert display.cell(loads_parameters('{"N": 10, "F": 1.50, "S": "10", "L": [2.0]}')) == \
         '{"N":10,"F":1.50,"S":"10","L":[2.0]}'
+
+
+@pytest.mark.parametrize("change, shown", [
+    ({"kind": "cap", "previous": None, "max_in_flight": 3}, ("none", "3")),
+    ({"kind": "cap", "previous": 3, "max_in_flight": 0}, ("3", "0")),  # 0 is a cap (the job held back), not none
+    ({"kind": "cap", "previous": 2, "max_in_flight": None}, ("2", "none")),
+    ({"kind": "rate", "previous_per_minute": None, "per_minute": 10}, ("none", "10/min")),
+    ({"kind": "rate", "previous_per_minute": 10, "per_minute": None}, ("10/min", "none")),
+])
+def test_a_limit_change_shows_from_what_to_what(change, shown):
+    assert display.limit_change(change) == shown

@@ -33,7 +33,7 @@ from .config import (
 from .errors import OPERATION_FAILED, DispatchError, InvalidInput
 from .jenkins.jobs import JsonNumber
 from .operating import bulk, timeline
-from .operating.display import age, cell, clip, fit_widths, one_line, when
+from .operating.display import age, cell, clip, fit_widths, limit_change, one_line, when
 from .operating.waiting import controller_health, held_back
 from .store.db import Database, Session
 from .store.migrations import migrate
@@ -606,7 +606,7 @@ def cmd_limits_set(ctx: Context, args) -> None:
         raise InvalidInput("give a cap (N, jobs in flight at most) or --per-minute M (starts per minute), or both")
     where = _on(args.controller)
     if args.per_minute is not None:
-        ctx.queue.set_rate(args.job, args.per_minute, args.controller)
+        ctx.queue.set_rate(args.job, args.per_minute, args.controller, changed_by=_operator_name())
     if args.n is not None:
         ctx.queue.set_limit(args.job, args.n, args.controller, changed_by=_operator_name())
     if args.json:
@@ -629,7 +629,7 @@ def cmd_limits_rm(ctx: Context, args) -> None:
     if not args.per_minute:
         removed["cap"] = ctx.queue.remove_limit(args.job, args.controller, changed_by=_operator_name())
     if not args.cap:
-        removed["rate"] = ctx.queue.remove_rate(args.job, args.controller)
+        removed["rate"] = ctx.queue.remove_rate(args.job, args.controller, changed_by=_operator_name())
     # none to remove: already as asked, exit 0 and say so
     if args.json:
         print_json({"job_name": args.job, "controller": args.controller, "removed": any(removed.values()),
@@ -649,6 +649,18 @@ def cmd_limits_ls(ctx: Context, args) -> None:
     else:
         print_table(rows, ["job_name", "controller", "max_in_flight", "in_flight", "per_minute", "started_last_minute"],
                     empty="no per-job limits")
+
+
+def cmd_limits_history(ctx: Context, args) -> None:
+    """`limits history [--last N]`: the latest cap and rate changes, newest first, with who made each."""
+    rows = ctx.queue.limit_history(args.last)
+    if args.json:
+        print_json(rows)
+        return
+    shown = [{**r, "limit": r["kind"], "from": old, "to": new}
+             for r in rows for old, new in [limit_change(r)]]
+    print_table(shown, ["at", "job_name", "controller", "limit", "from", "to", "changed_by"],
+                empty="no cap or rate has been changed")
 
 
 def cmd_dispatch(ctx: Context, args) -> int:
@@ -963,6 +975,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = limits_sub.add_parser("ls", help="list per-job caps and rates")
     add_json_option(p)
     p.set_defaults(func=cmd_limits_ls)
+    p = limits_sub.add_parser("history", help="the latest cap and rate changes, newest first, and who made them")
+    p.add_argument("--last", type=positive_int, default=20, metavar="N", help="show the latest N changes (default: 20)")
+    add_json_option(p)
+    p.set_defaults(func=cmd_limits_history)
 
     add_schedule_commands(sub)
 

@@ -3,6 +3,7 @@ durations (``3h05m``), ages and table cells. Pure."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
@@ -81,6 +82,17 @@ def one_line(text: str) -> str:
 def clip(text: str, width: int) -> str:
     """``text`` cut to ``width`` characters, the cut shown by a final '…'."""
     return text if len(text) <= width else text[:max(width - 1, 0)] + ELLIPSIS
+
+
+def limit_change(change: Mapping[str, Any]) -> tuple[str, str]:
+    """A cap or rate change of the caps' history (``limit_history``), from what to what: a cap as its number, a
+    rate as N/min, no limit as 'none' (a cap of 0 is a cap: it holds the job back)."""
+    def shown(n: int | None, unit: str) -> str:
+        return "none" if n is None else f"{n}{unit}"
+
+    if change["kind"] == "rate":
+        return shown(change["previous_per_minute"], "/min"), shown(change["per_minute"], "/min")
+    return shown(change["previous"], ""), shown(change["max_in_flight"], "")
 
 
 def fit_widths(widths: list[int], flexible: list[bool], minimums: list[int], total: int, gap: int = 2) -> list[int]:

@@ -33,6 +33,7 @@ from .rows import (
     JobEvent,
     JobStats,
     Limit,
+    LimitChange,
     MatchedJob,
     OldestPending,
     OldestTransaction,
@@ -403,19 +404,22 @@ class Queue:
         the controller, so another controller's backlog is never read).
 
         Uncapped: ONE statement. Capped (``controller_max_in_flight`` needs it too): the same statement shape
-        after a transaction-scoped advisory lock, so concurrent claimers see each other's claims and no cap is
-        ever exceeded.
+        after a transaction-scoped lock, so concurrent claimers see each other's claims and no cap is ever
+        exceeded: one round trip where the session's blocks take that lock themselves (``locking_blocks``).
         """
         params = dict(batch_size=batch_size, lease_seconds=self.lease_seconds, actor=actor, controller=controller)
+        capped_params = dict(max_in_flight=max_in_flight, controller_max_in_flight=controller_max_in_flight)
         for attempt in range(CLAIM_ATTEMPTS):
             try:
                 if not capped and controller_max_in_flight is None:
                     rows = self._run("claim_batch", **params)
+                elif self.db.locking_blocks:
+                    # One round trip: the block takes the caps lock before it reads (three fewer than below).
+                    rows = self._run("claim_batch_capped", **capped_params, **params)
                 else:
                     with self.db.transaction():
                         self._run("lock_caps")
-                        rows = self._run("claim_batch_capped", max_in_flight=max_in_flight,
-                                         controller_max_in_flight=controller_max_in_flight, **params)
+                        rows = self._run("claim_batch_capped", **capped_params, **params)
                 return [_claimed(r) for r in rows]
             except DatabaseBusy:
                 # Claims of several controllers run side by side (a thread each); InnoDB may pick one as a
@@ -743,29 +747,35 @@ class Queue:
         it had none."""
         return bool(self._run("remove_limit", job_name=job_name, controller=controller, changed_by=changed_by))
 
-    def set_rate(self, job_name: str, per_minute: int, controller: str = DEFAULT_CONTROLLER) -> Row:
+    def set_rate(self, job_name: str, per_minute: int, controller: str = DEFAULT_CONTROLLER, *,
+                 changed_by: str | None = None) -> Row:
         """Set a job's rate on ``controller``: no set of dispatchers starts more than ``per_minute`` of its rows in
-        any 60 s (enforced by the capped claim, as caps are). Its cap, if any, stays. Returns the rate
-        (``job_name``, ``per_minute``) and the one it replaced (``previous``, None when there was none)."""
+        any 60 s (enforced by the capped claim, as caps are). Its cap, if any, stays. Recorded in the caps' history
+        with ``changed_by``. Returns the rate (``job_name``, ``per_minute``) and the one it replaced (``previous``,
+        None when there was none)."""
         if per_minute < 1:
             raise InvalidInput("a rate must be 1 or more starts per minute (a cap of 0 holds a job back)")
         if error := job_path_error(job_name):
             raise InvalidInput(error)
-        return self._run("set_rate", job_name=job_name, per_minute=per_minute, controller=controller)[0]
+        return self._run("set_rate", job_name=job_name, per_minute=per_minute, controller=controller,
+                         changed_by=changed_by)[0]
 
-    def remove_rate(self, job_name: str, controller: str = DEFAULT_CONTROLLER) -> bool:
-        """Remove a job's rate on ``controller`` (its cap, if any, stays); False when it had none."""
-        return bool(self._run("remove_rate", job_name=job_name, controller=controller))
+    def remove_rate(self, job_name: str, controller: str = DEFAULT_CONTROLLER, *,
+                    changed_by: str | None = None) -> bool:
+        """Remove a job's rate on ``controller`` (recorded in the caps' history; its cap, if any, stays); False when
+        it had none."""
+        return bool(self._run("remove_rate", job_name=job_name, controller=controller, changed_by=changed_by))
 
     def limit_of(self, job_name: str, controller: str = DEFAULT_CONTROLLER) -> int | None:
         """A job's cap on ``controller``, under any spelling of its name; None when it has none."""
         rows = self._run("limit_of", job_name=job_name, controller=controller)
         return rows[0]["max_in_flight"] if rows else None
 
-    def limit_history(self, limit: int = 20) -> list[Row]:
-        """The latest cap changes, newest first: controller, job_name, previous and new cap (None: none),
-        changed_by, at."""
-        return self._run("limit_history", limit=limit)
+    def limit_history(self, limit: int = 20) -> list[LimitChange]:
+        """The latest cap and rate changes, newest first: controller, job_name, kind ('cap' or 'rate'), previous
+        and new cap (previous, max_in_flight) or rate (previous_per_minute, per_minute; None: none), changed_by,
+        at."""
+        return cast(list[LimitChange], self._run("limit_history", limit=limit))
 
     def pending_count(self, job_name: str | None) -> int:
         """Pending rows of ``job_name`` (every spelling), or of every job for None: what a pause holds back."""

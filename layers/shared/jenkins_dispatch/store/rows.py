@@ -132,6 +132,20 @@ class Limit(TypedDict):
     started_last_minute: int
 
 
+class LimitChange(TypedDict):
+    """``limit_history``: one cap or rate change (``kind``), from what to what (None: no limit), by whom."""
+    id: int
+    at: datetime
+    controller: str
+    job_name: str
+    kind: str  # 'cap' (previous, max_in_flight) or 'rate' (previous_per_minute, per_minute); the other pair None
+    previous: int | None
+    max_in_flight: int | None
+    previous_per_minute: int | None
+    per_minute: int | None
+    changed_by: str | None
+
+
 class Stats(TypedDict):
     """``stats``: the queue at a glance (``stats``, the overview, ``/healthz``)."""
     pending: int

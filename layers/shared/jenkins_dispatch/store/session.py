@@ -3,7 +3,7 @@ answers, and the mechanics every engine shares (a lazy session reopened after it
 the statement in progress has waited).
 
 Each engine's folder (``dialects/<engine>/``) supplies one subclass of ``Session``; ``db.open_database`` picks
-it. Where engines differ, callers ask the session (``supports_listen``, ``transactional_ddl``,
+it. Where engines differ, callers ask the session (``supports_listen``, ``transactional_ddl``, ``locking_blocks``,
 ``unsupported_server()``, ``server_label()``, ``long_transaction_help``) and never compare engine names.
 ``tests/integration/test_session_contract.py`` runs every method declared here on every engine.
 """
@@ -62,6 +62,9 @@ class Session(ABC):
     begin: ClassVar[str] = "BEGIN"  # the statement that opens a transaction
     supports_listen: ClassVar[bool] = False  # whether listen() / wait_for_notifications() work
     transactional_ddl: ClassVar[bool]  # whether a migration's DDL can be rolled back with its transaction
+    # Whether a block of several statements runs in one round trip, each statement reading what committed before
+    # it: claim_batch_capped then takes the caps lock itself (no lock_caps round trip, no transaction around).
+    locking_blocks: ClassVar[bool] = False
     long_transaction_help: ClassVar[TransactionHelp]
 
     def __init__(self, settings: DatabaseSettings, application_name: str = "jenkins-dispatch"):

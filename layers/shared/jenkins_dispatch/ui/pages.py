@@ -12,7 +12,6 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import Conflict
-from ..observability import logger
 from ..operating import bulk
 from ..operating.operator import cancel_job, job_details, list_jobs_waiting, retry_job
 from ..operating.overview import queue_overview
@@ -274,14 +273,11 @@ class Pages:
                                     "Remove the rate" if per_minute is None else f"Set the rate to {per_minute} per minute",
                                     self._back(form))
             if per_minute is None:
-                queue.remove_rate(job)
+                queue.remove_rate(job, changed_by=actor)
                 message = f"{job}: no rate"
             else:
-                queue.set_rate(job, per_minute)
+                queue.set_rate(job, per_minute, changed_by=actor)
                 message = f"{job}: at most {per_minute} started in any minute, by all dispatchers together"
-        # The rates have no history of their own yet (the caps' history records caps): the log says who.
-        logger.info("rate changed from the web page", extra={"job_name": job, "per_minute": per_minute,
-                                                             "previous": was, "actor": actor})
         return Done(self._back(form), message)
 
     def bulk_act(self, form: forms.Query, actor: str) -> Page:

@@ -178,22 +178,16 @@ SELECT name FROM jenkins_dispatch_locks WHERE name = 'caps' FOR UPDATE;
 -- name: claim_batch_capped
 -- As claim_batch, but never lets the processing rows of a job_name exceed its jenkins_job_limits entry, nor
 -- all processing rows exceed :max_in_flight (NULL: no global cap), nor a rated job's starts of the last minute
--- exceed its rate (recorded at the block's end, counted by every claim after it). Run after lock_caps, in its transaction;
--- it takes the caps lock itself too (again: a no-op in that transaction), so that run alone it is one
--- round trip, and as exact.
+-- exceed its rate (recorded at the block's end, counted by every claim after it). It takes the caps lock itself,
+-- then reads (each statement sees what committed before it): run alone (Session.locking_blocks), it is one round
+-- trip in its own transaction, as exact as after lock_caps.
 -- A LIMIT must be a constant here: the locking read takes at most :batch_size rows of jobs with room left,
 -- in order, and the first (global room) of them, each job's first (its room), are claimed, as on
 -- PostgreSQL. The others stay locked only until this transaction commits.
-SET @jd_claimed = NULL, @jd_room = NULL;
+-- Every statement costs a round of parsing and bookkeeping (a fifth of a millisecond): the block has no more of
+-- them than it needs. @jd_claimed needs no reset: the aggregate below always assigns it (NULL: no rows).
 SELECT name FROM jenkins_dispatch_locks WHERE name = 'caps' FOR UPDATE;
 {{claim_paused_lock}};
--- The room left under the global cap and under the controller's own (:controller_max_in_flight; NULL: none).
-SELECT LEAST(:batch_size,
-             COALESCE(GREATEST(:max_in_flight - COUNT(*), 0), :batch_size),
-             COALESCE(GREATEST(:controller_max_in_flight - COUNT(CASE WHEN controller = :controller THEN 1 END), 0),
-                      :batch_size))
-INTO @jd_room
-FROM jenkins_jobs_queue WHERE status = 'processing';
 SELECT JSON_ARRAYAGG(ranked.id) INTO @jd_claimed FROM (
     SELECT picked.id, picked.job_key,
            ROW_NUMBER() OVER (ORDER BY picked.claim_priority, picked.scheduled_at, picked.id) AS nth_of_all,
@@ -213,7 +207,18 @@ SELECT JSON_ARRAYAGG(ranked.id) INTO @jd_claimed FROM (
     ) picked
 ) ranked
 LEFT JOIN jenkins_job_limits l ON l.job_key = ranked.job_key AND l.controller = :controller
-WHERE ranked.nth_of_all <= @jd_room
+WHERE ranked.nth_of_all <= (
+        -- The room left under the global cap and under the controller's own (:controller_max_in_flight; NULL:
+        -- none), evaluated once. With neither cap the WHERE is false before any row is read (the parameters
+        -- arrive as literals): the rows in flight, thousands of index entries, are counted only when a cap
+        -- needs them, and the aggregate's one row (COUNT 0) leaves the room at :batch_size.
+        SELECT LEAST(:batch_size,
+                     COALESCE(GREATEST(:max_in_flight - COUNT(*), 0), :batch_size),
+                     COALESCE(GREATEST(:controller_max_in_flight
+                                       - COUNT(CASE WHEN f.controller = :controller THEN 1 END), 0),
+                              :batch_size))
+        FROM jenkins_jobs_queue f
+        WHERE f.status = 'processing' AND (:max_in_flight IS NOT NULL OR :controller_max_in_flight IS NOT NULL))
   AND (l.job_key IS NULL OR ranked.nth_of_job <= {{claim_job_room}});
 {{claim_take}};
 -- The starts of rated jobs; and starts no claim counts any more (two minutes: a claim waiting on the lock counts
@@ -764,29 +769,34 @@ SELECT :job_name AS job_name, @jd_previous AS previous FROM DUAL WHERE @jd_remov
 
 -- name: set_rate
 -- As set_limit, for the rate: VALUES(col) rather than a row alias (MariaDB); the rate it replaced, read under the
--- row's lock first.
+-- row's lock first, and recorded with the new one in the caps' history as a 'rate' event (0013_rate_history.sql).
 SET @jd_previous = NULL;
 SELECT per_minute INTO @jd_previous FROM jenkins_job_limits
 WHERE job_key = {{op_job_key}} AND controller = :controller FOR UPDATE;
 INSERT INTO jenkins_job_limits (controller, job_name, per_minute) VALUES (:controller, :job_name, :per_minute)
 ON DUPLICATE KEY UPDATE per_minute = VALUES(per_minute), updated_at = NOW(6);
+INSERT INTO jenkins_job_limit_events (controller, job_name, kind, previous_per_minute, per_minute, changed_by)
+SELECT controller, job_name, 'rate', @jd_previous, per_minute, :changed_by FROM jenkins_job_limits
+WHERE job_key = {{op_job_key}} AND controller = :controller;
 SELECT controller, job_name, per_minute, @jd_previous AS previous FROM jenkins_job_limits
 WHERE job_key = {{op_job_key}} AND controller = :controller;
 
 -- name: remove_rate
 -- As remove_limit, for the rate; its cap, if it has one, stays. Its recorded starts stay until the claims drop
--- them: a rate set again within the minute counts them.
-SET @jd_previous = NULL, @jd_cap = NULL;
-SELECT per_minute, max_in_flight INTO @jd_previous, @jd_cap FROM jenkins_job_limits
+-- them: a rate set again within the minute counts them. Recorded in the caps' history (as set_rate).
+SET @jd_previous = NULL, @jd_cap = NULL, @jd_name = NULL;
+SELECT job_name, per_minute, max_in_flight INTO @jd_name, @jd_previous, @jd_cap FROM jenkins_job_limits
 WHERE job_key = {{op_job_key}} AND controller = :controller AND per_minute IS NOT NULL FOR UPDATE;
 DELETE FROM jenkins_job_limits
 WHERE job_key = {{op_job_key}} AND controller = :controller AND @jd_previous IS NOT NULL AND @jd_cap IS NULL;
 UPDATE jenkins_job_limits SET per_minute = NULL, updated_at = NOW(6)
 WHERE job_key = {{op_job_key}} AND controller = :controller AND @jd_previous IS NOT NULL AND @jd_cap IS NOT NULL;
+INSERT INTO jenkins_job_limit_events (controller, job_name, kind, previous_per_minute, per_minute, changed_by)
+SELECT :controller, @jd_name, 'rate', @jd_previous, NULL, :changed_by FROM DUAL WHERE @jd_previous IS NOT NULL;
 SELECT :job_name AS job_name, @jd_previous AS previous FROM DUAL WHERE @jd_previous IS NOT NULL;
 
 -- name: limit_history
-SELECT id, at, controller, job_name, previous, max_in_flight, changed_by
+SELECT id, at, controller, job_name, kind, previous, max_in_flight, previous_per_minute, per_minute, changed_by
 FROM jenkins_job_limit_events ORDER BY id DESC LIMIT :limit;
 
 -- name: limit_of

@@ -770,7 +770,8 @@ SELECT job_name, max_in_flight AS previous FROM target;
 
 -- name: set_rate
 -- One rate per job and controller, beside its cap if it has one (set under another spelling of its name, it
--- changes that job's limits row). Returns the rate it replaced (``previous``, NULL: none).
+-- changes that job's limits row). Returns the rate it replaced (``previous``, NULL: none). Recorded in the caps'
+-- history as a 'rate' event (0016_rate_history.sql), by the same statement, as set_limit records a cap.
 WITH before AS (
     SELECT per_minute FROM jenkins_job_limits
     WHERE controller = :controller AND lower(job_name) = lower(CAST(:job_name AS text))
@@ -778,12 +779,15 @@ WITH before AS (
     INSERT INTO jenkins_job_limits (controller, job_name, per_minute) VALUES (:controller, :job_name, :per_minute)
     ON CONFLICT (controller, (lower(job_name))) DO UPDATE SET per_minute = EXCLUDED.per_minute, updated_at = now()
     RETURNING controller, job_name, per_minute
+), logged AS (
+    INSERT INTO jenkins_job_limit_events (controller, job_name, kind, previous_per_minute, per_minute, changed_by)
+    SELECT c.controller, c.job_name, 'rate', (SELECT per_minute FROM before), c.per_minute, :changed_by FROM changed c
 )
 SELECT controller, job_name, per_minute, (SELECT per_minute FROM before) AS previous FROM changed;
 
 -- name: remove_rate
 -- Removes a job's rate on one controller; its cap, if it has one, stays. Its recorded starts stay until the
--- claims drop them: a rate set again within the minute counts them.
+-- claims drop them: a rate set again within the minute counts them. Recorded in the caps' history (as set_rate).
 WITH target AS (
     SELECT controller, job_name, max_in_flight, per_minute FROM jenkins_job_limits
     WHERE controller = :controller AND lower(job_name) = lower(CAST(:job_name AS text)) AND per_minute IS NOT NULL
@@ -794,12 +798,15 @@ WITH target AS (
 ), kept AS (
     UPDATE jenkins_job_limits l SET per_minute = NULL, updated_at = now() FROM target t
     WHERE l.controller = t.controller AND l.job_name = t.job_name AND t.max_in_flight IS NOT NULL
+), logged AS (
+    INSERT INTO jenkins_job_limit_events (controller, job_name, kind, previous_per_minute, per_minute, changed_by)
+    SELECT controller, job_name, 'rate', per_minute, NULL, :changed_by FROM target
 )
 SELECT job_name, per_minute AS previous FROM target;
 
 -- name: limit_history
--- The latest cap changes, newest first (the primary key's order).
-SELECT id, at, controller, job_name, previous, max_in_flight, changed_by
+-- The latest cap and rate changes, newest first (the primary key's order).
+SELECT id, at, controller, job_name, kind, previous, max_in_flight, previous_per_minute, per_minute, changed_by
 FROM jenkins_job_limit_events ORDER BY id DESC LIMIT :limit;
 
 -- name: limit_of
