@@ -139,6 +139,21 @@ def test_a_transaction_commits_what_it_did(session, settings, probe) -> None:
         assert other.run(f"SELECT note FROM {probe} WHERE id = 1") == [{"note": "committed"}]
 
 
+def test_a_transactions_opening_statement_runs_inside_it_in_begins_round_trip(session, settings, probe) -> None:
+    """``transaction(opening=…)``: a statement without parameters (the caps lock) sent with BEGIN, one round trip
+    where the engine can (PostgreSQL); it is part of the transaction either way, undone with it."""
+    before = session.statements
+    with pytest.raises(ZeroDivisionError), \
+            session.transaction(opening=f"UPDATE {probe} SET note = 'opened' WHERE id = 1"):
+        assert session.run(f"SELECT note FROM {probe} WHERE id = 1") == [{"note": "opened"}]
+        with open_database(settings) as other:  # not committed yet
+            assert other.run(f"SELECT note FROM {probe} WHERE id = 1") == [{"note": "one"}]
+        _ = 1 / 0
+    assert session.run(f"SELECT note FROM {probe} WHERE id = 1") == [{"note": "one"}]
+    if session.dialect == "postgresql":  # BEGIN and the opening together, the SELECT, ROLLBACK, the SELECT
+        assert session.statements - before <= 4, session.statements - before
+
+
 def test_a_transaction_rolls_back_on_error_and_refuses_nesting(session, probe) -> None:
     with pytest.raises(ZeroDivisionError), session.transaction():
         session.run(f"UPDATE {probe} SET note = :note WHERE id = 1", note="undone")

@@ -417,8 +417,8 @@ class Queue:
                     # One round trip: the block takes the caps lock before it reads (three fewer than below).
                     rows = self._run("claim_batch_capped", **capped_params, **params)
                 else:
-                    with self.db.transaction():
-                        self._run("lock_caps")
+                    # The lock goes with BEGIN (one round trip), then the claim, then COMMIT.
+                    with self.db.transaction(opening=self._statements["lock_caps"]):
                         rows = self._run("claim_batch_capped", **capped_params, **params)
                 return [_claimed(r) for r in rows]
             except DatabaseBusy:

@@ -170,13 +170,18 @@ class Session(ABC):
         self._drop()
 
     @contextmanager
-    def transaction(self) -> Iterator[Session]:
-        """BEGIN … COMMIT, ROLLBACK on any error. Never hold one across an HTTP call."""
+    def transaction(self, opening: str | None = None) -> Iterator[Session]:
+        """BEGIN … COMMIT, ROLLBACK on any error. Never hold one across an HTTP call. ``opening``: a statement
+        without parameters that opens the transaction (the caps lock), sent in BEGIN's round trip where the engine
+        takes several statements at once that way."""
         if self._in_transaction:
             raise RuntimeError("nested transaction")
-        self.run(self.begin)
+        together = None if opening is None else self._begin_with(opening)
+        self.run(together or self.begin)
         self._in_transaction = True
         try:
+            if opening is not None and together is None:
+                self.run(opening)
             yield self
         except BaseException:
             self._in_transaction = False
@@ -189,6 +194,10 @@ class Session(ABC):
         else:
             self._in_transaction = False
             self.run("COMMIT")
+
+    def _begin_with(self, opening: str) -> str | None:
+        """BEGIN and ``opening`` as one text to run, or None where they must go one after the other."""
+        return f"{self.begin};\n{opening}"
 
     def __enter__(self) -> Session:
         return self

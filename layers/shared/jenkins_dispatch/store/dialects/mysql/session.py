@@ -204,6 +204,9 @@ class MysqlSession(Session):
             cursor.execute("ROLLBACK")
 
     # ------------------------------------------------------------------ the server
+    def _begin_with(self, opening: str) -> str | None:
+        return None  # several statements outside a transaction are wrapped in one of their own (_execute)
+
     def server_version(self) -> str:
         """``VERSION()`` as the handshake gave it (``10.11.19-MariaDB-0+deb12u1``, ``8.0.36``)."""
         self.connection()
