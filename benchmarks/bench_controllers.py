@@ -30,10 +30,7 @@ import contextlib
 import json
 import random
 import re
-import shutil
 import statistics
-import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -46,6 +43,7 @@ from benchmarks.bench_latency import (
     _healthz,
     _quantile,
     _wait_for,
+    logs_kept_on_failure,
 )
 from benchmarks.engines import add_pending, mysql_admin_url, mysql_scratch_database, server_name
 from jenkins_dispatch.config import VARIABLES, default_of, parse_database_url
@@ -298,14 +296,7 @@ def claim_latency(engine: str, url: str) -> list[dict]:
 
 def run() -> dict[str, list[dict]]:
     """Both measures on each engine; serve's logs are kept (and named) only if something fails."""
-    workdir = Path(tempfile.mkdtemp(prefix="jd-bench-controllers-"))
-    try:
-        results = _run(workdir)
-    except BaseException:
-        print(f"bench_controllers failed: serve's logs are in {workdir}", file=sys.stderr)
-        raise
-    shutil.rmtree(workdir, ignore_errors=True)
-    return results
+    return logs_kept_on_failure("bench_controllers", "serve's logs", _run)
 
 
 def _run(workdir: Path) -> dict[str, list[dict]]:

@@ -517,11 +517,16 @@ def _xacts(admin: Database, dbname: str) -> int:
 
 def run() -> dict[str, list[dict]]:
     """All measurements; serve's and the Lambda's logs are kept (and named) only if something fails."""
-    workdir = Path(tempfile.mkdtemp(prefix="jd-bench-latency-"))
+    return logs_kept_on_failure("bench_latency", "serve's and the Lambda's logs", _run)
+
+
+def logs_kept_on_failure(bench: str, what: str, body: Callable[[Path], dict[str, list[dict]]]) -> dict[str, list[dict]]:
+    """``body`` run with a scratch folder for the processes' logs, removed when it succeeds and named when not."""
+    workdir = Path(tempfile.mkdtemp(prefix=f"jd-{bench.replace('_', '-')}-"))
     try:
-        results = _run(workdir)
+        results = body(workdir)
     except BaseException:
-        print(f"bench_latency failed: serve's and the Lambda's logs are in {workdir}", file=sys.stderr)
+        print(f"{bench} failed: {what} are in {workdir}", file=sys.stderr)
         raise
     shutil.rmtree(workdir, ignore_errors=True)
     return results
