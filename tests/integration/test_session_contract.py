@@ -152,6 +152,12 @@ def test_a_transactions_opening_statement_runs_inside_it_in_begins_round_trip(se
     assert session.run(f"SELECT note FROM {probe} WHERE id = 1") == [{"note": "one"}]
     if session.dialect == "postgresql":  # BEGIN and the opening together, the SELECT, ROLLBACK, the SELECT
         assert session.statements - before <= 4, session.statements - before
+    # An opening that fails (the caps lock's wait running out, say) leaves no transaction open behind it.
+    with pytest.raises(DispatchError), session.transaction(opening="SELECT id FROM contract_no_such_table"):
+        pass
+    assert session.run(f"SELECT note FROM {probe} WHERE id = 1") == [{"note": "one"}]
+    with session.transaction():
+        pass
 
 
 def test_a_transaction_rolls_back_on_error_and_refuses_nesting(session, probe) -> None:

@@ -29,11 +29,15 @@ def defined_names(text: str) -> list[str]:
 
 
 def names_run(source: str) -> set[str]:
-    """The block names a module's source passes, as a literal, to a call of ``RUNNER``."""
+    """The block names a module's source passes, as a literal, to a call of ``RUNNER``, or takes the text of from
+    ``…_statements["NAME"]`` (a block handed to the session some other way, e.g. as a transaction's opening)."""
     names: set[str] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == RUNNER:
             names |= {arg.value for arg in node.args[:2] if isinstance(arg, ast.Constant) and isinstance(arg.value, str)}
+        elif (isinstance(node, ast.Subscript) and getattr(node.value, "attr", None) == "_statements"
+              and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str)):
+            names.add(node.slice.value)
     return names
 
 
@@ -56,6 +60,8 @@ def test_block_names_are_read_from_the_headers(text, expected):
     ('self._run(\n    "settle", id=1)', {"settle"}),
     ('_run(db, "applied_migrations")', {"applied_migrations"}),
     ('self.run("not_a_block")\nrun_pass("nor_this")', set()),
+    ('with self.db.transaction(opening=self._statements["lock_caps"]):\n    pass', {"lock_caps"}),
+    ('other["not_a_block"]', set()),
 ])
 def test_names_are_the_literals_passed_to_the_runner(source, expected):
     assert names_run(source) == expected

@@ -177,7 +177,12 @@ class Session(ABC):
         if self._in_transaction:
             raise RuntimeError("nested transaction")
         together = None if opening is None else self._begin_with(opening)
-        self.run(together or self.begin)
+        try:
+            self.run(together or self.begin)
+        except BaseException:
+            if together is not None and self._conn is not None:
+                self._roll_back_or_drop()  # BEGIN went through, its opening did not: the transaction is open
+            raise
         self._in_transaction = True
         try:
             if opening is not None and together is None:
@@ -186,14 +191,17 @@ class Session(ABC):
         except BaseException:
             self._in_transaction = False
             if self._conn is not None:
-                try:
-                    self._rollback_now()
-                except Exception:
-                    self._drop()
+                self._roll_back_or_drop()
             raise
         else:
             self._in_transaction = False
             self.run("COMMIT")
+
+    def _roll_back_or_drop(self) -> None:
+        try:
+            self._rollback_now()
+        except Exception:
+            self._drop()
 
     def _begin_with(self, opening: str) -> str | None:
         """BEGIN and ``opening`` as one text to run, or None where they must go one after the other."""
