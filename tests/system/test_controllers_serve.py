@@ -22,12 +22,14 @@ pytestmark = pytest.mark.both_engines
 PROMPT_SECONDS = 1.0
 
 
-def _triggered_after_insert(db, queue, rows: int, still_bad) -> list[float]:
-    """INSERT ``rows`` rows for controller b one after another; seconds from each INSERT until it is triggered.
-    Each must be so while ``still_bad()`` (controller a is still slow or down). Triggered: Jenkins answered with
-    its queue item (a claimed row is processing already, before its trigger is sent)."""
+def _triggered_after_insert(db, queue, rows: int, still_bad, every: float = 0.0) -> list[float]:
+    """INSERT ``rows`` rows for controller b, one every ``every`` seconds at the earliest; seconds from each INSERT
+    until it is triggered. Each must be so while ``still_bad()`` (controller a is still slow or down). Triggered:
+    Jenkins answered with its queue item (a claimed row is processing already, before its trigger is sent)."""
     waited = []
     for n in range(rows):
+        if n and every:
+            time.sleep(max(0.0, every - waited[-1]))
         inserted = time.monotonic()
         job_id = queue.enqueue("deploy", {"N": str(n)}, controller="b").id
         assert wait_for(lambda job_id=job_id: queue.get(job_id)["jenkins_queue_id"] is not None,
@@ -70,11 +72,12 @@ def test_a_controller_down_does_not_delay_the_others_rows(make_jenkins, db, queu
     a, b = make_jenkins(), make_jenkins()
     for n in range(8):
         queue.enqueue("deploy", {"N": str(n)})
-    a.restart(window_seconds=12)  # 503 for every request meanwhile
-    down_until = time.monotonic() + 12
+    a.restart(window_seconds=25)  # 503 for every request meanwhile, as long as the issue's test asks
+    down_until = time.monotonic() + 25
     served = _serve(database_url, a, b, tmp_path, JENKINS_RETRY_BASE_SECONDS="0.5", JENKINS_RETRY_MAX_SECONDS="2")
     try:
-        waited = _triggered_after_insert(db, queue, 8, lambda: time.monotonic() < down_until)
+        # Spread over the outage (one every 2.5 s), not only at its start: a keeps being tried meanwhile.
+        waited = _triggered_after_insert(db, queue, 8, lambda: time.monotonic() < down_until, every=2.5)
         _report("a down (503)", waited)
         assert wait_for(lambda: served.health()[1]["controllers"]["default"]["status"] == "unavailable", timeout=5)
         status, doc = served.health()
