@@ -4,17 +4,16 @@ wakes for a schedule's next tick, whose row does not exist yet."""
 
 from __future__ import annotations
 
-import threading
 import time
 import urllib.request
 from datetime import timedelta
 
 import pytest
 
-from jenkins_dispatch import runtime
 from jenkins_dispatch.operating.scheduling import add_schedule
 from jenkins_dispatch.store.schedules import Schedules
 
+from ..child_processes import start_together, stop_all
 from ..dispatch_helpers import wait_for
 from ..integration.test_wakeup import CountdownContext
 from ..serve_helpers import serve_env, start_serve
@@ -70,24 +69,27 @@ def test_three_serve_processes_enqueue_each_due_tick_once_and_it_is_built_once(j
             assert s.stop() == 0
 
 
-def test_overlapping_lambda_invocations_and_a_serve_enqueue_each_tick_once(jenkins, database_url, db, queue,
-                                                                            tmp_path, monkeypatch):
+def invoke_the_dispatcher_function(seconds: float) -> None:
+    """One continuous invocation of the dispatcher function's handler, in this (spawned) process, as one Lambda
+    container runs it: the environment is the test's. An invocation that fails ends the process with exit code 1."""
     from functions.dispatcher.app import lambda_handler
 
+    lambda_handler({}, CountdownContext(seconds))
+
+
+def test_overlapping_lambda_invocations_and_a_serve_enqueue_each_tick_once(jenkins, database_url, db, queue,
+                                                                            tmp_path, monkeypatch):
+    """Two invocations overlapping as EventBridge starts them, each in a process of its own as Lambda runs them
+    (a container runs one invocation at a time, with its own session), the handler called in-process there."""
     for key, value in {"JENKINS_URL": jenkins.base_url, "JENKINS_USER": "admin", "JENKINS_API_TOKEN": "admin-token",
                        "LEASE_SECONDS": "3", "JENKINS_TIMEOUT_SECONDS": "1", "TIME_MARGIN_SECONDS": "2"}.items():
-        monkeypatch.setenv(key, value)
+        monkeypatch.setenv(key, value)  # spawned children inherit the environment
     monkeypatch.delenv("DISPATCHER_MODE", raising=False)  # continuous, as deployed
     add_schedule(Schedules(db), "often", "deploy", cron=YEARLY)
     served = start_serve(serve_env(database_url, jenkins.base_url), tmp_path / "serve.log", "--interval", "30")
-    runtime.reset()
-    results: list[dict] = []
-    invocations = [threading.Thread(target=lambda: results.append(lambda_handler({}, CountdownContext(9))))
-                   for _ in range(2)]
+    invocations = start_together(invoke_the_dispatcher_function, [(12,), (12,)])
     try:
-        for invocation in invocations:
-            invocation.start()
-        time.sleep(1.5)  # both invocations are in their loops, listening
+        time.sleep(2.5)  # both invocations are in their loops, listening
         for round_ in range(1, 3):
             make_due_now(db, "often")
             assert wait_for(lambda n=round_: len(all_rows(queue)) >= n
@@ -95,9 +97,10 @@ def test_overlapping_lambda_invocations_and_a_serve_enqueue_each_tick_once(jenki
             time.sleep(1.0)
             assert len(all_rows(queue)) == round_
         for invocation in invocations:
-            invocation.join(20)
+            invocation.join(30)
+        assert [i.exitcode for i in invocations] == [0, 0]
     finally:
-        runtime.reset()
+        stop_all(invocations)
         assert served.stop() == 0
     for row in all_rows(queue):
         assert jenkins.triggers_for(row["dispatch_id"]) == 1
