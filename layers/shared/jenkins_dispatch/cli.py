@@ -34,7 +34,7 @@ from .errors import OPERATION_FAILED, DispatchError, InvalidInput
 from .jenkins.jobs import JsonNumber
 from .operating import bulk, timeline
 from .operating.display import age, cell, clip, fit_widths, limit_change, one_line, when
-from .operating.waiting import controller_health, held_back
+from .operating.waiting import held_back
 from .store.db import Database, Session
 from .store.migrations import migrate
 from .store.queue import STATUSES, Queue
@@ -359,15 +359,13 @@ JENKINS_WORDS = {"ok": "up", "unavailable": "down", "unknown": "-"}
 
 def cmd_stats(ctx: Context, args) -> None:
     """`stats`: counts per status, per controller and per job, pauses and live dispatchers."""
-    from .operating.overview import configured_caps, controller_rows  # the web page's reads too
+    from .operating.overview import controllers_of  # the web page's reads too
 
     stats = ctx.queue.stats()
     per_job = ctx.queue.stats_per_job()
     dispatchers = ctx.queue.dispatchers()
     pauses = ctx.queue.pauses()
-    controllers = controller_rows(ctx.queue.stats_per_controller(), configured_caps(ctx.settings),
-                                  {p.controller for p in pauses if p.job_name is None and p.controller},
-                                  controller_health(dispatchers))
+    controllers = controllers_of(ctx.queue, ctx.settings, pauses, dispatchers)
     if args.json:
         print_json({"totals": stats, "controllers": controllers, "jobs": per_job,
                     "pauses": [p.as_dict() for p in pauses], "dispatchers": dispatchers})

@@ -76,6 +76,15 @@ def controller_rows(per_controller: Sequence[Mapping[str, Any]], configured: Map
     return rows
 
 
+def controllers_of(queue: Queue, settings: Settings, pauses: Sequence[Pause],
+                   dispatchers: Sequence[Dispatcher]) -> list[dict[str, Any]]:
+    """Each controller's line, as `stats` and the page show it: its rows (one read), its configured cap, whether
+    a pause holds it back as a whole, and its breaker as the live dispatchers recorded it."""
+    return controller_rows(queue.stats_per_controller(), configured_caps(settings),
+                           {p.controller for p in pauses if p.job_name is None and p.controller},
+                           controller_health(dispatchers))
+
+
 def controllers_on_the_page(rows: Sequence[Mapping[str, Any]], pauses: Sequence[Pause]) -> list[dict[str, Any]]:
     """Pure: the overview's controllers, each with the pause holding it back as a whole (None: none) — or none at
     all when there is only the default controller and nothing pauses it (as `stats`, which then shows none; a
@@ -105,9 +114,7 @@ def queue_overview(queue: Queue, settings: Settings, hours: int = THROUGHPUT_HOU
     pauses: list[Pause] = queue.pauses()
     paused_controllers = [p for p in pauses if p.job_name is None and p.controller is not None]
     dispatchers = queue.dispatchers()
-    controllers = controller_rows(queue.stats_per_controller(), configured_caps(settings),
-                                  {p.controller for p in paused_controllers if p.controller},
-                                  controller_health(dispatchers))
+    controllers = controllers_of(queue, settings, pauses, dispatchers)
     outage = queue.jenkins_outage()
     oldest = queue.oldest_pending()
     waiting = None
