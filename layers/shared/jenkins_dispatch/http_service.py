@@ -24,6 +24,7 @@ import errno
 import logging
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -46,6 +47,8 @@ MAX_CONNECTIONS = 1000  # beyond this, new connections wait in the listen backlo
 FILES_KEPT_FREE = 64  # files the process keeps for itself when its open-files limit bounds the connections
 BACKLOG = 1024
 STOP_GRACE_SECONDS = 5.0  # stop() lets running requests finish this long before closing their connections
+# The interpreter's switch interval while a server runs (CPython's default: 5 ms); see BackgroundHttpServer.start.
+SWITCH_INTERVAL_SECONDS = 0.0005
 
 WSGIApp = Callable[[dict, Callable], Iterable[bytes]]
 
@@ -97,7 +100,7 @@ class HttpLimits:
 # --------------------------------------------------------------------------- waitress's logs, as ours
 
 # Said once by the connection itself (Channel.handle_close in ``start``), or no news: lanes queue by design.
-_QUIET = ("Client disconnected while serving", "Task queue depth is")
+_QUIET = ("Client disconnected while serving", "Task queue depth is")  # the latter: for a logger set otherwise
 WENT_AWAY = "client went away before its answer was sent"
 
 
@@ -134,6 +137,9 @@ def _route_waitress_logs(log: Any, service: str) -> None:
     waitress_log.addHandler(_OneLineLog(log, service))
     waitress_log.setLevel(logging.INFO)
     waitress_log.propagate = False
+    # Lanes queue by design, and waitress warns of the queue's depth for every request queued beyond the idle
+    # threads: not even the record is made (the event loop's time, under load).
+    logging.getLogger("waitress.queue").setLevel(logging.ERROR)
 
 
 # --------------------------------------------------------------------------- lanes of worker threads
@@ -249,7 +255,11 @@ class BackgroundHttpServer:
         return f"http://{host}:{port}/"
 
     def start(self) -> BackgroundHttpServer:
-        """Serve on the background thread; return self."""
+        """Serve on the background thread; return self. Shortens the interpreter's switch interval for the
+        rest of the process's life: the event loop and the workers run in short bursts between socket reads,
+        and with CPython's 5 ms a thread whose bytes have arrived waits that long behind one merely busy; under
+        a few dozen concurrent callers those waits pile up (benchmarks/bench_http.py, docs/architecture.md)."""
+        sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
         from waitress import wasyncore
         from waitress.adjustments import Adjustments
         from waitress.channel import HTTPChannel
