@@ -44,6 +44,7 @@ from jenkins_emulator.server import JenkinsEmulator
 SECRET = "bench-http-secret"
 CALLERS = 50
 CALLER_PROCESSES = 5  # the callers' threads are spread over this many processes
+WARM_UP_CALLERS = 10  # more than WEBHOOK_DB_POOL_SIZE, so that every session of the pool is opened
 ROWS_PER_CALLER = 4  # each row: STARTED, then COMPLETED
 IDLE_CONNECTIONS = 300
 IDLE_TIMEOUT_SECONDS = 5
@@ -186,8 +187,9 @@ def webhook_latency(engine: str, url: str, jenkins_url: str) -> list[dict]:
         rows = _processing_rows(db, 2 * rows_needed + 1)
         baseline, held, rows = rows[:rows_needed], rows[rows_needed], rows[rows_needed + 1:]
         with _serve(url, jenkins_url) as (_proc, port):
-            for row in baseline[:CALLERS] + rows[:CALLERS]:  # warm every session of the pool and the statements
-                _post(port, _notification(row, "QUEUED"))
+            # Warm every session of the pool (posts one at a time would open only one) and the statements.
+            with ThreadPoolExecutor(WARM_UP_CALLERS) as warm:
+                list(warm.map(lambda row: _post(port, _notification(row, "QUEUED")), baseline[:CALLERS] + rows[:CALLERS]))
             latencies, statuses, wall = _callers(port, baseline)
             results.append(_latency_row(engine, version, "nothing locked", latencies, statuses, wall, "-"))
             with ThreadPoolExecutor(1) as first:
