@@ -8,7 +8,7 @@ import pytest
 
 from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.store.db import Database
-from jenkins_dispatch.store.queue import Queue
+from jenkins_dispatch.store.queue import Queue, Settlement
 
 from ..child_processes import SPAWN, start_together, stop_all
 from ..engines import numbers, sql_for
@@ -106,3 +106,36 @@ def test_caps_hold_under_eight_concurrent_claimers(db, database_url):
     # The caps were actually under pressure, so the assertions above could have failed.
     assert peaks["*"] == GLOBAL_CAP, (peaks, samples)
     assert any(peaks[name] == cap for name, cap in CAPS.items()), (peaks, samples)
+
+
+def _claim_and_fail_in_batches(url, batch, results):
+    """A dispatcher whose Jenkins refuses every trigger for good: claims a batch, fails it in one statement
+    (settle_many, as Dispatcher does with its failures), again until nothing is left."""
+    try:
+        with Database(parse_database_url(url)) as db:
+            queue = Queue(db, lease_seconds=300)
+            failed = []
+            while jobs := queue.claim_batch(batch):
+                failed += sorted(queue.settle_many([Settlement(j.id, j.dispatch_id, "failed", error="HTTP 400")
+                                                    for j in jobs]))
+            results.put(failed)
+    except Exception as exc:
+        results.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_dispatchers_failing_batches_at_once_never_deadlock(db, database_url):
+    """Each settled row counts itself into the page's aggregates (a row per five minutes and shard): batches of
+    rows of every shard, settled side by side, must not wait on each other in a cycle (a deadlock victim's
+    whole batch used to fail with 'deadlock detected', its rows left processing until their leases ran out)."""
+    db.run("INSERT INTO jenkins_jobs_queue (job_name, parameters) "
+           f"SELECT CONCAT('job-', g % 7), {sql_for(db, postgresql='jsonb_build_object', mysql='JSON_OBJECT')}('n', g) "
+           f"FROM {numbers(db, 6000)}")
+    results = SPAWN.Queue()
+    workers = start_together(_claim_and_fail_in_batches, [(database_url, 16, results)] * 6)
+    per_worker = [results.get(timeout=120) for _ in workers]
+    stop_all(workers, timeout=30)
+    assert [r for r in per_worker if isinstance(r, str)] == [], "a dispatcher's batch failed"
+    counts = Counter(i for ids in per_worker for i in ids)
+    assert len(counts) == 6000 and set(counts.values()) == {1}
+    assert db.run("SELECT count(*) AS n FROM jenkins_jobs_queue WHERE status <> 'failed'")[0]["n"] == 0
+    assert db.run("SELECT sum(failed) AS n FROM jenkins_job_stats")[0]["n"] == 6000
