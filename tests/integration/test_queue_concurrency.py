@@ -28,15 +28,22 @@ def _claim_until_empty(url, batch, results):
         results.put(f"{type(exc).__name__}: {exc}")
 
 
-def test_eight_processes_claim_twenty_thousand_rows_exactly_once(db, database_url):
+def _race(db, database_url, rows: int, worker, batch: int, processes: int) -> list[list[int]]:
+    """``rows`` pending rows of seven jobs, then ``processes`` spawned processes running ``worker(url, batch,
+    results)`` at once; the ids each one reported. A worker's failure fails the test with its one line."""
     db.run("INSERT INTO jenkins_jobs_queue (job_name, parameters) "
            f"SELECT CONCAT('job-', g % 7), {sql_for(db, postgresql='jsonb_build_object', mysql='JSON_OBJECT')}('n', g) "
-           f"FROM {numbers(db, 20000)}")
+           f"FROM {numbers(db, rows)}")
     results = SPAWN.Queue()
-    workers = start_together(_claim_until_empty, [(database_url, 50, results)] * 8)
+    workers = start_together(worker, [(database_url, batch, results)] * processes)
     per_worker = [results.get(timeout=120) for _ in workers]
     stop_all(workers, timeout=30)
-    assert [r for r in per_worker if isinstance(r, str)] == [], "a claimer failed"
+    assert [r for r in per_worker if isinstance(r, str)] == [], "a worker failed"
+    return per_worker
+
+
+def test_eight_processes_claim_twenty_thousand_rows_exactly_once(db, database_url):
+    per_worker = _race(db, database_url, 20000, _claim_until_empty, batch=50, processes=8)
     counts = Counter(i for ids in per_worker for i in ids)
     assert len(counts) == 20000 and set(counts.values()) == {1}
     assert sum(1 for ids in per_worker if ids) >= 2, "the race needs at least two workers that got rows"
@@ -127,14 +134,7 @@ def test_dispatchers_failing_batches_at_once_never_deadlock(db, database_url):
     """Each settled row counts itself into the page's aggregates (a row per five minutes and shard): batches of
     rows of every shard, settled side by side, must not wait on each other in a cycle (a deadlock victim's
     whole batch used to fail with 'deadlock detected', its rows left processing until their leases ran out)."""
-    db.run("INSERT INTO jenkins_jobs_queue (job_name, parameters) "
-           f"SELECT CONCAT('job-', g % 7), {sql_for(db, postgresql='jsonb_build_object', mysql='JSON_OBJECT')}('n', g) "
-           f"FROM {numbers(db, 6000)}")
-    results = SPAWN.Queue()
-    workers = start_together(_claim_and_fail_in_batches, [(database_url, 16, results)] * 6)
-    per_worker = [results.get(timeout=120) for _ in workers]
-    stop_all(workers, timeout=30)
-    assert [r for r in per_worker if isinstance(r, str)] == [], "a dispatcher's batch failed"
+    per_worker = _race(db, database_url, 6000, _claim_and_fail_in_batches, batch=16, processes=6)
     counts = Counter(i for ids in per_worker for i in ids)
     assert len(counts) == 6000 and set(counts.values()) == {1}
     assert db.run("SELECT count(*) AS n FROM jenkins_jobs_queue WHERE status <> 'failed'")[0]["n"] == 0
