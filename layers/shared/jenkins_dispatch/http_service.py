@@ -99,8 +99,8 @@ class HttpLimits:
 
 # --------------------------------------------------------------------------- waitress's logs, as ours
 
-# Said once by the connection itself (Channel.handle_close in ``start``), or no news: lanes queue by design.
-_QUIET = ("Client disconnected while serving", "Task queue depth is")  # the latter: for a logger set otherwise
+# Said once by the connection itself (Channel.handle_close in ``start``).
+_QUIET = ("Client disconnected while serving",)
 WENT_AWAY = "client went away before its answer was sent"
 
 
@@ -137,9 +137,6 @@ def _route_waitress_logs(log: Any, service: str) -> None:
     waitress_log.addHandler(_OneLineLog(log, service))
     waitress_log.setLevel(logging.INFO)
     waitress_log.propagate = False
-    # Lanes queue by design, and waitress warns of the queue's depth for every request queued beyond the idle
-    # threads: not even the record is made (the event loop's time, under load).
-    logging.getLogger("waitress.queue").setLevel(logging.ERROR)
 
 
 # --------------------------------------------------------------------------- lanes of worker threads
@@ -154,8 +151,13 @@ class Lanes:
         # waitress is imported when a server starts (the Lambda layer never ships it: nothing there imports this).
         from waitress.task import ThreadedTaskDispatcher
 
+        # Lanes queue by design, and waitress warns of the queue's depth for every request queued beyond the
+        # idle threads: not even the record is made (the event loop's time, under load).
+        quiet_queue = logging.getLogger("waitress.queue")
+        quiet_queue.setLevel(logging.ERROR)
+
         class Lane(ThreadedTaskDispatcher):
-            queue_logger = logging.getLogger("waitress.queue")
+            queue_logger = quiet_queue
             lane = ""  # its name among the lanes
 
             def start_new_thread(self, target: Callable[[int], object], thread_no: int) -> None:
