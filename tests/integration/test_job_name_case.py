@@ -121,10 +121,11 @@ def test_in_flight_counts_stats_and_the_waiting_reasons_count_one_job(queue):
     assert {name.lower(): n for name, n in queue.in_flight_counts().items()} == {"slow": 2}
     per_job = [r for r in queue.stats_per_job() if r["job_name"].lower() == "slow"]
     assert [(r["in_flight"], r["pending"], r["cap"]) for r in per_job] == [(2, 2, 2)]
-    context = queue.waiting_context(list(VARIANTS))
-    assert all(context.caps[name] == 2 and context.in_flight[name] == 2 for name in VARIANTS), context
+    wanted = [("default", name) for name in VARIANTS]
+    context = queue.waiting_context(wanted)
+    assert all(context.caps[key] == 2 and context.in_flight[key] == 2 for key in wanted), context
     queue.pause("SLOW")
-    context = queue.waiting_context(list(VARIANTS))
+    context = queue.waiting_context(wanted)
     assert all(context.pause_of(name) is not None for name in VARIANTS)
     assert context.pause_of("other-job") is not None and context.pause_of("unpaused") is None
     # `ls --job` and the bulk selections name a job the same way

@@ -152,3 +152,38 @@ def test_each_row_waits_for_its_own_controllers_jenkins(queue, capsys):
     assert rows[on_b]["code"] == "jenkins_unavailable", rows[on_b]
     assert "controller b" in rows[on_b]["text"] and "HTTP 503" in rows[on_b]["text"]
 
+
+
+def test_each_row_waits_for_its_own_controllers_caps_and_rates(queue, capsys, monkeypatch):
+    """A job's cap and rate are per controller, as the claim keeps them, and so is a controller's own
+    max_in_flight: a row is explained by those of its own controller, counted over its controller's rows."""
+    for name, value in {"JENKINS_URL": "http://127.0.0.1:9/", "JENKINS_USER": "u", "JENKINS_API_TOKEN": "t"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("JENKINS_CONTROLLERS", json.dumps(
+        {"b": {"url": "http://127.0.0.1:9/b/", "user": "u", "api_token": "t"},
+         "c": {"url": "http://127.0.0.1:9/c/", "user": "u", "api_token": "t", "max_in_flight": 1}}))
+    queue.set_limit("deploy", 1)
+    queue.set_limit("Deploy", 3, controller="b")
+    queue.set_rate("lint", 1, controller="b")
+    deploy_default = [queue.enqueue("deploy").id for _ in range(2)]
+    deploy_b = [queue.enqueue("deploy", controller="b").id for _ in range(2)]
+    lint_b = [queue.enqueue("lint", controller="b").id for _ in range(2)]
+    lint_default = queue.enqueue("lint").id
+    build_c = [queue.enqueue("build", controller="c").id for _ in range(2)]
+    assert [j.id for j in queue.claim_batch(1, capped=True)] == deploy_default[:1]
+    assert [j.id for j in queue.claim_batch(1, capped=True, controller="b")] == deploy_b[:1]
+    assert [j.id for j in queue.claim_batch(5, capped=True, controller="b")] == [deploy_b[1], lint_b[0]]
+    assert [j.id for j in queue.claim_batch(5, capped=True, controller="c", controller_max_in_flight=1)] == build_c[:1]
+
+    rows = {r["id"]: r["waiting"] for r in cli_json(capsys, "ls", "--limit", "100")}
+    assert rows[deploy_default[1]]["code"] == "job_cap"
+    assert rows[deploy_default[1]]["text"] == "job cap full (1/1 in flight)"
+    assert rows[lint_b[1]]["code"] == "rate_limit", rows[lint_b[1]]
+    assert rows[lint_default]["code"] == "due", rows[lint_default]  # the rate is b's alone
+    assert rows[build_c[1]]["code"] == "controller_cap", rows[build_c[1]]
+    assert rows[build_c[1]]["text"] == "controller c's cap full (1/1 in flight, max_in_flight in JENKINS_CONTROLLERS)"
+    assert cli_json(capsys, "show", str(build_c[1]))["waiting"] == rows[build_c[1]]
+    # b's cap is 3 (two in flight there); the default's cap of 1 is not b's.
+    queue.enqueue("deploy", controller="b")
+    pending_b = max(r["id"] for r in cli_json(capsys, "ls", "--controller", "b", "--status", "pending"))
+    assert cli_json(capsys, "show", str(pending_b))["waiting"]["code"] == "due"

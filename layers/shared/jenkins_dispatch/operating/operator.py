@@ -29,39 +29,54 @@ def jenkins_links(settings: Settings, row: Mapping[str, Any]) -> dict[str, str]:
     return links
 
 
+def configured_caps(settings: Settings) -> dict[str, int | None]:
+    """Every configured controller by name, with its own cap (None: none)."""
+    return {name: c.max_in_flight for name, c in settings.controllers_by_name().items()}
+
+
 def why_rows_wait(queue: Queue, rows: Sequence[Mapping[str, Any]], global_cap: int | None,
-                  jenkins_unavailable: JenkinsOutage | None = None) -> list[Waiting | None]:
+                  jenkins_unavailable: JenkinsOutage | None = None, *,
+                  controller_caps: Mapping[str, int | None] | None = None) -> list[Waiting | None]:
     """Why each pending row of ``rows`` waits (None for the others): one statement for all of them, none
     when no row is pending. ``jenkins_unavailable``: Jenkins failing as a whole; by default what the live
-    dispatchers last recorded in their heartbeats."""
-    if not any(r["status"] == "pending" for r in rows):
+    dispatchers last recorded in their heartbeats. ``controller_caps``: each controller's own max_in_flight
+    (``configured_caps``); each row is held to its own controller's caps, rates and cap."""
+    pending = [r for r in rows if r["status"] == "pending"]
+    if not pending:
         return [None] * len(rows)
-    context = queue.waiting_context([r["job_name"] for r in rows if r["status"] == "pending"])
+    context = queue.waiting_context([(_controller(r), r["job_name"]) for r in pending])
     given = jenkins_unavailable is not None
     if jenkins_unavailable is None and context.jenkins_unavailable_since is not None:
         jenkins_unavailable = JenkinsOutage(since=context.jenkins_unavailable_since,
                                             reason=context.jenkins_reason or "no reason recorded")
     # Each row waits for its own controller's Jenkins, as the live dispatchers recorded it (a caller's outage wins).
     health = {} if given else controller_health(context.dispatchers)
+    caps = controller_caps or {}
     now = datetime.now(UTC)
     return [
-        why_waiting(r, now, job_cap=context.caps.get(r["job_name"]),
-                    job_in_flight=context.in_flight.get(r["job_name"], 0), global_cap=global_cap,
+        why_waiting(r, now, job_cap=context.caps.get((_controller(r), r["job_name"])),
+                    job_in_flight=context.in_flight.get((_controller(r), r["job_name"]), 0), global_cap=global_cap,
                     total_in_flight=context.total_in_flight,
-                    pause=context.pause_of(r["job_name"], r.get("controller") or DEFAULT_CONTROLLER),
-                    jenkins_unavailable=jenkins_outage_for(r.get("controller") or DEFAULT_CONTROLLER, health,
-                                                           jenkins_unavailable),
-                    rate=context.rates.get(r["job_name"]))
+                    pause=context.pause_of(r["job_name"], _controller(r)),
+                    jenkins_unavailable=jenkins_outage_for(_controller(r), health, jenkins_unavailable),
+                    rate=context.rates.get((_controller(r), r["job_name"])),
+                    controller_cap=caps.get(_controller(r)),
+                    controller_in_flight=context.controllers_in_flight.get(_controller(r), 0))
         for r in rows
     ]
 
 
+def _controller(row: Mapping[str, Any]) -> str:
+    return row.get("controller") or DEFAULT_CONTROLLER
+
+
 def list_jobs_waiting(queue: Queue, global_cap: int | None, *, jenkins_unavailable: JenkinsOutage | None = None,
-                      **filters: Any) -> list[dict[str, Any]]:
+                      controller_caps: Mapping[str, int | None] | None = None, **filters: Any) -> list[dict[str, Any]]:
     """``Queue.list_jobs`` (same filters), each row with ``waiting``: why it is not in Jenkins yet (a dict,
-    see ``Waiting``), or None when it is not pending. Two statements for the page."""
+    see ``Waiting``), or None when it is not pending. Two statements for the page. ``controller_caps``: as
+    ``why_rows_wait``."""
     rows = queue.list_jobs(**filters)
-    reasons = why_rows_wait(queue, rows, global_cap, jenkins_unavailable)
+    reasons = why_rows_wait(queue, rows, global_cap, jenkins_unavailable, controller_caps=controller_caps)
     return [dict(r, waiting=w.as_dict() if w else None) for r, w in zip(rows, reasons, strict=True)]
 
 
@@ -70,7 +85,8 @@ def job_details(queue: Queue, job_id: int, settings: Settings,
     """Everything about one job: the row, its Jenkins links, why it waits (None unless pending; see
     ``waiting.why_waiting``) and its history."""
     row = queue.get(job_id)
-    [waiting] = why_rows_wait(queue, [row], settings.max_in_flight, jenkins_unavailable)
+    [waiting] = why_rows_wait(queue, [row], settings.max_in_flight, jenkins_unavailable,
+                              controller_caps=configured_caps(settings))
     return {"job": row, "links": jenkins_links(settings, row), "waiting": waiting.as_dict() if waiting else None,
             "history": queue.events(job_id)}
 

@@ -13,7 +13,7 @@ from typing import Any
 from ..config import DEFAULT_CONTROLLER, Settings
 from ..store.queue import Pause, Queue
 from ..store.rows import Dispatcher, JenkinsOutage
-from .operator import why_rows_wait
+from .operator import configured_caps, why_rows_wait
 from .waiting import UNKNOWN_CONTROLLER_STATE, controller_health
 
 THROUGHPUT_HOURS = 12
@@ -49,11 +49,6 @@ def hourly(rows: Sequence[Mapping[str, Any]], hours: int, now: datetime) -> list
         row = found.get(hour, {})
         window.append({"hour": hour, **{k: int(row.get(k) or 0) for k in ("completed", "failed", "cancelled")}})
     return window
-
-
-def configured_caps(settings: Settings) -> dict[str, int | None]:
-    """Every configured controller by name, with its own cap (None: none)."""
-    return {name: c.max_in_flight for name, c in settings.controllers_by_name().items()}
 
 
 def controller_rows(per_controller: Sequence[Mapping[str, Any]], configured: Mapping[str, int | None],
@@ -119,7 +114,7 @@ def queue_overview(queue: Queue, settings: Settings, hours: int = THROUGHPUT_HOU
     oldest = queue.oldest_pending()
     waiting = None
     if oldest is not None:
-        [reason] = why_rows_wait(queue, [oldest], settings.max_in_flight)
+        [reason] = why_rows_wait(queue, [oldest], settings.max_in_flight, controller_caps=configured_caps(settings))
         waiting = reason.as_dict() if reason else None
     throughput = hourly(queue.finished_per_hour(hours), hours, datetime.now(UTC))
     return {

@@ -2,8 +2,8 @@
 the web UI. The caller reads what it needs once (``Queue.waiting_context`` for a whole page of rows).
 
 When several reasons hold, the one a person must act on or know about first wins: paused (someone chose
-this), not due yet, backing off after an error, the job's cap, the job's rate, the global cap, Jenkins
-unavailable.
+this), not due yet, backing off after an error, the job's cap, the job's rate, the global cap, the row's
+controller's cap, Jenkins unavailable. Caps and rates are the row's controller's, as the capped claim keeps them.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class JenkinsOutage:
 @dataclass(frozen=True)
 class Waiting:
     """Why a pending row waits. ``code``: paused · not_due · backing_off · job_cap · rate_limit · global_cap ·
-    jenkins_unavailable · due (nothing holds it back: the next pass takes it)."""
+    controller_cap · jenkins_unavailable · due (nothing holds it back: the next pass takes it)."""
 
     code: str
     text: str
@@ -140,12 +140,16 @@ def why_waiting(
     pause: Pause | None,
     jenkins_unavailable: JenkinsOutage | None = None,
     rate: RateWindow | None = None,
+    controller_cap: int | None = None,
+    controller_in_flight: int = 0,
 ) -> Waiting | None:
     """Why ``row`` (status, scheduled_at, attempts, max_attempts, last_error) is not in Jenkins yet; None
     unless it is pending.
 
-    ``job_cap`` / ``job_in_flight``: the row's job's cap (None: none) and its rows in flight;
-    ``global_cap`` / ``total_in_flight``: MAX_IN_FLIGHT (None: none) and every row in flight; ``pause``: the
+    ``job_cap`` / ``job_in_flight``: the row's job's cap on its controller (None: none) and its rows in flight
+    there; ``global_cap`` / ``total_in_flight``: MAX_IN_FLIGHT (None: none) and every row in flight;
+    ``controller_cap`` / ``controller_in_flight``: the row's controller's own max_in_flight (None: none) and its
+    rows in flight; ``pause``: the
     pause holding the row back (everything's, its controller's, its job's on every controller or on the row's
     controller: ``WaitingContext.pause_of``), if any; ``jenkins_unavailable``: how the
     dispatchers last found Jenkins, if it was failing; ``rate``: the job's rate and its last minute, if it has
@@ -175,6 +179,10 @@ def why_waiting(
         return _rate_limited(rate)
     if cap_full(global_cap, total_in_flight):
         return Waiting("global_cap", f"global cap full ({total_in_flight}/{global_cap} in flight, MAX_IN_FLIGHT)")
+    if cap_full(controller_cap, controller_in_flight):
+        controller = row.get("controller") or DEFAULT_CONTROLLER
+        return Waiting("controller_cap", f"controller {controller}'s cap full ({controller_in_flight}/{controller_cap} "
+                                         "in flight, max_in_flight in JENKINS_CONTROLLERS)")
     if jenkins_unavailable is not None:
         which = f" (controller {jenkins_unavailable.controller})" if jenkins_unavailable.controller else ""
         return Waiting("jenkins_unavailable", f"Jenkins unavailable{which} since {when(jenkins_unavailable.since)}: "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -174,16 +174,19 @@ class RateWindow:
 
 @dataclass(frozen=True)
 class WaitingContext:
-    """What decides why pending rows wait, read once for a page of rows (``Queue.waiting_context``)."""
+    """What decides why pending rows wait, read once for a page of rows (``Queue.waiting_context``). Caps, rates
+    and rows in flight are a job's on one controller, keyed (controller, job_name), as the capped claim keeps
+    them; ``controllers_in_flight`` counts each controller's rows in flight (its own max_in_flight holds them)."""
 
-    caps: dict[str, int]  # job_name → its job's cap (only the jobs that have one; any spelling of the name)
-    in_flight: dict[str, int]  # job_name → its job's processing rows (every spelling of the name)
+    caps: dict[tuple[str, str], int]  # (controller, job_name) → its job's cap there (only where it has one)
+    in_flight: dict[tuple[str, str], int]  # (controller, job_name) → its job's processing rows there (any spelling)
     total_in_flight: int
     pauses: list[Pause]
     jenkins_unavailable_since: datetime | None = None  # as the live dispatchers last found Jenkins
     jenkins_reason: str | None = None
     paused_as: dict[str, str] = field(default_factory=dict)  # job_name → the name its job's pause was given
-    rates: dict[str, RateWindow] = field(default_factory=dict)  # job_name → its job's rate (only rated jobs)
+    rates: dict[tuple[str, str], RateWindow] = field(default_factory=dict)  # (controller, job_name) → its rate there
+    controllers_in_flight: dict[str, int] = field(default_factory=dict)  # controller → its processing rows
     # ``pauses`` and ``paused_as`` are the pauses of every controller; these, the pauses of one controller:
     controller_pauses: list[Pause] = field(default_factory=list)
     paused_on: dict[str, dict[str, str]] = field(default_factory=dict)  # job_name → controller → its pause's name
@@ -834,22 +837,26 @@ class Queue:
         """Every pause in force, the pause of everything first."""
         return [_pause(r) for r in self._run("list_pauses")]
 
-    def waiting_context(self, job_names: list[str]) -> WaitingContext:
-        """Caps and in-flight counts of ``job_names``, every pause, and the total in flight: one statement
-        for a whole page of rows (see ``waiting.why_waiting``)."""
-        row = self._run("waiting_context", job_names=json.dumps(sorted(set(job_names))))[0]
-        jobs = row["jobs"] or {}
+    def waiting_context(self, rows: Sequence[tuple[str, str]]) -> WaitingContext:
+        """Caps, rates and in-flight counts of the (controller, job_name) pairs of ``rows``, the rows in flight on
+        their controllers, every pause, and the total in flight: one statement for a whole page of rows (see
+        ``waiting.why_waiting``)."""
+        wanted = [{"controller": controller, "job_name": job_name} for controller, job_name in sorted(set(rows))]
+        row = self._run("waiting_context", wanted=json.dumps(wanted))[0]
+        jobs = row["jobs"] or []
         jenkins = row["jenkins"] or {}
         pauses = [_pause(p) for p in row["pauses"] or []]
         return WaitingContext(
-            caps={name: j["cap"] for name, j in jobs.items() if j["cap"] is not None},
-            in_flight={name: j["in_flight"] for name, j in jobs.items()},
-            paused_as={name: j["paused_as"] for name, j in jobs.items() if j.get("paused_as") is not None},
-            paused_on={name: j["paused_on"] for name, j in jobs.items() if j.get("paused_on") is not None},
-            rates={name: RateWindow(per_minute=j["rate"], started=int(j["started"]),
-                                    next_start_seconds=(None if j.get("next_start_seconds") is None
-                                                        else float(j["next_start_seconds"])))
-                   for name, j in jobs.items() if j.get("rate") is not None},
+            caps={(j["controller"], j["job_name"]): j["cap"] for j in jobs if j["cap"] is not None},
+            in_flight={(j["controller"], j["job_name"]): int(j["in_flight"]) for j in jobs},
+            paused_as={j["job_name"]: j["paused_as"] for j in jobs if j.get("paused_as") is not None},
+            paused_on={j["job_name"]: j["paused_on"] for j in jobs if j.get("paused_on") is not None},
+            rates={(j["controller"], j["job_name"]): RateWindow(
+                       per_minute=j["rate"], started=int(j["started"]),
+                       next_start_seconds=(None if j.get("next_start_seconds") is None
+                                           else float(j["next_start_seconds"])))
+                   for j in jobs if j.get("rate") is not None},
+            controllers_in_flight={name: int(n) for name, n in (row["controllers_in_flight"] or {}).items()},
             total_in_flight=row["total_in_flight"],
             pauses=[p for p in pauses if p.controller is None],
             controller_pauses=[p for p in pauses if p.controller is not None],

@@ -10,10 +10,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config import Settings
+from ..config import DEFAULT_CONTROLLER, Settings
 from ..errors import Conflict
 from ..operating import bulk
-from ..operating.operator import cancel_job, job_details, list_jobs_waiting, retry_job
+from ..operating.operator import cancel_job, configured_caps, job_details, list_jobs_waiting, retry_job
 from ..operating.overview import queue_overview
 from ..operating.scheduling import list_schedules, pause_schedule, resume_schedule
 from ..operating.timeline import time_on_the_page
@@ -78,7 +78,8 @@ class Pages:
         """``/jobs``: the filtered list, newest first, a page at a time (by id)."""
         filters = forms.job_filters(query)
         with self.queue() as queue:
-            rows = list_jobs_waiting(queue, self.settings.max_in_flight, **filters.list_arguments())
+            rows = list_jobs_waiting(queue, self.settings.max_in_flight, controller_caps=configured_caps(self.settings),
+                                     **filters.list_arguments())
         older = filters.query(before=rows[-1]["id"]) if len(rows) == filters.limit else None
         back = "/jobs" + (f"?{filters.query(before=filters.before)}" if filters.any() or filters.before else "")
         return Page("jobs.html", {"rows": rows, "filters": filters, "older": older, "statuses": STATUSES, "back": back,
@@ -90,7 +91,7 @@ class Pages:
             details = job_details(queue, job_id, self.settings)
             row = details["job"]
             # Its job's pause, under whichever spelling of the name it was given (the case rule).
-            context = queue.waiting_context([row["job_name"]])
+            context = queue.waiting_context([(row["controller"] or DEFAULT_CONTROLLER, row["job_name"])])
         fields = [(k, row[k]) for k in FIELD_ORDER if k in row and k != "parameters"]
         fields += [(k, v) for k, v in row.items() if k not in FIELD_ORDER and k != "parameters"]
         return Page("job.html", dict(details, fields=fields, final=row["status"] in FINAL_STATUSES,
@@ -261,7 +262,7 @@ class Pages:
         per_minute = forms.rate(forms.one(form, "per_minute"))
         with self.queue() as queue:
             # The rate and its last minute as the claim counts them (job names compare ignoring case).
-            current = queue.waiting_context([job]).rates.get(job)
+            current = queue.waiting_context([(DEFAULT_CONTROLLER, job)]).rates.get((DEFAULT_CONTROLLER, job))
             was = None if current is None else current.per_minute
             if per_minute == was:
                 return Done(self._back(form), f"{job}: the rate is already {per_minute} per minute; nothing changed"

@@ -1009,45 +1009,53 @@ ORDER BY 1;
 '%Y-%m-%dT%H:%i:%s.%f+00:00'
 
 -- name: waiting_context
--- What decides why pending rows wait, for a page of rows in one statement: for each of the page's job names
--- (:job_names, a JSON array of distinct names: not DISTINCT here, which the collation would fold by case) its
--- job's cap, rows in flight and the names its pauses were given (by job key, per controller); every pause, all
--- rows in flight,
--- and Jenkins's state.
--- decode: jobs json, pauses json, jenkins json, dispatchers json
+-- What decides why pending rows wait, for a page of rows in one statement: for each job and controller of the
+-- page's rows (:wanted, a JSON array of distinct {job_name, controller}: not DISTINCT here, which the collation
+-- would fold by case) that job's cap, rows in flight, rate, starts of the last minute and when the rate next
+-- has room on that controller, as the capped claim counts them, and the names its pauses were given (by job
+-- key, per controller); the rows in flight on each of those controllers; every pause, all rows in flight, and
+-- Jenkins's state.
+-- decode: jobs json, controllers_in_flight json, pauses json, jenkins json, dispatchers json
 WITH wanted AS (
-    SELECT j.job_name, UNHEX(SHA2(LOWER(j.job_name), 256)) AS job_key
-    FROM JSON_TABLE(:job_names, '$[*]' COLUMNS (job_name VARCHAR(1024) PATH '$')) AS j
+    SELECT j.job_name, j.controller, UNHEX(SHA2(LOWER(j.job_name), 256)) AS job_key
+    FROM JSON_TABLE(:wanted, '$[*]' COLUMNS (job_name VARCHAR(1024) PATH '$.job_name',
+                                             controller VARCHAR(64) PATH '$.controller')) AS j
 )
 SELECT
     (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing') AS total_in_flight,
-    (SELECT coalesce(JSON_OBJECTAGG(w.job_name,
-                JSON_OBJECT('cap', l.max_in_flight,
-                            'in_flight', (SELECT count(*) FROM jenkins_jobs_queue q
-                                          WHERE q.status = 'processing' AND q.job_name = w.job_name
-                                            AND UNHEX(SHA2(LOWER(q.job_name), 256)) = w.job_key),
-                            'rate', l.per_minute,
-                            'started', (SELECT COUNT(*) FROM jenkins_job_starts s
-                                        WHERE l.per_minute IS NOT NULL AND s.controller = l.controller
-                                          AND s.job_key = l.job_key AND s.at > NOW(6) - INTERVAL 1 MINUTE),
-                            -- When the rate next has room: the rate-th latest start leaves the minute. (No
-                            -- OFFSET from a column here: the rate-th latest is the one with rate-1 later ones.)
-                            'next_start_seconds',
-                            (SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), s.at + INTERVAL 1 MINUTE) / 1e6
-                             FROM jenkins_job_starts s
-                             WHERE l.per_minute IS NOT NULL AND s.controller = l.controller AND s.job_key = l.job_key
-                               AND s.at > NOW(6) - INTERVAL 1 MINUTE
-                               AND (SELECT COUNT(*) FROM jenkins_job_starts t
-                                    WHERE t.controller = s.controller AND t.job_key = s.job_key
-                                      AND (t.at > s.at OR (t.at = s.at AND t.id > s.id))) = l.per_minute - 1),
-                            'paused_as', (SELECT p.job_name FROM jenkins_job_pauses p
-                                          WHERE p.job_key = w.job_key AND p.controller IS NULL),
-                            -- Controller → the name the job's pause on that controller was given.
-                            'paused_on', (SELECT JSON_OBJECTAGG(p.controller, p.job_name)
-                                          FROM jenkins_job_pauses p
-                                          WHERE p.job_key = w.job_key AND p.controller IS NOT NULL))),
-            JSON_OBJECT())
-     FROM wanted w LEFT JOIN jenkins_job_limits l ON l.job_key = w.job_key AND l.controller = 'default') AS jobs,
+    -- A controller's own max_in_flight counts its rows in flight (claim_batch_capped).
+    (SELECT coalesce(JSON_OBJECTAGG(c.controller, (SELECT count(*) FROM jenkins_jobs_queue q
+                                                   WHERE q.status = 'processing' AND q.controller = c.controller)),
+                     JSON_OBJECT())
+     FROM (SELECT DISTINCT controller FROM wanted) AS c) AS controllers_in_flight,
+    (SELECT coalesce(JSON_ARRAYAGG(JSON_OBJECT(
+                'job_name', w.job_name, 'controller', w.controller,
+                'cap', l.max_in_flight,
+                'in_flight', (SELECT count(*) FROM jenkins_jobs_queue q
+                              WHERE q.status = 'processing' AND q.job_name = w.job_name
+                                AND UNHEX(SHA2(LOWER(q.job_name), 256)) = w.job_key AND q.controller = w.controller),
+                'rate', l.per_minute,
+                'started', (SELECT COUNT(*) FROM jenkins_job_starts s
+                            WHERE l.per_minute IS NOT NULL AND s.controller = l.controller
+                              AND s.job_key = l.job_key AND s.at > NOW(6) - INTERVAL 1 MINUTE),
+                -- When the rate next has room: the rate-th latest start leaves the minute. (No OFFSET from a
+                -- column here: the rate-th latest is the one with rate-1 later ones.)
+                'next_start_seconds',
+                (SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), s.at + INTERVAL 1 MINUTE) / 1e6
+                 FROM jenkins_job_starts s
+                 WHERE l.per_minute IS NOT NULL AND s.controller = l.controller AND s.job_key = l.job_key
+                   AND s.at > NOW(6) - INTERVAL 1 MINUTE
+                   AND (SELECT COUNT(*) FROM jenkins_job_starts t
+                        WHERE t.controller = s.controller AND t.job_key = s.job_key
+                          AND (t.at > s.at OR (t.at = s.at AND t.id > s.id))) = l.per_minute - 1),
+                'paused_as', (SELECT p.job_name FROM jenkins_job_pauses p
+                              WHERE p.job_key = w.job_key AND p.controller IS NULL),
+                -- Controller → the name the job's pause on that controller was given.
+                'paused_on', (SELECT JSON_OBJECTAGG(p.controller, p.job_name)
+                              FROM jenkins_job_pauses p
+                              WHERE p.job_key = w.job_key AND p.controller IS NOT NULL))),
+            JSON_ARRAY())
+     FROM wanted w LEFT JOIN jenkins_job_limits l ON l.job_key = w.job_key AND l.controller = w.controller) AS jobs,
     -- Every pause, each with its controller (NULL: every controller's): each row is explained by its own
     -- controller's pauses and those of every controller (a small table: an operator's pauses).
     (SELECT coalesce(JSON_ARRAYAGG(JSON_OBJECT('job_name', job_name,

@@ -986,43 +986,49 @@ LEFT JOIN caps c USING (job_key) LEFT JOIN paused p USING (job_key) LEFT JOIN pa
 ORDER BY 1;
 
 -- name: waiting_context
--- What decides why pending rows wait, for a page of rows in one statement: for each of the page's job names
--- (:job_names, a JSON array) its job's cap, rows in flight, rate, starts of the last minute and when the rate
--- next has room, and the names its pauses were given (by job key, per controller);
+-- What decides why pending rows wait, for a page of rows in one statement: for each job and controller of the
+-- page's rows (:wanted, a JSON array of {job_name, controller}) that job's cap, rows in flight, rate, starts of
+-- the last minute and when the rate next has room on that controller, as the capped claim counts them, and the
+-- names its pauses were given (by job key, per controller); the rows in flight on each of those controllers;
 -- every pause, all rows in flight, and Jenkins's state.
 WITH wanted AS (
-    SELECT DISTINCT value AS job_name FROM jsonb_array_elements_text(CAST(:job_names AS jsonb))
+    SELECT DISTINCT w.job_name, w.controller
+    FROM jsonb_to_recordset(CAST(:wanted AS jsonb)) AS w(job_name text, controller text)
 )
 SELECT
     (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing') AS total_in_flight,
-    (SELECT coalesce(jsonb_object_agg(w.job_name,
-                jsonb_build_object('cap', l.max_in_flight,
-                                   'in_flight', (SELECT count(*) FROM jenkins_jobs_queue q
-                                                 WHERE q.status = 'processing'
-                                                   AND lower(q.job_name) = lower(w.job_name)),
-                                   'rate', l.per_minute,
-                                   'started', (SELECT count(*) FROM jenkins_job_starts s
-                                               WHERE l.per_minute IS NOT NULL AND s.controller = l.controller
-                                                 AND s.job_key = lower(l.job_name)
-                                                 AND s.at > now() - interval '1 minute'),
-                                   -- When the rate next has room: the rate-th latest start leaves the minute.
-                                   'next_start_seconds',
-                                   (SELECT extract(epoch FROM s.at + interval '1 minute' - now())::float8
-                                    FROM jenkins_job_starts s
-                                    WHERE l.per_minute IS NOT NULL AND s.controller = l.controller
-                                      AND s.job_key = lower(l.job_name) AND s.at > now() - interval '1 minute'
-                                    ORDER BY s.at DESC OFFSET l.per_minute - 1 LIMIT 1),
-                                   'paused_as', (SELECT p.job_name FROM jenkins_job_pauses p
-                                                 WHERE lower(p.job_name) = lower(w.job_name)
-                                                   AND p.controller IS NULL),
-                                   -- Controller → the name the job's pause on that controller was given.
-                                   'paused_on', (SELECT jsonb_object_agg(p.controller, p.job_name)
-                                                 FROM jenkins_job_pauses p
-                                                 WHERE lower(p.job_name) = lower(w.job_name)
-                                                   AND p.controller IS NOT NULL))),
-            '{}')
+    -- A controller's own max_in_flight counts its rows in flight (claim_batch_capped).
+    (SELECT coalesce(jsonb_object_agg(c.controller, (SELECT count(*) FROM jenkins_jobs_queue q
+                                                     WHERE q.status = 'processing' AND q.controller = c.controller)),
+                     '{}')
+     FROM (SELECT DISTINCT controller FROM wanted) AS c) AS controllers_in_flight,
+    (SELECT coalesce(jsonb_agg(jsonb_build_object(
+                'job_name', w.job_name, 'controller', w.controller,
+                'cap', l.max_in_flight,
+                'in_flight', (SELECT count(*) FROM jenkins_jobs_queue q
+                              WHERE q.status = 'processing' AND lower(q.job_name) = lower(w.job_name)
+                                AND q.controller = w.controller),
+                'rate', l.per_minute,
+                'started', (SELECT count(*) FROM jenkins_job_starts s
+                            WHERE l.per_minute IS NOT NULL AND s.controller = l.controller
+                              AND s.job_key = lower(l.job_name)
+                              AND s.at > now() - interval '1 minute'),
+                -- When the rate next has room: the rate-th latest start leaves the minute.
+                'next_start_seconds',
+                (SELECT extract(epoch FROM s.at + interval '1 minute' - now())::float8
+                 FROM jenkins_job_starts s
+                 WHERE l.per_minute IS NOT NULL AND s.controller = l.controller
+                   AND s.job_key = lower(l.job_name) AND s.at > now() - interval '1 minute'
+                 ORDER BY s.at DESC OFFSET l.per_minute - 1 LIMIT 1),
+                'paused_as', (SELECT p.job_name FROM jenkins_job_pauses p
+                              WHERE lower(p.job_name) = lower(w.job_name) AND p.controller IS NULL),
+                -- Controller → the name the job's pause on that controller was given.
+                'paused_on', (SELECT jsonb_object_agg(p.controller, p.job_name)
+                              FROM jenkins_job_pauses p
+                              WHERE lower(p.job_name) = lower(w.job_name) AND p.controller IS NOT NULL))),
+            '[]')
      FROM wanted w LEFT JOIN jenkins_job_limits l
-       ON lower(l.job_name) = lower(w.job_name) AND l.controller = 'default') AS jobs,
+       ON lower(l.job_name) = lower(w.job_name) AND l.controller = w.controller) AS jobs,
     -- Every pause, each with its controller (NULL: every controller's): each row is explained by its own
     -- controller's pauses and those of every controller (a small table: an operator's pauses).
     (SELECT coalesce(jsonb_agg(jsonb_build_object('job_name', job_name, 'paused_at', paused_at,
