@@ -52,3 +52,33 @@ def test_a_controllers_own_webhook_secret_replaces_the_shared_one_for_its_builds
         assert (queue.get(on_b)["status"], queue.get(on_a)["status"]) == ("completed", "completed")
     finally:
         assert served.stop() == 0, served.log()[-3000:]
+
+
+def test_doctor_probes_the_webhook_with_each_controllers_own_secret(make_jenkins, queue, db, database_url, tmp_path):
+    """`doctor --webhook-url` sends its probe once with WEBHOOK_SECRET and once per controller with a secret of its
+    own (a build URL under that controller): a row per secret, and a wrong one named, changing nothing."""
+    from jenkins_dispatch.operating.doctor import FAIL, PASS, DoctorOptions, run_checks
+
+    from ..integration.test_doctor import by_name, env_for
+
+    a, b = make_jenkins(), make_jenkins()
+    controllers = {"b": {"url": b.base_url, "user": "admin", "api_token": ADMIN_TOKEN, "webhook_secret": B_SECRET}}
+    served = start_serve(serve_env(database_url, a.base_url, JENKINS_CONTROLLERS=json.dumps(controllers)),
+                         tmp_path / "serve.log")
+    try:
+        before = db.run("SELECT count(*) AS n FROM jenkins_job_events")
+        options = DoctorOptions(webhook_url=served.base + "/jenkins/notify")
+        checks = by_name(run_checks(options, env_for(database_url, a.base_url,
+                                                     JENKINS_CONTROLLERS=json.dumps(controllers))))
+        assert checks["webhook"].status == PASS, checks["webhook"]
+        assert checks["webhook b"].status == PASS, checks["webhook b"]
+        assert "controller b's webhook_secret" in checks["webhook b"].detail
+
+        wrong = {"b": dict(controllers["b"], webhook_secret="not-b-s-secret")}
+        checks = by_name(run_checks(options, env_for(database_url, a.base_url, JENKINS_CONTROLLERS=json.dumps(wrong))))
+        assert checks["webhook"].status == PASS
+        assert checks["webhook b"].status == FAIL and "HTTP 401" in checks["webhook b"].detail, checks["webhook b"]
+        assert "webhook_secret" in checks["webhook b"].fix and "not-b-s-secret" not in repr(checks["webhook b"])
+        assert db.run("SELECT count(*) AS n FROM jenkins_job_events") == before
+    finally:
+        assert served.stop() == 0, served.log()[-3000:]

@@ -177,6 +177,18 @@ def test_webhook_check(status, body, error, result, words):
     assert (check.fix is not None) == (result == FAIL)
 
 
+@pytest.mark.parametrize("status, body, result, words, fix", [
+    (404, {"outcome": "unknown"}, PASS, "took controller b's webhook_secret", None),
+    (401, {"outcome": "unauthorised", "message": "wrong token for this build: controller 'b' has a webhook secret"},
+     FAIL, "refused controller b's webhook_secret for a build of b (HTTP 401: wrong token", "webhook_secret for b"),
+    (503, {"outcome": "unavailable"}, FAIL, "HTTP 503", "log"),
+])
+def test_webhook_check_of_a_controllers_own_secret(status, body, result, words, fix):
+    check = webhook_check(status, body, None, "http://h:1/jenkins/notify", "b")
+    assert check.name == "webhook b" and check.status == result and words in check.detail, check
+    assert (fix is None and check.fix is None) or fix in check.fix
+
+
 def test_display_url_hides_user_info_and_query():
     assert display_url("https://jenkins:s3cret@hook.example.com:8443/jenkins/notify?token=s3cret") == \
         "https://hook.example.com:8443/jenkins/notify"

@@ -19,7 +19,7 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..config import (
@@ -322,41 +322,49 @@ def display_url(url: str) -> str:
     return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
-def webhook_check(status: int | None, body: object, error: str | None, where: str) -> Check:
+def webhook_check(status: int | None, body: object, error: str | None, where: str,
+                  controller: str | None = None) -> Check:
     """What the webhook's answer to the probe (an authenticated notification for a dispatch id no row can have)
-    means. ``status`` None: no answer, ``error`` says why."""
+    means. ``status`` None: no answer, ``error`` says why. ``controller``: the probe carried that controller's own
+    webhook_secret and a build URL under it (the row is "webhook NAME"); None: WEBHOOK_SECRET."""
+    name = f"webhook {controller}" if controller else "webhook"
     if status is None:
-        return Check("webhook", FAIL, f"no answer from {where}: {error}",
+        return Check(name, FAIL, f"no answer from {where}: {error}",
                      "start the webhook (`jenkins-dispatch serve`, or deploy the stack), or correct --webhook-url")
     outcome = body.get("outcome") if isinstance(body, dict) else None
     message = body.get("message") if isinstance(body, dict) else None
     said = f": {message}" if isinstance(message, str) and message else ""
+    secret = f"controller {controller}'s webhook_secret" if controller else "the secret"
     if status == 404 and outcome == "unknown":
-        return Check("webhook", PASS, f"{where} took the secret and read the database (404 unknown dispatch id, "
-                                      "as expected for the probe)")
+        return Check(name, PASS, f"{where} took {secret} and read the database (404 unknown dispatch id, "
+                                 "as expected for the probe)")
+    if status == 401 and controller:
+        return Check(name, FAIL, f"{where} refused {secret} for a build of {controller} (HTTP 401{said})",
+                     f"give the webhook and this command the same webhook_secret for {controller} in "
+                     "JENKINS_CONTROLLERS (and that controller's notification URL the same token)")
     if status == 401:
-        return Check("webhook", FAIL, f"{where} refused WEBHOOK_SECRET (HTTP 401)",
+        return Check(name, FAIL, f"{where} refused WEBHOOK_SECRET (HTTP 401)",
                      "give the webhook and this command the same WEBHOOK_SECRET (and Jenkins's notification URL "
                      "the same token)")
     if status == 404:
-        return Check("webhook", FAIL, f"nothing at {where} takes notifications (HTTP 404{said})",
+        return Check(name, FAIL, f"nothing at {where} takes notifications (HTTP 404{said})",
                      "the webhook's URL ends in /jenkins/notify (serve: http://HOST:PORT/jenkins/notify; AWS: the "
                      "stack's WebhookUrl output)")
     if status == 503:
-        return Check("webhook", FAIL, f"{where} is up but cannot work (HTTP 503{said})",
+        return Check(name, FAIL, f"{where} is up but cannot work (HTTP 503{said})",
                      "read the webhook's log: its database is unreachable or not migrated, or its settings are "
                      "wrong (WEBHOOK_SECRET unset there)")
-    return Check("webhook", FAIL, f"{where} answered the probe with HTTP {status}{said}",
+    return Check(name, FAIL, f"{where} answered the probe with HTTP {status}{said}",
                  "check that --webhook-url is jenkins-dispatch's webhook (POST /jenkins/notify)")
 
 
-def probe_notification(dispatch_id: str) -> dict:
-    """The probe's body: a well-formed QUEUED notification whose DISPATCH_ID no row can carry."""
-    return {
-        "name": PROBE_JOB,
-        "url": f"job/{PROBE_JOB}/",
-        "build": {"phase": "QUEUED", "queue_id": 1, "parameters": {DISPATCH_ID_PARAMETER: dispatch_id}},
-    }
+def probe_notification(dispatch_id: str, controller_url: str | None = None) -> dict:
+    """The probe's body: a well-formed QUEUED notification whose DISPATCH_ID no row can carry; with
+    ``controller_url``, its build's full URL is under that controller (whose secret the webhook then wants)."""
+    build: dict[str, Any] = {"phase": "QUEUED", "queue_id": 1, "parameters": {DISPATCH_ID_PARAMETER: dispatch_id}}
+    if controller_url:
+        build["full_url"] = f"{controller_url.rstrip('/')}/job/{PROBE_JOB}/1/"
+    return {"name": PROBE_JOB, "url": f"job/{PROBE_JOB}/", "build": build}
 
 
 # --------------------------------------------------------------------------- rendering
@@ -609,19 +617,40 @@ def _webhook_checks(env: Mapping[str, str] | None, fetch_secret: SecretFetcher |
     checks = [Check("webhook secret", PASS, "set")]
     if not options.webhook_url:
         return checks + [_skip("webhook", "no --webhook-url given")]
+    where = display_url(options.webhook_url)
     status, body, error = _probe_webhook(options.webhook_url, secret)
-    return checks + [webhook_check(status, body, error, display_url(options.webhook_url))]
+    checks.append(webhook_check(status, body, error, where))
+    # Each controller with a secret of its own: the same probe with that secret, for a build of that controller.
+    for controller in _controllers_with_own_secret(env, fetch_secret):
+        status, body, error = _probe_webhook(options.webhook_url, controller.webhook_secret or "", controller.url)
+        checks.append(webhook_check(status, body, error, where, controller.name))
+    return checks
 
 
-def _probe_webhook(url: str, secret: str) -> tuple[int | None, object, str | None]:
+def _controllers_with_own_secret(env: Mapping[str, str] | None,
+                                 fetch_secret: SecretFetcher | None) -> list[JenkinsSettings]:
+    """The configured controllers that have a webhook_secret (none when JENKINS_CONTROLLERS cannot be read: the
+    "controllers" row says why)."""
+    try:
+        default = load_jenkins_settings(env, fetch_secret)
+    except ConfigError:
+        default = None
+    try:
+        return [c for c in load_controllers(env, fetch_secret, default=default) if c.webhook_secret]
+    except ConfigError:
+        return []
+
+
+def _probe_webhook(url: str, secret: str, controller_url: str | None = None) -> tuple[int | None, object, str | None]:
     """POST the probe; (status, JSON body or None, None) or (None, None, why no answer came)."""
     import requests
 
+    dispatch_id = PROBE_DISPATCH_PREFIX + secrets.token_hex(8)
     with requests.Session() as session:
         session.trust_env = False  # a .netrc must not add a second token, nor a proxy read it
         try:
             response = session.post(
-                url, data=json.dumps(probe_notification(PROBE_DISPATCH_PREFIX + secrets.token_hex(8))),
+                url, data=json.dumps(probe_notification(dispatch_id, controller_url)),
                 headers={"Content-Type": "application/json", "X-Jenkins-Dispatch-Token": secret},
                 timeout=WEBHOOK_PROBE_TIMEOUT_SECONDS, allow_redirects=False,
             )
