@@ -51,7 +51,7 @@ QUIET_PERIOD_SECONDS = 3  # svc/approve's items wait in the queue, where a perso
 # Late-acting Jenkins: each of these delays applies to ~1 % of trigger requests (seeded), ~5 % in all.
 LATE_SECONDS = (4.0, 5.5, 7.0, 8.5, 10.0)
 LATE_SHARE_EACH = 0.01
-PERSON_CANCELS = 20
+PERSON_CANCELS = 20  # the person stops after this many; at least half must happen for the run to count
 BLOB_CHARS = 60_000  # on every other svc/bulk job
 PARAMS = [{"name": "DISPATCH_ID"}, {"name": "MARKER"}]
 CANCELLED_IN_JENKINS = ("left the queue without a build", "its Jenkins queue item was cancelled in Jenkins")
@@ -126,7 +126,7 @@ class Person(threading.Thread):
         try:
             with Database(self.settings.database, application_name="jd-tests-person") as db, \
                     JenkinsClient(self.jenkins_url, "admin", ADMIN_TOKEN, 5) as person:
-                while len(self.cancelled) < PERSON_CANCELS and not self.stop_event.wait(0.3 + rng.random() * 0.3):
+                while len(self.cancelled) < PERSON_CANCELS and not self.stop_event.wait(0.15 + rng.random() * 0.2):
                     rows = db.run("SELECT id, jenkins_queue_id FROM jenkins_jobs_queue WHERE job_name = :job "
                                   "AND status = 'processing' AND jenkins_queue_id IS NOT NULL "
                                   "AND build_number IS NULL AND resends = 0", job=QUIET)
@@ -320,7 +320,9 @@ def test_late_acting_jenkins_downstream_jobs_cancels_and_large_parameters_build_
 
     # The chaos really happened, so this test could have failed.
     assert figures["late-acting triggers"] >= JOBS // 40 and figures["re-sends"] > 0 and figures["merged requests"] > 0, figures
-    assert len(person.cancelled) == PERSON_CANCELS, figures
+    # How many the person caught depends on how long svc/approve's items waited while the dispatchers worked
+    # (19 of 20 once on a fast machine, the queue drained in 18 s): enough to count, not all of them.
+    assert len(person.cancelled) >= PERSON_CANCELS // 2, figures
     large = [b for by_marker in builds[BULK].values() for b in by_marker
              if len(dict((d.name, v) for d, v in b.parameters)["BLOB"] or "") == BLOB_CHARS]
     assert len(large) >= sum("BLOB" in spec["params"] for spec in specs.values()), figures
