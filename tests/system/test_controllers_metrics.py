@@ -37,8 +37,11 @@ def test_metrics_name_the_controller_that_is_down(make_jenkins, queue, database_
 
         def stopped_on_b() -> float:
             families = _scrape(served.base)
-            return _value(families, "jenkins_dispatch_controller_jenkins_unavailable",
-                          "jenkins_dispatch_controller_jenkins_unavailable_total", controller="b")
+            try:
+                return _value(families, "jenkins_dispatch_controller_jenkins_unavailable",
+                              "jenkins_dispatch_controller_jenkins_unavailable_total", controller="b")
+            except AssertionError:  # no sample before the first stopped pass: b's breaker may open before it
+                return 0.0
 
         assert wait_for(lambda: stopped_on_b() >= 1, timeout=15)
         # b's lane probes its breaker now and then: its row is claimed, refused (503) and released within that
