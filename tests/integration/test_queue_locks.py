@@ -34,3 +34,55 @@ def test_a_claim_in_progress_blocks_neither_the_applications_inserts_nor_other_c
         assert {job.id for job in taken}.isdisjoint(job.id for job in held)
         assert len(taken) == 20 - 5 + 2
     assert queue.stats()["processing"] == 22
+
+
+LOCK_WAITS = {  # sessions of this database waiting for a row lock, by application name
+    "postgresql": "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() "
+                  "AND wait_event_type = 'Lock' AND application_name = :name",
+    "mysql": "SELECT count(*) AS n FROM information_schema.innodb_trx t JOIN information_schema.processlist p "
+             "ON p.id = t.trx_mysql_thread_id WHERE t.trx_state = 'LOCK WAIT' AND p.db = DATABASE()",
+}
+
+
+def test_a_settle_picked_as_a_deadlock_victim_is_run_again_and_settles_every_row(db, database_url, engine):
+    """A deadlock victim outside a transaction of ours was rolled back whole at once: the statement runs again
+    (a fenced transition run again after a rollback is its first run), instead of failing its whole batch and
+    leaving the rows processing until their leases run out. The deadlock is real: another session holds row B
+    and then asks for row A, which the settle holds while it waits for B."""
+    import threading
+    import time
+
+    from jenkins_dispatch.store.queue import Settlement
+
+    queue = Queue(db)
+    for n in range(22):
+        queue.enqueue("deploy", {"n": n})
+    a, b = queue.claim_batch(2)
+    url = parse_database_url(database_url)
+    with Database(url, application_name="jd-tests-settler") as settler_db, \
+            Database(url, application_name="jd-tests-other") as other:
+        settled: list = []
+
+        def settle() -> None:
+            try:
+                settled.append(Queue(settler_db).settle_many(
+                    [Settlement(job.id, job.dispatch_id, "failed", None, "refused") for job in (a, b)]))
+            except Exception as exc:  # noqa: BLE001 (the test reports it)
+                settled.append(exc)
+
+        with other.transaction():
+            # Heavier than the settle (InnoDB rolls back the transaction that changed least), so the settle is
+            # the victim on both engines; on PostgreSQL the settle, waiting first, finds the cycle first.
+            other.run("UPDATE jenkins_jobs_queue SET priority = priority + 1 WHERE status = 'pending'")
+            other.run("SELECT id FROM jenkins_jobs_queue WHERE id = :id FOR UPDATE", id=b.id)
+            settler = threading.Thread(target=settle)
+            settler.start()
+            deadline = time.monotonic() + 30
+            while db.run(LOCK_WAITS[engine], name="jd-tests-settler")[0]["n"] < 1:
+                assert time.monotonic() < deadline and settler.is_alive(), settled
+                time.sleep(0.2)  # InnoDB refreshes its lock tables only when unread for 0.1 s
+            # The cycle: A is the settle's. Granted once the settle, the victim, has rolled back.
+            other.run("SELECT id FROM jenkins_jobs_queue WHERE id = :id FOR UPDATE", id=a.id)
+        settler.join(timeout=30)
+    assert settled == [{a.id, b.id}], settled
+    assert [queue.get(job.id)["status"] for job in (a, b)] == ["failed", "failed"]

@@ -53,6 +53,7 @@ EXERCISED = {
     "connection": "test_the_session_opens_lazily_and_reopens_after_close",
     "close": "test_the_session_opens_lazily_and_reopens_after_close",
     "transaction": "test_a_transaction_rolls_back_on_error_and_refuses_nesting",
+    "in_transaction": "test_a_transaction_rolls_back_on_error_and_refuses_nesting",
     # Counters every session keeps (instance attributes, set by Session.__init__).
     "statements": "test_run_script_runs_several_statements_in_one_round_trip",
     "connects": "test_the_session_opens_lazily_and_reopens_after_close",
@@ -161,9 +162,12 @@ def test_a_transactions_opening_statement_runs_inside_it_in_begins_round_trip(se
 
 
 def test_a_transaction_rolls_back_on_error_and_refuses_nesting(session, probe) -> None:
+    assert session.in_transaction is False
     with pytest.raises(ZeroDivisionError), session.transaction():
+        assert session.in_transaction is True
         session.run(f"UPDATE {probe} SET note = :note WHERE id = 1", note="undone")
         _ = 1 / 0
+    assert session.in_transaction is False
     assert session.run(f"SELECT note FROM {probe} WHERE id = 1") == [{"note": "one"}]
     with pytest.raises(RuntimeError, match="nested"), session.transaction(), session.transaction():
         pass

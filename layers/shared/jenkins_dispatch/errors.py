@@ -61,7 +61,13 @@ class DatabaseUnavailable(DispatchError):
 
 
 class DatabaseBusy(DispatchError):
-    """A statement gave up waiting (lock or statement timeout, deadlock): the database works, try again later."""
+    """A statement gave up waiting (lock or statement timeout, deadlock): the database works, try again later.
+    ``victim``: the server chose its transaction as a deadlock (or serialization) victim and rolled it back at
+    once, so running it again costs no wait and, outside a caller's transaction, repeats nothing."""
+
+    def __init__(self, message: str, *, victim: bool = False):
+        super().__init__(message)
+        self.victim = victim
 
 
 class DatabaseError(DispatchError):

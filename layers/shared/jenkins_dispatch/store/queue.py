@@ -50,6 +50,7 @@ LEGACY_DISPATCH_PREFIX = LEGACY_PREFIX
 MAX_PARAMETER_FILTERS = 3  # parameter values a job list filters on at once (slots of list_jobs)
 PARAMETER_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")  # parameter names a filter may name (quoted into a JSON path)
 CLAIM_ATTEMPTS = 3  # a claim picked as a deadlock victim is tried again at once, up to this many times in all
+VICTIM_ATTEMPTS = 3  # any block outside a caller's transaction, the same (``Queue._run``)
 EVERYTHING = "*"  # jenkins_job_pauses.job_name of a pause of every job (Jenkins forbids '*' in item names)
 
 
@@ -336,12 +337,20 @@ class Queue:
         self._statements = statements.load(db.dialect)
 
     def _run(self, name: str, **params: Any) -> list[Row]:
-        try:
-            return self.db.run(self._statements[name], **params)
-        except DatabaseError as exc:
-            if exc.invalid_input:
-                raise InvalidInput(_constraint_message(exc)) from None
-            raise
+        for attempt in range(VICTIM_ATTEMPTS):
+            try:
+                return self.db.run(self._statements[name], **params)
+            except DatabaseBusy as exc:
+                # A deadlock victim was rolled back whole, at once: outside a caller's transaction, running the
+                # block again is its first run (every transition is fenced), where failing it would fail a whole
+                # batch and leave its rows processing until their leases run out (seen: two lanes' writes).
+                if not exc.victim or self.db.in_transaction or attempt == VICTIM_ATTEMPTS - 1:
+                    raise
+            except DatabaseError as exc:
+                if exc.invalid_input:
+                    raise InvalidInput(_constraint_message(exc)) from None
+                raise
+        raise AssertionError("unreachable")
 
     # ------------------------------------------------------------------ enqueue
     def enqueue(

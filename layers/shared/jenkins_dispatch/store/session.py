@@ -130,6 +130,11 @@ class Session(ABC):
         raise NotImplementedError(f"{self.engine_name} sends no notifications: poll instead")
 
     # ------------------------------------------------------------------ shared mechanics
+    @property
+    def in_transaction(self) -> bool:
+        """Whether a ``transaction()`` block is open: a statement failing in it leaves the block to the caller."""
+        return self._in_transaction
+
     def waiting_seconds(self) -> float:
         """How long the statement in progress has waited for its answer (0 between statements)."""
         sent_at = self._sent_at

@@ -39,6 +39,7 @@ from . import server
 # too long) and those that only mean "not now" (a lock wait or statement time limit, a deadlock victim).
 _SESSION_ENDED = {1053, 1927, 2006, 2013, 2055, 4031}
 _BUSY = {1205, 1213, 3024, 1969, 3572}
+_DEADLOCK = 1213  # of those, a deadlock victim: InnoDB rolled its transaction back at once
 # The data broke a rule: duplicate key, CHECK (MySQL 3819, MariaDB 4025), NOT NULL, a value the column cannot
 # hold (wrong time, number or JSON text, too long, out of range).
 _INVALID_INPUT = {1062, 3819, 4025, 1048, 1292, 1366, 1264, 1406, 3140, 1265, 1411}
@@ -276,7 +277,7 @@ class MysqlSession(Session):
             except Exception:
                 self._drop()
         if errno in _BUSY:
-            return DatabaseBusy(f"MySQL at {where} is busy: {_reason(exc)}")
+            return DatabaseBusy(f"MySQL at {where} is busy: {_reason(exc)}", victim=errno == _DEADLOCK)
         if errno == _TABLE_MISSING and not self._in_transaction:
             return SchemaMissing(f"the jenkins-dispatch tables are missing in {where}: run `jenkins-dispatch "
                                  f"migrate` first ({_reason(exc)})")

@@ -28,6 +28,7 @@ from . import server
 # shutdown) and those that only mean "not now" (a lock or statement timeout, a deadlock victim).
 _SESSION_ENDED = ("57P01", "57P02", "57P03", "08000", "08003", "08006")
 _BUSY = ("55P03", "57014", "40P01", "40001")
+_VICTIM = ("40P01", "40001")  # of those, a deadlock or serialization victim: rolled back at once
 # The data broke a rule: a CHECK, a unique key, NOT NULL, or text that is not a number, JSON or a time.
 _INVALID_INPUT = ("23514", "23505", "23502", "22P02", "22P05", "22021", "22007", "22008", "22003")
 # date, timestamp, timestamptz: pg8000 hands over as text what a datetime cannot hold (see OddTime).
@@ -174,7 +175,8 @@ class PostgresSession(Session):
                     f"PostgreSQL at {self.settings.describe()} ended the session: {_reason(exc)}"
                 ) from None
             if is_sqlstate(exc, *_BUSY):
-                raise DatabaseBusy(f"PostgreSQL at {self.settings.describe()} is busy: {_reason(exc)}") from None
+                raise DatabaseBusy(f"PostgreSQL at {self.settings.describe()} is busy: {_reason(exc)}",
+                                   victim=is_sqlstate(exc, *_VICTIM)) from None
             if is_sqlstate(exc, "42P01") and not self._in_transaction:
                 raise SchemaMissing(
                     f"the jenkins-dispatch tables are missing in {self.settings.describe()}: run `jenkins-dispatch "
