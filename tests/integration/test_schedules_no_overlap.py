@@ -146,6 +146,37 @@ def test_cli_no_overlap_is_stored_and_listed(db, schedules, capsys):
                                                                                  ("often", False, 0)]
 
 
+def test_cli_schedule_set_turns_no_overlap_on_and_off_keeping_the_schedules_history(db, schedules, queue, capsys):
+    """`schedule set NAME --no-overlap | --overlap`: changed in place (its ticks, skips and last row stay, as `rm`
+    and `add` would lose them), from the next tick on; naming what it already is changes nothing."""
+    add_schedule(schedules, "nightly", "deploy", cron=YEARLY)
+    make_due(db, "nightly", timedelta(minutes=30))
+    assert enqueue_due_ticks(schedules).enqueued == 1
+    before = schedules.get("nightly")
+
+    assert exit_code(["schedule", "set", "NIGHTLY", "--no-overlap"]) == 0
+    assert "no overlap" in capsys.readouterr().out
+    after = schedules.get("nightly")
+    assert after["no_overlap"] is True
+    assert {k: after[k] for k in ("last_tick", "last_job_id", "next_tick", "skipped_ticks")} == \
+        {k: before[k] for k in ("last_tick", "last_job_id", "next_tick", "skipped_ticks")}
+    make_due(db, "nightly", timedelta(minutes=20))  # the first run is still pending: skipped now
+    assert enqueue_due_ticks(schedules).skipped_in_flight == 1 and len(rows(queue)) == 1
+
+    assert exit_code(["schedule", "set", "nightly", "--no-overlap", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"name": "nightly", "no_overlap": True, "changed": False}
+    assert exit_code(["schedule", "set", "nightly", "--overlap"]) == 0
+    assert "overlap allowed" in capsys.readouterr().out
+    make_due(db, "nightly", timedelta(minutes=10))
+    assert enqueue_due_ticks(schedules).enqueued == 1 and len(rows(queue)) == 2
+    assert schedules.get("nightly")["skipped_ticks"] == 1
+
+    assert exit_code(["schedule", "set", "weekly", "--overlap"]) == 2
+    assert "no schedule named 'weekly'" in capsys.readouterr().err
+    assert exit_code(["schedule", "set", "nightly"]) == 2  # one of the two, always
+    assert exit_code(["schedule", "set", "nightly", "--overlap", "--no-overlap"]) == 2
+
+
 def test_the_pages_schedule_list_shows_no_overlap_and_its_skips(db, schedules, queue, make_ui):  # noqa: F811
     add_schedule(schedules, "nightly", "deploy", cron=YEARLY, no_overlap=True)
     add_schedule(schedules, "often", PAYLOAD, cron=YEARLY)

@@ -814,6 +814,19 @@ def cmd_schedule_pause(ctx: Context, args) -> None:
         print(f"schedule {args.name} was already paused; nothing changed")
 
 
+def cmd_schedule_set(ctx: Context, args) -> None:
+    """`schedule set NAME --no-overlap | --overlap`: change the schedule in place."""
+    from .operating.scheduling import set_no_overlap
+
+    result = set_no_overlap(_schedules(ctx), args.name, args.no_overlap)
+    if args.json:
+        print_json({"name": result.name, "no_overlap": args.no_overlap, "changed": result.changed})
+        return
+    now = ("no overlap: a tick is skipped while the previous run is pending or processing" if args.no_overlap
+           else "overlap allowed: every tick enqueues a row")
+    print(f"schedule {result.name}: {now}" + ("" if result.changed else " (already so; nothing changed)"))
+
+
 def cmd_schedule_resume(ctx: Context, args) -> None:
     """`schedule resume NAME`: ticks again from the next one."""
     from .operating.scheduling import resume_schedule
@@ -839,7 +852,7 @@ def command_adder(commands):
 
 
 def add_schedule_commands(sub) -> None:
-    """`schedule add|ls|rm|pause|resume` under the top-level parser's commands ``sub``."""
+    """`schedule add|set|ls|rm|pause|resume` under the top-level parser's commands ``sub``."""
     text = "recurring jobs: each tick of a cron expression enqueues one row, whatever the number of dispatchers"
     schedule = sub.add_parser("schedule", help=text, description=text)
     add_json_option(schedule)
@@ -860,6 +873,14 @@ def add_schedule_commands(sub) -> None:
     p.add_argument("--no-overlap", action="store_true",
                    help="skip a tick while the previous run of this schedule is still pending or processing "
                         "(counted in skipped_ticks; the next tick after it finished enqueues as usual)")
+    p = command("set", cmd_schedule_set, "change NAME in place (its ticks, skips and last row stay), from its "
+                                         "next tick on")
+    p.add_argument("name", help="the schedule's name")
+    overlap = p.add_mutually_exclusive_group(required=True)
+    overlap.add_argument("--no-overlap", dest="no_overlap", action="store_true", default=None,
+                         help="skip a tick while the previous run is still pending or processing")
+    overlap.add_argument("--overlap", dest="no_overlap", action="store_false",
+                         help="enqueue every tick, whatever is in flight (the default of `schedule add`)")
     command("ls", cmd_schedule_ls, "every schedule: state, next tick, last tick and its row, no overlap, skips")
     p = command("rm", cmd_schedule_rm, "delete a schedule (the rows it enqueued stay)")
     p.add_argument("name", help="the schedule's name")

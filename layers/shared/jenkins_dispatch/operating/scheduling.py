@@ -1,5 +1,5 @@
 """What an operator does with schedules (`jenkins-dispatch schedule …` and the web page): add, list, remove,
-pause, resume. Every input is checked before anything is stored; ticks are computed from the database's clock.
+pause, resume, and turn no-overlap on or off. Every input is checked before anything is stored; ticks are computed from the database's clock.
 """
 
 from __future__ import annotations
@@ -60,6 +60,16 @@ def pause_schedule(schedules: Schedules, name: str, paused_by: str | None = None
     if not changed and schedules.get(name) is None:
         raise NotFound(f"no schedule named {name!r}")
     return ScheduleChange(name=name, changed=changed)
+
+
+def set_no_overlap(schedules: Schedules, name: str, no_overlap: bool) -> ScheduleChange:
+    """Turn a schedule's no-overlap on or off in place (its ticks, skips and last row stay), from its next tick on;
+    naming what it is already changes nothing. NotFound when there is no such schedule."""
+    changed = schedules.set_no_overlap(name, no_overlap)
+    found = schedules.get(name)
+    if found is None:
+        raise NotFound(f"no schedule named {name!r}")
+    return ScheduleChange(name=found["name"], changed=changed, next_tick=found["next_tick"])
 
 
 def resume_schedule(schedules: Schedules, name: str) -> ScheduleChange:

@@ -97,6 +97,11 @@ class Schedules:
         """Stop enqueuing its ticks; False when it is not enabled (or does not exist)."""
         return bool(self._run("pause_schedule", name=name, paused_by=paused_by))
 
+    def set_no_overlap(self, name: str, no_overlap: bool) -> bool:
+        """Skip ticks while the previous run is in flight (``no_overlap``), or not, from the next tick on; False
+        when it is so already (or does not exist)."""
+        return bool(self._run("set_schedule_overlap", name=name, no_overlap=bool(no_overlap)))
+
     def resume(self, name: str, next_tick: datetime) -> bool:
         """Enqueue its ticks again from ``next_tick`` on; False when it is not paused (or does not exist)."""
         return bool(self._run("resume_schedule", name=name, next_tick=next_tick))

@@ -1262,6 +1262,16 @@ WHERE name = :name AND enabled;
 SET @jd_changed = ROW_COUNT();
 SELECT name FROM jenkins_job_schedules WHERE name = :name AND @jd_changed > 0;
 
+-- name: set_schedule_overlap
+-- `schedule set NAME --no-overlap | --overlap`: in place, so its ticks, skips and last row stay; read by the next
+-- tick's take_tick. Only a schedule that changes gives its row back.
+SET @jd_changed = 0;
+UPDATE jenkins_job_schedules
+SET no_overlap = :no_overlap, updated_at = NOW(6)
+WHERE name = :name AND no_overlap <> :no_overlap;
+SET @jd_changed = ROW_COUNT();
+SELECT name FROM jenkins_job_schedules WHERE name = :name AND @jd_changed > 0;
+
 -- name: resume_schedule
 SET @jd_changed = 0;
 UPDATE jenkins_job_schedules

@@ -1210,6 +1210,14 @@ SET enabled = false, paused_at = now(), paused_by = CAST(:paused_by AS text), up
 WHERE lower(name) = lower(CAST(:name AS text)) AND enabled
 RETURNING name;
 
+-- name: set_schedule_overlap
+-- `schedule set NAME --no-overlap | --overlap`: in place, so its ticks, skips and last row stay; read by the next
+-- tick's take_tick. Only a schedule that changes gives its row back.
+UPDATE jenkins_job_schedules
+SET no_overlap = CAST(:no_overlap AS boolean), updated_at = now()
+WHERE lower(name) = lower(CAST(:name AS text)) AND no_overlap <> CAST(:no_overlap AS boolean)
+RETURNING name;
+
 -- name: resume_schedule
 -- Its next tick is the first after now (computed by the caller from database_now): the ticks it missed while
 -- paused are not enqueued. Only a paused schedule changes (no row back otherwise).
