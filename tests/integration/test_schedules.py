@@ -4,6 +4,7 @@ run real threads, each on its own session."""
 
 from __future__ import annotations
 
+import json
 import threading
 from datetime import datetime, timedelta
 
@@ -208,3 +209,37 @@ def test_cli_an_invalid_cron_expression_is_one_line_exit_2_nothing_stored(db, sc
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cron expression" in err, err
     assert schedules.listed() == []
+
+
+def test_cli_schedule_set_changes_cron_zone_and_priority_in_place(schedules, queue, capsys):
+    """`schedule set NAME --cron … --timezone … --priority …`: changed in place, the next tick computed anew from the
+    database's clock; its last tick and row stay. Bad input changes nothing; so does naming what it already is."""
+    from jenkins_dispatch.dispatching.cron import next_tick as following
+
+    add_schedule(schedules, "nightly", "deploy", cron="0 3 * * *")
+    make_due(schedules.db, "nightly", timedelta(minutes=5))
+    assert enqueue_due_ticks(schedules).enqueued == 1
+    before = schedules.get("nightly")
+
+    set_at = schedules.now()
+    assert exit_code(["schedule", "set", "nightly", "--cron", "30 4 * * 1-5", "--timezone", "Europe/Berlin",
+                      "--priority", "7", "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    after = schedules.get("nightly")
+    assert (after["cron"], after["timezone"], after["priority"]) == ("30 4 * * 1-5", "Europe/Berlin", 7)
+    assert following("30 4 * * 1-5", "Europe/Berlin", set_at) <= after["next_tick"] \
+        <= following("30 4 * * 1-5", "Europe/Berlin", schedules.now())
+    assert answer["changed"] is True and answer["cron"] == "30 4 * * 1-5" and answer["priority"] == 7
+    assert (after["last_tick"], after["last_job_id"]) == (before["last_tick"], before["last_job_id"])
+    make_due(schedules.db, "nightly", timedelta(minutes=1))
+    assert enqueue_due_ticks(schedules).enqueued == 1
+    assert rows(queue)[-1]["priority"] == 7  # the new priority from the next row on
+
+    untouched = schedules.get("nightly")
+    assert exit_code(["schedule", "set", "nightly", "--cron", "61 * * * *"]) == 2
+    assert "cron" in capsys.readouterr().err
+    assert exit_code(["schedule", "set", "nightly", "--timezone", "Mars/Olympus"]) == 2
+    capsys.readouterr()
+    assert exit_code(["schedule", "set", "nightly", "--priority", "7"]) == 0
+    assert "nothing changed" in capsys.readouterr().out
+    assert schedules.get("nightly") == untouched

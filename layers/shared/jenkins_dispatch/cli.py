@@ -815,16 +815,24 @@ def cmd_schedule_pause(ctx: Context, args) -> None:
 
 
 def cmd_schedule_set(ctx: Context, args) -> None:
-    """`schedule set NAME --no-overlap | --overlap`: change the schedule in place."""
-    from .operating.scheduling import set_no_overlap
+    """`schedule set NAME [--cron EXPR] [--timezone TZ] [--priority N] [--no-overlap | --overlap]`: in place."""
+    from .operating.scheduling import change_schedule
 
-    result = set_no_overlap(_schedules(ctx), args.name, args.no_overlap)
+    schedules = _schedules(ctx)
+    result = change_schedule(schedules, args.name, cron=args.cron, timezone=args.timezone, priority=args.priority,
+                             no_overlap=args.no_overlap)
+    now = schedules.get(result.name) or {}
     if args.json:
-        print_json({"name": result.name, "no_overlap": args.no_overlap, "changed": result.changed})
+        print_json({"name": result.name, "changed": result.changed,
+                    **{key: now.get(key) for key in ("cron", "timezone", "priority", "no_overlap", "next_tick")}})
         return
-    now = ("no overlap: a tick is skipped while the previous run is pending or processing" if args.no_overlap
-           else "overlap allowed: every tick enqueues a row")
-    print(f"schedule {result.name}: {now}" + ("" if result.changed else " (already so; nothing changed)"))
+    if not result.changed:
+        print(f"schedule {result.name}: already so; nothing changed")
+        return
+    overlap = ("no overlap: a tick is skipped while the previous run is pending or processing" if now.get("no_overlap")
+               else "overlap allowed: every tick enqueues a row")
+    print(f"schedule {result.name}: '{now.get('cron')}' ({now.get('timezone')}), priority {now.get('priority')}, "
+          f"{overlap}; next tick {when(result.next_tick) if result.next_tick else '-'}")
 
 
 def cmd_schedule_resume(ctx: Context, args) -> None:
@@ -876,10 +884,13 @@ def add_schedule_commands(sub) -> None:
     p = command("set", cmd_schedule_set, "change NAME in place (its ticks, skips and last row stay), from its "
                                          "next tick on")
     p.add_argument("name", help="the schedule's name")
-    overlap = p.add_mutually_exclusive_group(required=True)
+    p.add_argument("--cron", metavar="EXPR", help="a new expression; the next tick becomes its first after now")
+    p.add_argument("--timezone", metavar="TZ", help="a new IANA zone to read the expression in")
+    p.add_argument("--priority", type=int, help="the priority of the rows it enqueues from now on")
+    overlap = p.add_mutually_exclusive_group()
     overlap.add_argument("--no-overlap", dest="no_overlap", action="store_true", default=None,
                          help="skip a tick while the previous run is still pending or processing")
-    overlap.add_argument("--overlap", dest="no_overlap", action="store_false",
+    overlap.add_argument("--overlap", dest="no_overlap", action="store_false", default=None,
                          help="enqueue every tick, whatever is in flight (the default of `schedule add`)")
     command("ls", cmd_schedule_ls, "every schedule: state, next tick, last tick and its row, no overlap, skips")
     p = command("rm", cmd_schedule_rm, "delete a schedule (the rows it enqueued stay)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from ..dispatching.cron import DEFAULT_TIMEZONE, check_expression, next_tick, zone
 from ..errors import Conflict, InvalidInput, NotFound
@@ -62,14 +63,37 @@ def pause_schedule(schedules: Schedules, name: str, paused_by: str | None = None
     return ScheduleChange(name=name, changed=changed)
 
 
-def set_no_overlap(schedules: Schedules, name: str, no_overlap: bool) -> ScheduleChange:
-    """Turn a schedule's no-overlap on or off in place (its ticks, skips and last row stay), from its next tick on;
-    naming what it is already changes nothing. NotFound when there is no such schedule."""
-    changed = schedules.set_no_overlap(name, no_overlap)
+def change_schedule(schedules: Schedules, name: str, *, cron: str | None = None, timezone: str | None = None,
+                    priority: int | None = None, no_overlap: bool | None = None) -> ScheduleChange:
+    """Change a schedule in place (its ticks, skips and last row stay), from its next tick on: the fields given
+    (None: as it is); a new cron or zone moves its next tick to the first after now. Naming what it is already
+    changes nothing. NotFound when there is no such schedule; InvalidInput (nothing changed) for a bad cron
+    expression or zone, or when nothing is given."""
+    if cron is None and timezone is None and priority is None and no_overlap is None:
+        raise InvalidInput("nothing to change: give --cron, --timezone, --priority, --no-overlap or --overlap")
+    if cron is not None:
+        cron = check_expression(cron)
+    if timezone is not None:
+        zone(timezone)
     found = schedules.get(name)
     if found is None:
         raise NotFound(f"no schedule named {name!r}")
-    return ScheduleChange(name=found["name"], changed=changed, next_tick=found["next_tick"])
+
+    def new(value: Any, key: str) -> Any:
+        """The value given when it differs from the schedule's, else None (as it is)."""
+        return None if value is None or value == found[key] else value
+
+    cron, timezone, priority, no_overlap = (new(cron, "cron"), new(timezone, "timezone"), new(priority, "priority"),
+                                            new(no_overlap, "no_overlap"))
+    if cron is None and timezone is None and priority is None and no_overlap is None:
+        return ScheduleChange(name=found["name"], changed=False, next_tick=found["next_tick"])
+    following = None
+    if cron is not None or timezone is not None:  # also refuses an expression that never matches
+        following = next_tick(cron or found["cron"], timezone or found["timezone"], schedules.now())
+    if not schedules.change(found["name"], cron=cron, timezone=timezone, priority=priority, no_overlap=no_overlap,
+                            next_tick=following):
+        raise NotFound(f"no schedule named {name!r}")  # removed meanwhile
+    return ScheduleChange(name=found["name"], changed=True, next_tick=following or found["next_tick"])
 
 
 def resume_schedule(schedules: Schedules, name: str) -> ScheduleChange:

@@ -97,10 +97,12 @@ class Schedules:
         """Stop enqueuing its ticks; False when it is not enabled (or does not exist)."""
         return bool(self._run("pause_schedule", name=name, paused_by=paused_by))
 
-    def set_no_overlap(self, name: str, no_overlap: bool) -> bool:
-        """Skip ticks while the previous run is in flight (``no_overlap``), or not, from the next tick on; False
-        when it is so already (or does not exist)."""
-        return bool(self._run("set_schedule_overlap", name=name, no_overlap=bool(no_overlap)))
+    def change(self, name: str, *, cron: str | None = None, timezone: str | None = None, priority: int | None = None,
+               no_overlap: bool | None = None, next_tick: datetime | None = None) -> bool:
+        """Change the fields given (None: as it is) in place, with ``next_tick`` for a new cron or zone; False
+        when there is no such schedule."""
+        return bool(self._run("change_schedule", name=name, cron=cron, timezone=timezone, priority=priority,
+                              no_overlap=no_overlap, next_tick=next_tick))
 
     def resume(self, name: str, next_tick: datetime) -> bool:
         """Enqueue its ticks again from ``next_tick`` on; False when it is not paused (or does not exist)."""

@@ -1262,13 +1262,15 @@ WHERE name = :name AND enabled;
 SET @jd_changed = ROW_COUNT();
 SELECT name FROM jenkins_job_schedules WHERE name = :name AND @jd_changed > 0;
 
--- name: set_schedule_overlap
--- `schedule set NAME --no-overlap | --overlap`: in place, so its ticks, skips and last row stay; read by the next
--- tick's take_tick. Only a schedule that changes gives its row back.
+-- name: change_schedule
+-- `schedule set`: in place, so its ticks, skips and last row stay; NULL leaves a field as it is. A new cron or zone
+-- comes with its next tick (:next_tick, computed by the caller from database_now). A pass that read the old
+-- next_tick and takes the tick after this commits finds it moved (take_tick's compare-and-set) and takes nothing.
 SET @jd_changed = 0;
 UPDATE jenkins_job_schedules
-SET no_overlap = :no_overlap, updated_at = NOW(6)
-WHERE name = :name AND no_overlap <> :no_overlap;
+SET cron = COALESCE(:cron, cron), timezone = COALESCE(:timezone, timezone), next_tick = COALESCE(:next_tick, next_tick),
+    priority = COALESCE(:priority, priority), no_overlap = COALESCE(:no_overlap, no_overlap), updated_at = NOW(6)
+WHERE name = :name;
 SET @jd_changed = ROW_COUNT();
 SELECT name FROM jenkins_job_schedules WHERE name = :name AND @jd_changed > 0;
 

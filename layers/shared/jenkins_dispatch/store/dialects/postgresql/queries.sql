@@ -1210,12 +1210,16 @@ SET enabled = false, paused_at = now(), paused_by = CAST(:paused_by AS text), up
 WHERE lower(name) = lower(CAST(:name AS text)) AND enabled
 RETURNING name;
 
--- name: set_schedule_overlap
--- `schedule set NAME --no-overlap | --overlap`: in place, so its ticks, skips and last row stay; read by the next
--- tick's take_tick. Only a schedule that changes gives its row back.
+-- name: change_schedule
+-- `schedule set`: in place, so its ticks, skips and last row stay; NULL leaves a field as it is. A new cron or zone
+-- comes with its next tick (:next_tick, computed by the caller from database_now). A pass that read the old
+-- next_tick and takes the tick after this commits finds it moved (take_tick's compare-and-set) and takes nothing.
 UPDATE jenkins_job_schedules
-SET no_overlap = CAST(:no_overlap AS boolean), updated_at = now()
-WHERE lower(name) = lower(CAST(:name AS text)) AND no_overlap <> CAST(:no_overlap AS boolean)
+SET cron = coalesce(CAST(:cron AS text), cron), timezone = coalesce(CAST(:timezone AS text), timezone),
+    next_tick = coalesce(CAST(:next_tick AS timestamptz), next_tick),
+    priority = coalesce(CAST(:priority AS integer), priority),
+    no_overlap = coalesce(CAST(:no_overlap AS boolean), no_overlap), updated_at = now()
+WHERE lower(name) = lower(CAST(:name AS text))
 RETURNING name;
 
 -- name: resume_schedule
