@@ -100,3 +100,40 @@ def test_a_claim_reads_none_of_another_controllers_backlog(db, queue, capped):
     # counts its own way (MySQL's handler reads include the claim's history row and its other statements).
     assert with_backlog <= alone + 15, (alone, with_backlog)
     assert with_backlog < BACKLOG // 10, (alone, with_backlog)
+
+
+def test_a_claim_of_another_controller_beside_it_never_makes_a_claim_skip_its_rows(db, database_url):
+    """Two lanes at once on a small table (as after a quiet night): one claims controller `default`'s rows in a
+    loop, finding none; the other enqueues a row of `b` and claims it, 200 times. Every claim of `b` takes its row.
+    (On MariaDB the empty claim's UPDATE scanned the queue instead of looking its ids up, locking every row for
+    a moment: `b`'s claim, SKIP LOCKED, then skipped its own row and its pass ended "queue empty".)"""
+    import threading
+
+    from jenkins_dispatch.config import parse_database_url
+    from jenkins_dispatch.store.db import Database
+    from jenkins_dispatch.store.queue import Queue
+
+    stop, errors = threading.Event(), []
+
+    def other_lane() -> None:
+        try:
+            with Database(parse_database_url(database_url), application_name="jd-tests-lane-a") as session:
+                while not stop.is_set():
+                    Queue(session).claim_batch(10)
+        except Exception as exc:  # noqa: BLE001 (reported by the test)
+            errors.append(exc)
+
+    queue = Queue(db)
+    lane = threading.Thread(target=other_lane)
+    lane.start()
+    missed = 0
+    try:
+        for _ in range(200):
+            db.run("DELETE FROM jenkins_job_events")
+            db.run("DELETE FROM jenkins_jobs_queue")  # a table of one row: where the optimizer would rather scan
+            row = queue.enqueue("deploy", controller="b").id
+            missed += row not in [job.id for job in queue.claim_batch(10, controller="b")]
+    finally:
+        stop.set()
+        lane.join(timeout=30)
+    assert errors == [] and missed == 0, (missed, errors)

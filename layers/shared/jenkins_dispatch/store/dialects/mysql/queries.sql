@@ -115,8 +115,11 @@ AND NOT EXISTS (SELECT 1 FROM jenkins_job_pauses p
 -- fragment: claim_take
 -- The rows collected in @jd_claimed become processing with a fresh dispatch_id and a lease; each gets its
 -- history row; they are returned in the seed's order (parameters as the text they were written in).
-UPDATE jenkins_jobs_queue q
-JOIN JSON_TABLE(COALESCE(@jd_claimed, '[]'), '$[*]' COLUMNS (id BIGINT PATH '$')) c ON q.id = c.id
+-- The ids first, then each row by primary key (STRAIGHT_JOIN, FORCE INDEX): on a small table the optimizer would
+-- rather scan the queue, and that scan's locks (for a moment, on every row) make the claims of other controllers
+-- running beside it skip their rows (SKIP LOCKED). The same in every write below that joins collected ids.
+UPDATE JSON_TABLE(COALESCE(@jd_claimed, '[]'), '$[*]' COLUMNS (id BIGINT PATH '$')) c
+STRAIGHT_JOIN jenkins_jobs_queue q FORCE INDEX (PRIMARY) ON q.id = c.id
 SET q.status = 'processing',
     q.attempts = q.attempts + 1,
     q.dispatch_id = CONCAT('jd-', q.id, '-', LEFT(MD5(UUID()), 10)),
@@ -301,13 +304,13 @@ JSON_TABLE(COALESCE(@jd_taken, '[]'), '$[*]' COLUMNS (id BIGINT PATH '$')) t
 -- mark_triggered for a whole batch in one round trip, each row fenced on its own: the rows still ours are
 -- locked and collected first, then changed, logged and returned.
 SET @jd_taken = NULL;
-SELECT JSON_ARRAYAGG(q.id) INTO @jd_taken
+SELECT STRAIGHT_JOIN JSON_ARRAYAGG(q.id) INTO @jd_taken
 FROM {{t_accepted}}
-JOIN jenkins_jobs_queue q ON q.id = a.id AND q.dispatch_id = a.dispatch_id
+JOIN jenkins_jobs_queue q FORCE INDEX (PRIMARY) ON q.id = a.id AND q.dispatch_id = a.dispatch_id
 WHERE q.status = 'processing'
 FOR UPDATE;
-UPDATE jenkins_jobs_queue q
-JOIN {{t_taken}} ON q.id = t.id
+UPDATE {{t_taken}}
+STRAIGHT_JOIN jenkins_jobs_queue q FORCE INDEX (PRIMARY) ON q.id = t.id
 JOIN {{t_accepted}} ON a.id = q.id
 SET q.jenkins_queue_id = a.queue_id,
     q.lease_expires_at = {{t_lease_end}},
@@ -401,13 +404,13 @@ JSON_TABLE(:outcomes, '$[*]' COLUMNS (
 -- name: settle_many
 -- settle for several rows in one round trip, each fenced on its own (collected, locked, first).
 SET @jd_taken = NULL;
-SELECT JSON_ARRAYAGG(q.id) INTO @jd_taken
+SELECT STRAIGHT_JOIN JSON_ARRAYAGG(q.id) INTO @jd_taken
 FROM {{t_outcomes}}
-JOIN jenkins_jobs_queue q ON q.id = o.id AND q.dispatch_id = o.dispatch_id
+JOIN jenkins_jobs_queue q FORCE INDEX (PRIMARY) ON q.id = o.id AND q.dispatch_id = o.dispatch_id
 WHERE q.status = 'processing' AND o.status IN ('completed', 'failed', 'cancelled')
 FOR UPDATE;
-UPDATE jenkins_jobs_queue q
-JOIN {{t_taken}} ON q.id = t.id
+UPDATE {{t_taken}}
+STRAIGHT_JOIN jenkins_jobs_queue q FORCE INDEX (PRIMARY) ON q.id = t.id
 JOIN {{t_outcomes}} ON o.id = q.id
 SET q.status = o.status,
     q.jenkins_result = COALESCE(o.result, q.jenkins_result),
@@ -486,7 +489,7 @@ SELECT JSON_ARRAYAGG(picked.id) INTO @jd_taken FROM (
     LIMIT :limit
     FOR UPDATE SKIP LOCKED
 ) picked;
-UPDATE jenkins_jobs_queue q JOIN {{t_taken}} ON q.id = t.id
+UPDATE {{t_taken}} STRAIGHT_JOIN jenkins_jobs_queue q FORCE INDEX (PRIMARY) ON q.id = t.id
 SET q.lease_expires_at = {{t_lease_end}}, q.updated_at = NOW(6);
 SELECT q.id, q.job_name, q.parameters, q.attempts, q.max_attempts, q.dispatch_id,
        q.jenkins_queue_id, q.build_number, q.build_url, q.lease_expires_at, q.resends,
@@ -719,8 +722,8 @@ SELECT JSON_ARRAYAGG(id) INTO @jd_pruned FROM (
 ) AS doomed;
 DELETE e FROM jenkins_job_events e
     JOIN JSON_TABLE(COALESCE(@jd_pruned, '[]'), '$[*]' COLUMNS (id BIGINT PATH '$')) AS doomed ON e.job_id = doomed.id;
-DELETE q FROM jenkins_jobs_queue q
-    JOIN JSON_TABLE(COALESCE(@jd_pruned, '[]'), '$[*]' COLUMNS (id BIGINT PATH '$')) AS doomed ON q.id = doomed.id;
+DELETE q FROM JSON_TABLE(COALESCE(@jd_pruned, '[]'), '$[*]' COLUMNS (id BIGINT PATH '$')) AS doomed
+    STRAIGHT_JOIN jenkins_jobs_queue q FORCE INDEX (PRIMARY) ON q.id = doomed.id;
 SELECT ROW_COUNT() AS deleted;
 
 -- name: prune_aggregates
@@ -836,7 +839,7 @@ SELECT JSON_ARRAYAGG(picked.id) INTO @jd_taken FROM (
     WHERE status = 'pending' AND controller = :controller
     FOR UPDATE SKIP LOCKED
 ) picked;
-UPDATE jenkins_jobs_queue q JOIN {{t_taken}} ON q.id = t.id
+UPDATE {{t_taken}} STRAIGHT_JOIN jenkins_jobs_queue q FORCE INDEX (PRIMARY) ON q.id = t.id
 SET q.status = 'failed', q.finished_at = NOW(6), q.updated_at = NOW(6),
     q.last_error = CONCAT('controller ''', q.controller, ''' is not configured (JENKINS_CONTROLLERS): ',
                           'nothing was sent');
