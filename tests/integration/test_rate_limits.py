@@ -12,7 +12,7 @@ import pytest
 from jenkins_dispatch.cli import _operator_name, main
 from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.dispatching.dispatcher import run_pass
-from jenkins_dispatch.operating.operator import why_rows_wait
+from jenkins_dispatch.operating.operator import Caps, why_rows_wait
 from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.queue import Queue
 
@@ -85,7 +85,7 @@ def test_three_racing_claimers_start_only_the_rest_of_the_minute_then_everything
 
     # Why the rest waits: the rate, how many started, and when the oldest seeded start leaves the minute.
     pending = queue.list_jobs(status="pending", limit=1)
-    (why,) = why_rows_wait(queue, pending, None)
+    (why,) = why_rows_wait(queue, pending, Caps())
     assert why.code == "rate_limit" and why.text.startswith(f"rate limit {RATE}/min: {RATE} started in the last minute")
     assert 25 <= int(why.text.rsplit("~", 1)[1].rstrip("s")) <= 31, why.text
 

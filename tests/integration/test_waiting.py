@@ -109,9 +109,9 @@ def test_ls_reads_why_rows_wait_in_one_statement_for_the_whole_page(queue, db, c
         queue.enqueue(f"job-{n % 7}")
     queue.pause("job-1")
     before = db.statements
-    from jenkins_dispatch.operating.operator import list_jobs_waiting
+    from jenkins_dispatch.operating.operator import Caps, list_jobs_waiting
 
-    rows = list_jobs_waiting(queue, None, limit=50)
+    rows = list_jobs_waiting(queue, Caps(), limit=50)
     assert len(rows) == 30 and db.statements - before == 2  # the page, then one for every row's reason
     assert {r["waiting"]["code"] for r in rows if r["job_name"] == "job-1"} == {"paused"}
 

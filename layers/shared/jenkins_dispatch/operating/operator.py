@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,54 +30,56 @@ def jenkins_links(settings: Settings, row: Mapping[str, Any]) -> dict[str, str]:
     return links
 
 
-def configured_caps(settings: Settings) -> dict[str, int | None]:
-    """Every configured controller by name, with its own cap (None: none)."""
-    return {name: c.max_in_flight for name, c in settings.controllers_by_name().items()}
+@dataclass(frozen=True)
+class Caps:
+    """The caps a pending row is held to besides its job's: MAX_IN_FLIGHT and each controller's own max_in_flight
+    (by name; None: none). ``Caps()``: none."""
+
+    global_cap: int | None = None
+    per_controller: Mapping[str, int | None] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, settings: Settings) -> Caps:
+        """The caps as configured: every controller by name, with its own cap or None."""
+        return cls(settings.max_in_flight, {name: c.max_in_flight for name, c in settings.controllers_by_name().items()})
 
 
-def why_rows_wait(queue: Queue, rows: Sequence[Mapping[str, Any]], global_cap: int | None,
-                  jenkins_unavailable: JenkinsOutage | None = None, *,
-                  controller_caps: Mapping[str, int | None] | None = None) -> list[Waiting | None]:
+def why_rows_wait(queue: Queue, rows: Sequence[Mapping[str, Any]], caps: Caps,
+                  jenkins_unavailable: JenkinsOutage | None = None) -> list[Waiting | None]:
     """Why each pending row of ``rows`` waits (None for the others): one statement for all of them, none
-    when no row is pending. ``jenkins_unavailable``: Jenkins failing as a whole; by default what the live
-    dispatchers last recorded in their heartbeats. ``controller_caps``: each controller's own max_in_flight
-    (``configured_caps``); each row is held to its own controller's caps, rates and cap."""
-    pending = [r for r in rows if r["status"] == "pending"]
+    when no row is pending. Each row is held to its own controller's job caps, rates and cap (``caps``).
+    ``jenkins_unavailable``: Jenkins failing as a whole; by default what the live dispatchers last recorded in
+    their heartbeats."""
+    keys = [(r.get("controller") or DEFAULT_CONTROLLER, r["job_name"]) for r in rows]
+    pending = [key for r, key in zip(rows, keys, strict=True) if r["status"] == "pending"]
     if not pending:
         return [None] * len(rows)
-    context = queue.waiting_context([(_controller(r), r["job_name"]) for r in pending])
+    context = queue.waiting_context(pending)
     given = jenkins_unavailable is not None
     if jenkins_unavailable is None and context.jenkins_unavailable_since is not None:
         jenkins_unavailable = JenkinsOutage(since=context.jenkins_unavailable_since,
                                             reason=context.jenkins_reason or "no reason recorded")
     # Each row waits for its own controller's Jenkins, as the live dispatchers recorded it (a caller's outage wins).
     health = {} if given else controller_health(context.dispatchers)
-    caps = controller_caps or {}
     now = datetime.now(UTC)
     return [
-        why_waiting(r, now, job_cap=context.caps.get((_controller(r), r["job_name"])),
-                    job_in_flight=context.in_flight.get((_controller(r), r["job_name"]), 0), global_cap=global_cap,
-                    total_in_flight=context.total_in_flight,
-                    pause=context.pause_of(r["job_name"], _controller(r)),
-                    jenkins_unavailable=jenkins_outage_for(_controller(r), health, jenkins_unavailable),
-                    rate=context.rates.get((_controller(r), r["job_name"])),
-                    controller_cap=caps.get(_controller(r)),
-                    controller_in_flight=context.controllers_in_flight.get(_controller(r), 0))
-        for r in rows
+        why_waiting(r, now, job_cap=context.caps.get((controller, job_name)),
+                    job_in_flight=context.in_flight.get((controller, job_name), 0),
+                    global_cap=caps.global_cap, total_in_flight=context.total_in_flight,
+                    pause=context.pause_of(job_name, controller),
+                    jenkins_unavailable=jenkins_outage_for(controller, health, jenkins_unavailable),
+                    rate=context.rates.get((controller, job_name)), controller_cap=caps.per_controller.get(controller),
+                    controller_in_flight=context.controllers_in_flight.get(controller, 0))
+        for r, (controller, job_name) in zip(rows, keys, strict=True)
     ]
 
 
-def _controller(row: Mapping[str, Any]) -> str:
-    return row.get("controller") or DEFAULT_CONTROLLER
-
-
-def list_jobs_waiting(queue: Queue, global_cap: int | None, *, jenkins_unavailable: JenkinsOutage | None = None,
-                      controller_caps: Mapping[str, int | None] | None = None, **filters: Any) -> list[dict[str, Any]]:
+def list_jobs_waiting(queue: Queue, caps: Caps, *, jenkins_unavailable: JenkinsOutage | None = None,
+                      **filters: Any) -> list[dict[str, Any]]:
     """``Queue.list_jobs`` (same filters), each row with ``waiting``: why it is not in Jenkins yet (a dict,
-    see ``Waiting``), or None when it is not pending. Two statements for the page. ``controller_caps``: as
-    ``why_rows_wait``."""
+    see ``Waiting``), or None when it is not pending. Two statements for the page."""
     rows = queue.list_jobs(**filters)
-    reasons = why_rows_wait(queue, rows, global_cap, jenkins_unavailable, controller_caps=controller_caps)
+    reasons = why_rows_wait(queue, rows, caps, jenkins_unavailable)
     return [dict(r, waiting=w.as_dict() if w else None) for r, w in zip(rows, reasons, strict=True)]
 
 
@@ -85,8 +88,7 @@ def job_details(queue: Queue, job_id: int, settings: Settings,
     """Everything about one job: the row, its Jenkins links, why it waits (None unless pending; see
     ``waiting.why_waiting``) and its history."""
     row = queue.get(job_id)
-    [waiting] = why_rows_wait(queue, [row], settings.max_in_flight, jenkins_unavailable,
-                              controller_caps=configured_caps(settings))
+    [waiting] = why_rows_wait(queue, [row], Caps.of(settings), jenkins_unavailable)
     return {"job": row, "links": jenkins_links(settings, row), "waiting": waiting.as_dict() if waiting else None,
             "history": queue.events(job_id)}
 

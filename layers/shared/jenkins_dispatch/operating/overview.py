@@ -13,7 +13,7 @@ from typing import Any
 from ..config import DEFAULT_CONTROLLER, Settings
 from ..store.queue import Pause, Queue
 from ..store.rows import Dispatcher, JenkinsOutage
-from .operator import configured_caps, why_rows_wait
+from .operator import Caps, why_rows_wait
 from .waiting import UNKNOWN_CONTROLLER_STATE, controller_health
 
 THROUGHPUT_HOURS = 12
@@ -75,7 +75,7 @@ def controllers_of(queue: Queue, settings: Settings, pauses: Sequence[Pause],
                    dispatchers: Sequence[Dispatcher]) -> list[dict[str, Any]]:
     """Each controller's line, as `stats` and the page show it: its rows (one read), its configured cap, whether
     a pause holds it back as a whole, and its breaker as the live dispatchers recorded it."""
-    return controller_rows(queue.stats_per_controller(), configured_caps(settings),
+    return controller_rows(queue.stats_per_controller(), Caps.of(settings).per_controller,
                            {p.controller for p in pauses if p.job_name is None and p.controller},
                            controller_health(dispatchers))
 
@@ -114,7 +114,7 @@ def queue_overview(queue: Queue, settings: Settings, hours: int = THROUGHPUT_HOU
     oldest = queue.oldest_pending()
     waiting = None
     if oldest is not None:
-        [reason] = why_rows_wait(queue, [oldest], settings.max_in_flight, controller_caps=configured_caps(settings))
+        [reason] = why_rows_wait(queue, [oldest], Caps.of(settings))
         waiting = reason.as_dict() if reason else None
     throughput = hourly(queue.finished_per_hour(hours), hours, datetime.now(UTC))
     return {

@@ -13,7 +13,7 @@ from typing import Any
 from ..config import DEFAULT_CONTROLLER, Settings
 from ..errors import Conflict
 from ..operating import bulk
-from ..operating.operator import cancel_job, configured_caps, job_details, list_jobs_waiting, retry_job
+from ..operating.operator import Caps, cancel_job, job_details, list_jobs_waiting, retry_job
 from ..operating.overview import queue_overview
 from ..operating.scheduling import list_schedules, pause_schedule, resume_schedule
 from ..operating.timeline import time_on_the_page
@@ -78,8 +78,7 @@ class Pages:
         """``/jobs``: the filtered list, newest first, a page at a time (by id)."""
         filters = forms.job_filters(query)
         with self.queue() as queue:
-            rows = list_jobs_waiting(queue, self.settings.max_in_flight, controller_caps=configured_caps(self.settings),
-                                     **filters.list_arguments())
+            rows = list_jobs_waiting(queue, Caps.of(self.settings), **filters.list_arguments())
         older = filters.query(before=rows[-1]["id"]) if len(rows) == filters.limit else None
         back = "/jobs" + (f"?{filters.query(before=filters.before)}" if filters.any() or filters.before else "")
         return Page("jobs.html", {"rows": rows, "filters": filters, "older": older, "statuses": STATUSES, "back": back,
