@@ -79,7 +79,8 @@ def test_a_pass_stopped_by_its_jenkins_names_the_controller_only_when_there_are_
     recorder = _Recorder()
     monkeypatch.setattr(dispatcher_module, "metrics", recorder)
     monkeypatch.setattr(Dispatcher, "enqueue_due_ticks", lambda self: None)
-    monkeypatch.setattr(Dispatcher, "_emit_metrics", lambda self: None)
+    monkeypatch.setattr(Dispatcher, "_emit_counts", lambda self: None)
+    monkeypatch.setattr(Dispatcher, "_emit_pass_metrics", lambda self: None)
     summary = Dispatcher(settings, _Db(), client=None, breaker=breaker).run()  # type: ignore[arg-type]
     assert summary["jenkins_unavailable"] is True
     # Prometheus labels it with its controller in every case (a label costs nothing there; a dimension does).

@@ -173,8 +173,8 @@ class Dispatcher:
         started = time.monotonic()
         statements_before = self.db.statements
         self._started_at = self.breaker.now()
-        self.enqueue_due_ticks()
         try:
+            self.enqueue_due_ticks()
             if self.fail_unknown_controllers:
                 self._fail_rows_of_unknown_controllers()
             if self.breaker.retry_in() > 0:  # open, and not yet time to try again
@@ -192,8 +192,14 @@ class Dispatcher:
                                dimensions={"controller": self.controller} if several else None,
                                controller=self.controller)
             logger.error("pass stopped: Jenkins as a whole failed", extra={"reason": str(stopped)})
+        except BaseException:
+            # The pass ends here (its caller says why), but what it did stays done: a job it triggered and
+            # recorded is never counted by a later pass.
+            self._emit_counts()
+            raise
         self.summary.duration_ms = int((time.monotonic() - started) * 1000)
-        self._emit_metrics()
+        self._emit_counts()
+        self._emit_pass_metrics()
         self.summary.db_statements = self.db.statements - statements_before  # the gauges read included
         logger.info("pass finished", extra={"summary": self.summary.as_dict()})
         return self.summary.as_dict()
@@ -201,13 +207,18 @@ class Dispatcher:
     def _fail_rows_of_unknown_controllers(self) -> None:
         self.summary.failed += fail_rows_of_unknown_controllers(self.settings, self.queue)
 
-    def _emit_metrics(self) -> None:
+    def _emit_counts(self) -> None:
+        """What the pass did to jobs, however it ended."""
         s = self.summary
         for name, value in (("Claimed", s.claimed), ("Triggered", s.triggered), ("JobsFailed", s.failed),
                             ("JobsCompleted", s.completed),
                             ("AdoptedAfterCrash", s.reconciled.adopted), ("LeasesExpired", s.reconciled.checked),
                             ("RetriedLater", s.retried_later), ("TriggerOutcomeUnknown", s.outcome_unknown)):
             metrics.add_metric(name=name, unit=MetricUnit.Count, value=value, controller=self.controller)
+
+    def _emit_pass_metrics(self) -> None:
+        """A pass that ran to its end: its duration, that it completed, and the queue's gauges after it."""
+        s = self.summary
         metrics.add_metric(name="PassDurationMs", unit=MetricUnit.Milliseconds, value=s.duration_ms)
         # One per pass that ran to its end, Jenkins up or not: its absence is what "no dispatcher" looks like.
         metrics.add_metric(name="PassesCompleted", unit=MetricUnit.Count, value=1, controller=self.controller)
