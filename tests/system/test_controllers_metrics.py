@@ -58,7 +58,7 @@ def test_metrics_name_the_controller_that_is_down(make_jenkins, queue, database_
         assert _value(families, "jenkins_dispatch_controller_up", controller="b") == 0
         assert _value(families, "jenkins_dispatch_controller_up", controller="default") == 1
         assert _value(families, "jenkins_dispatch_controller_triggered", "jenkins_dispatch_controller_triggered_total",
-                      controller="default") == 1
+                      controller="default") == 1, served.log()[-4000:]
         assert _value(families, "jenkins_dispatch_controller_triggered", "jenkins_dispatch_controller_triggered_total",
                       controller="b") == 0
         # Rows in flight per controller: a's row is in Jenkins, b's waits (its trigger failed: released).
