@@ -14,6 +14,8 @@ from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.queue import Queue
 
+from ..engines import row_lock_waiters
+
 pytestmark = pytest.mark.both_engines
 
 
@@ -34,14 +36,6 @@ def test_a_claim_in_progress_blocks_neither_the_applications_inserts_nor_other_c
         assert {job.id for job in taken}.isdisjoint(job.id for job in held)
         assert len(taken) == 20 - 5 + 2
     assert queue.stats()["processing"] == 22
-
-
-LOCK_WAITS = {  # sessions of this database waiting for a row lock, by application name
-    "postgresql": "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() "
-                  "AND wait_event_type = 'Lock' AND application_name = :name",
-    "mysql": "SELECT count(*) AS n FROM information_schema.innodb_trx t JOIN information_schema.processlist p "
-             "ON p.id = t.trx_mysql_thread_id WHERE t.trx_state = 'LOCK WAIT' AND p.db = DATABASE()",
-}
 
 
 def test_a_settle_picked_as_a_deadlock_victim_is_run_again_and_settles_every_row(db, database_url, engine):
@@ -94,10 +88,9 @@ def _settle_in_a_deadlock(db, database_url, engine, a, b) -> tuple[list, bool]:
                 other.run("SELECT id FROM jenkins_jobs_queue WHERE id = :id FOR UPDATE", id=b.id)
                 settler.start()
                 deadline = time.monotonic() + 30
-                while db.run(LOCK_WAITS[engine], name="jd-tests-settler")[0]["n"] < 1:
+                while row_lock_waiters(db, application_name="jd-tests-settler") < 1:
                     assert time.monotonic() < deadline and settler.is_alive(), settled
-                    # InnoDB refreshes its lock tables only when unread for 0.1 s
-                    time.sleep(0.2 if engine == "mysql" else 0.02)
+                    time.sleep(0.02)
                 # The cycle: A is the settle's. Granted once the settle, the victim, has rolled back.
                 other.run("SELECT id FROM jenkins_jobs_queue WHERE id = :id FOR UPDATE", id=a.id)
         except DatabaseBusy as exc:

@@ -17,7 +17,7 @@ from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.store.db import Database
 
 from ..dispatch_helpers import wait_for
-from ..engines import sql_for
+from ..engines import row_lock_waiters
 from ..serve_helpers import completed_notification, serve_env, start_serve
 
 pytestmark = pytest.mark.both_engines
@@ -37,16 +37,6 @@ def post(url: str, body: bytes) -> tuple[int, dict, float]:
             return answer.status, json.load(answer), time.monotonic() - started
     except urllib.error.HTTPError as error:
         return error.code, json.load(error), time.monotonic() - started
-
-
-def lock_waiters(db) -> int:
-    """Sessions of this test's database waiting for a row lock right now."""
-    return db.run(sql_for(
-        db,
-        postgresql="SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() "
-                   "AND wait_event_type = 'Lock'",
-        mysql="SELECT count(*) AS n FROM information_schema.innodb_trx t JOIN information_schema.processlist p "
-              "ON p.id = t.trx_mysql_thread_id WHERE t.trx_state = 'LOCK WAIT' AND p.db = DATABASE()"))[0]["n"]
 
 
 def notification(row: dict, phase: str) -> bytes:
@@ -91,8 +81,7 @@ def test_a_callback_waiting_on_a_locked_row_delays_no_other_request(jenkins, dat
             with locker.transaction():
                 locker.run("SELECT id FROM jenkins_jobs_queue WHERE id = :id FOR UPDATE", id=locked["id"])
                 waiting = first.submit(post, served.notify_url, notification(locked, "COMPLETED"))
-                # InnoDB refreshes its lock tables only when nobody read them for 0.1 s: poll slower than that.
-                assert wait_for(lambda: lock_waiters(db) == 1 or waiting.done(), timeout=10, interval=0.25)
+                assert wait_for(lambda: row_lock_waiters(db) == 1 or waiting.done(), timeout=10)
                 assert not waiting.done(), f"the first callback did not wait for the lock: {waiting.result()}"
 
                 answers = burst(served, others, "COMPLETED")
