@@ -263,6 +263,11 @@ def add_up(total: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
     return total
 
 
+def _counts(pass_summary: dict[str, Any]) -> dict[str, Any]:
+    """What of a pass's summary the loop's adds up."""
+    return {k: v for k, v in pass_summary.items() if k not in ("stopped_because", "controllers")}
+
+
 # --------------------------------------------------------------------------- the loop
 
 
@@ -458,6 +463,7 @@ class DispatchLoop:
         was_down = {name for name in ready if self.breakers[name].is_open}
         results: dict[str, dict[str, Any]] = {}
         dispatchers: list[Dispatcher] = []
+        ran_to_the_end = False
         try:
             for n, name in enumerate(ready):
                 dispatcher = Dispatcher(self._settings_of(name), self.db, clients[name], remaining_ms=remaining_ms,
@@ -466,6 +472,7 @@ class DispatchLoop:
                                         fail_unknown_controllers=n == 0 and self.fails_unknown_controllers)
                 dispatchers.append(dispatcher)
                 results[name] = dispatcher.run()
+            ran_to_the_end = True
         except ConfigError:
             raise
         except DatabaseBusy as exc:
@@ -488,6 +495,9 @@ class DispatchLoop:
             self._beat("crashed", f"{type(exc).__name__}: {exc}")
             return backoff_seconds(3, *DATABASE_RETRY, self.rng), "crashed"
         finally:
+            if not ran_to_the_end:  # what it did before it ended stays done: the loop's counts keep it
+                for dispatcher in dispatchers:
+                    add_up(summary.totals, _counts(dispatcher.summary.as_dict()))
             self.health.pass_ended(self.lane or "")
             try:
                 metrics.flush_if_any()
@@ -499,7 +509,7 @@ class DispatchLoop:
         self.gauges = dispatchers[-1].gauges
         self.watching = sum(d.summary.reconciled.watching for d in dispatchers)
         summary.passes += 1
-        add_up(summary.totals, {k: v for k, v in result.items() if k not in ("stopped_because", "controllers")})
+        add_up(summary.totals, _counts(result))
         stopped = result.get("stopped_because", "")
         talked = any(d.talked_to_jenkins for d in dispatchers)
         down = [name for name in ready if self.breakers[name].is_open]
