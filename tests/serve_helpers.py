@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -65,12 +66,19 @@ class ServeProcess:
         return self.log_path.read_text(errors="replace")
 
     def stop(self, timeout: float = 20) -> int:
+        """SIGTERM, then its exit code; one that has not stopped within ``timeout`` prints its threads' stacks
+        (SIGUSR1) before it is killed, and the test fails with them."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
                 return self.proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
+                self.proc.send_signal(signal.SIGUSR1)
+                time.sleep(1)
                 self.proc.kill()
+                self.proc.wait()
+                raise AssertionError(f"serve did not stop within {timeout} s of SIGTERM; its log, stacks last:\n"
+                                     + self.log()[-12000:]) from None
         return self.proc.wait()
 
 

@@ -74,6 +74,17 @@ def test_healthz_and_the_webhook_over_plain_http(serve_process, queue):
     assert _get(base + "/healthz")[1]["last_pass"]["stopped_because"]
 
 
+def test_sigusr1_prints_every_threads_stack_and_serve_goes_on(serve_process):
+    """Where a serve that does not stop is waiting: `kill -USR1` prints its threads' stacks (stderr), nothing else."""
+    proc, base, log_path = serve_process
+    proc.send_signal(signal.SIGUSR1)
+    assert wait_for(lambda: "Current thread" in log_path.read_text() and "dispatch_forever" in log_path.read_text(),
+                    timeout=10), log_path.read_text()[-2000:]
+    assert proc.poll() is None and _get(base + "/healthz")[0] == 200
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=20) == 0, log_path.read_text()[-2000:]
+
+
 def test_sigterm_mid_batch_leaves_nothing_claimed(serve_process, jenkins, queue, db):
     proc, base, log_path = serve_process
     jenkins.add_fault(path="buildWithParameters$", latency_seconds=0.4)

@@ -21,6 +21,7 @@ threads start in ``start``: a server built before a fork is started in the child
 from __future__ import annotations
 
 import errno
+import faulthandler
 import logging
 import signal
 import socket
@@ -421,7 +422,9 @@ def read_body(environ: Mapping[str, Any], limit: int) -> bytes:
 
 
 def stop_on_signals(stop: threading.Event, heard: Callable[[signal.Signals], None] | None = None) -> None:
-    """SIGTERM and SIGINT set ``stop`` (after telling ``heard`` which one came)."""
+    """SIGTERM and SIGINT set ``stop`` (after telling ``heard`` which one came); SIGUSR1 prints every thread's
+    stack to stderr and changes nothing (`kill -USR1 PID`: where a process that does not stop is waiting)."""
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
 
     def request_stop(signum: int, _frame: FrameType | None) -> None:
         if heard is not None:
