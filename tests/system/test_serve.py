@@ -74,6 +74,28 @@ def test_healthz_and_the_webhook_over_plain_http(serve_process, queue):
     assert _get(base + "/healthz")[1]["last_pass"]["stopped_because"]
 
 
+SIGNAL_WHILE_WAITING = """
+import signal, threading
+from jenkins_dispatch.http_service import stop_on_signals
+from jenkins_dispatch.observability import logger
+stop = threading.Event()
+stop_on_signals(stop, lambda heard: logger.info("stop requested", extra={"signal": heard.name}))
+with stop._cond:  # where stop.wait() is for a few bytecodes: the signal's handler runs here, in this thread
+    signal.raise_signal(signal.SIGTERM)
+print("stopped" if stop.wait(10) else "not stopped", flush=True)
+"""
+
+
+def test_a_stop_signal_arriving_inside_the_loops_wait_stops_serve():
+    """The handler runs in the main thread between two bytecodes, maybe while that thread holds the stop event's
+    own lock (inside stop.wait) or its log stream: setting the event or logging there hung (a serve in CI never
+    exited after "stop requested"). The handler only hands the signal on; a thread of its own does the rest."""
+    done = subprocess.run([sys.executable, "-c", SIGNAL_WHILE_WAITING], capture_output=True, text=True, timeout=20,
+                          env=dict(os.environ, LOG_FORMAT="json"))
+    assert done.stdout.strip().endswith("stopped") and "not stopped" not in done.stdout, done
+    assert '"stop requested"' in done.stdout and '"signal":"SIGTERM"' in done.stdout.replace(" ", ""), done
+
+
 def test_sigusr1_prints_every_threads_stack_and_serve_goes_on(serve_process):
     """Where a serve that does not stop is waiting: `kill -USR1` prints its threads' stacks (stderr), nothing else."""
     proc, base, log_path = serve_process

@@ -20,9 +20,11 @@ threads start in ``start``: a server built before a fork is started in the child
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import faulthandler
 import logging
+import os
 import signal
 import socket
 import sys
@@ -425,11 +427,22 @@ def stop_on_signals(stop: threading.Event, heard: Callable[[signal.Signals], Non
     """SIGTERM and SIGINT set ``stop`` (after telling ``heard`` which one came); SIGUSR1 prints every thread's
     stack to stderr and changes nothing (`kill -USR1 PID`: where a process that does not stop is waiting)."""
     faulthandler.register(signal.SIGUSR1, all_threads=True)
+    # The handler runs in the main thread between two bytecodes, maybe while that thread holds ``stop``'s own
+    # lock (inside stop.wait) or is writing a log line: setting the event or logging there can hang it for good.
+    # It only writes the signal's number to a pipe; a thread of its own tells ``heard`` and sets ``stop``.
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
 
     def request_stop(signum: int, _frame: FrameType | None) -> None:
-        if heard is not None:
-            heard(signal.Signals(signum))
-        stop.set()
+        with contextlib.suppress(BlockingIOError):  # a full pipe already holds a stop for the thread
+            os.write(write_end, bytes([signum]))
 
+    def hand_on() -> None:
+        while heard_now := os.read(read_end, 1):
+            if heard is not None:
+                heard(signal.Signals(heard_now[0]))
+            stop.set()
+
+    threading.Thread(target=hand_on, name="stop-signals", daemon=True).start()
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
