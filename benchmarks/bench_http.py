@@ -40,6 +40,7 @@ from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.queue import Queue
 from jenkins_emulator.server import JenkinsEmulator
+from tests.engines import row_lock_waiters
 
 SECRET = "bench-http-secret"
 CALLERS = 50
@@ -49,12 +50,6 @@ ROWS_PER_CALLER = 4  # each row: STARTED, then COMPLETED
 IDLE_CONNECTIONS = 300
 IDLE_TIMEOUT_SECONDS = 5
 TARGET_P99_MS = 100.0
-LOCK_WAIT = {
-    "postgresql": "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() "
-                  "AND wait_event_type = 'Lock'",
-    "mysql": "SELECT count(*) AS n FROM information_schema.innodb_trx t JOIN information_schema.processlist p "
-             "ON p.id = t.trx_mysql_thread_id WHERE t.trx_state = 'LOCK WAIT' AND p.db = DATABASE()",
-}
 
 
 def _free_port() -> int:
@@ -196,8 +191,8 @@ def webhook_latency(engine: str, url: str, jenkins_url: str) -> list[dict]:
                 with locker.transaction():
                     locker.run("SELECT id FROM jenkins_jobs_queue WHERE id = :id FOR UPDATE", id=held["id"])
                     waiting = first.submit(_post, port, _notification(held, "COMPLETED"))
-                    while db.run(LOCK_WAIT[engine])[0]["n"] < 1 and not waiting.done():
-                        time.sleep(0.25)  # InnoDB's lock tables refresh only when unread for 0.1 s
+                    while row_lock_waiters(db) < 1 and not waiting.done():
+                        time.sleep(0.02)
                     latencies, statuses, wall = _callers(port, rows)
                     still_waiting = not waiting.done()
                 status, seconds = waiting.result(timeout=60)

@@ -11,7 +11,6 @@ timeout (5 s) ends the pass.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -28,17 +27,15 @@ from jenkins_dispatch.store.db import Database
 
 from ..dispatch_helpers import dispatch_settings, wait_for
 from ..engines import row_lock_waiters
+from ..unit.test_observability import _emf_lines
 
 pytestmark = pytest.mark.both_engines
 
 
 def _emitted(text: str, name: str) -> float:
     """The sum of every value of ``name`` in the EMF lines printed (a line holds a list when added twice)."""
-    total = 0.0
-    for line in (json.loads(s) for s in text.splitlines() if s.startswith("{")):
-        value = line.get(name, 0)
-        total += sum(value) if isinstance(value, list) else value
-    return total
+    values = [line.get(name, 0) for line in _emf_lines(text)]
+    return sum(sum(v) if isinstance(v, list) else v for v in values)
 
 
 def _through_a_lock_timeout(jenkins, queue, db, run: Callable[[Any], None], stop: threading.Event) -> None:
