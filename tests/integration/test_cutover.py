@@ -21,10 +21,12 @@ from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.dispatching.dispatcher import run_pass
 from jenkins_dispatch.errors import DatabaseError, DispatchError
 from jenkins_dispatch.operating.doctor import PASS, DoctorOptions, render, run_checks
+from jenkins_dispatch.store import migrations
 from jenkins_dispatch.store.db import Database
+from jenkins_dispatch.store.migrations import migration_files
 
 from ..dispatch_helpers import dispatch_settings, wait_for
-from ..engines import scratch_database
+from ..engines import row_lock_waiters, scratch_database
 from .test_doctor import by_name, env_for
 
 pytestmark = pytest.mark.both_engines
@@ -110,7 +112,7 @@ class SeedWorker(threading.Thread):
                 try:
                     job_id = claim_as_the_old_worker(old)
                 except DispatchError as exc:
-                    self.errors.append(str(exc))
+                    self.errors.append(f"claim: {exc}")
                     time.sleep(0.02)
                     continue
                 if job_id is None:
@@ -122,7 +124,7 @@ class SeedWorker(threading.Thread):
                     old.run(SEED_DONE["completed"], id=job_id)
                     self.finished.append(job_id)
                 except DispatchError as exc:
-                    self.errors.append(str(exc))
+                    self.errors.append(f"done {job_id}: {exc}")
 
 
 def test_migrate_under_busy_old_workers_loses_no_result_and_their_next_claim_says_what_to_do(seed_url):
@@ -161,6 +163,52 @@ def test_migrate_under_busy_old_workers_loses_no_result_and_their_next_claim_say
         assert rows[held]["last_error"] is None
         events = history(db, held)
         assert events[-1]["to_status"] == "completed" and OLD_WORKER_DONE in events[-1]["detail"]
+
+
+def test_the_old_workers_result_written_while_the_cutover_marks_its_rows_is_kept_not_deadlocked(seed_url, engine):
+    """The moment a CI run caught once in a few hundred: the old worker reports a job done just as 0005 marks the
+    rows it holds. Made certain here: the old worker locks its row (its UPDATE's first step), 0005's mark starts
+    and waits for that row, then the old worker's UPDATE goes on. When the mark found its rows through an index
+    it already held the row's entry there, which the old worker's UPDATE needs next: a deadlock, and InnoDB
+    failed one of them (error 1213) — the old worker's result lost, or `migrate` stopped part-way."""
+    if engine != "mysql":
+        pytest.skip("PostgreSQL upgrades in one transaction, and its row locks are the rows', not index entries'")
+    add_rows(seed_url, 1, 40)
+    cutover = next(path for number, _, path in migration_files("mysql") if number == 5)
+    before_the_mark, mark, the_rest = cutover.read_text().partition("-- Seed rows in 'processing' were claimed")
+    assert mark, "0005_cutover.sql no longer has the comment this test splits it at"
+    with Database(parse_database_url(seed_url), application_name="seed-worker") as old:
+        held = claim_as_the_old_worker(old)
+        with mock.patch.object(migrations, "migration_files",
+                               lambda dialect: [f for f in migration_files(dialect) if f[0] < 5]):
+            migrate_with_window(seed_url, 600)
+        with Database(parse_database_url(seed_url), application_name="seed-migrate") as upgrade:
+            upgrade.run_script("SET @jd_cutover_window_seconds = 600;\n" + before_the_mark)
+            failures: list[str] = []
+
+            def mark_the_old_workers_rows() -> None:
+                try:
+                    upgrade.run_script(mark + the_rest)
+                except DispatchError as exc:
+                    failures.append(str(exc))
+
+            with Database(parse_database_url(seed_url)) as watcher, old.transaction():
+                old.run("SELECT id FROM jenkins_jobs_queue WHERE id = :id FOR UPDATE", id=held)
+                marking = threading.Thread(target=mark_the_old_workers_rows, daemon=True)
+                marking.start()
+                assert wait_for(lambda: row_lock_waiters(watcher) == 1, timeout=10)
+                try:
+                    old.run(SEED_DONE["completed"], id=held)
+                except DispatchError as exc:
+                    failures.append(f"the old worker's result: {exc}")
+            marking.join(20)
+            assert not marking.is_alive()
+    assert failures == []
+    with Database(parse_database_url(seed_url)) as db:
+        row = rows_of(db)[held]
+        assert row["status"] == "completed" and row["finished_at"] is not None and row["last_error"] is None
+        assert OLD_WORKER_DONE in history(db, held)[-1]["detail"]
+        assert [r["id"] for r in rows_of(db).values() if r["status"] != "pending"] == [held]
 
 
 @pytest.mark.parametrize("status", ["completed", "failed"])

@@ -4,6 +4,7 @@ table keeping every row, safe to run concurrently, refused on servers without SK
 from __future__ import annotations
 
 import json
+import re
 import threading
 from datetime import UTC, datetime, timedelta
 
@@ -384,3 +385,44 @@ def test_indexes_a_claim_changes_keep_pending_rows_in_claim_order(mysql_db):
     columns = _index_columns(mysql_db)
     for name in _STATUS_LED:
         assert columns[name][0] == "status" and columns[name][2:] == ["claim_priority", "scheduled_at"], (name, columns[name])
+
+
+def queue_updates() -> list[tuple[str, str]]:
+    """Every UPDATE of the queue in a migration file, as written there: up to the ``;`` that ends it, or, for
+    0001's time-zone fix (a prepared statement), up to the quote that ends its text."""
+    found = []
+    for number, name, path in migration_files("mysql"):
+        text = path.read_text()
+        for match in re.finditer(r"^\s*('?)UPDATE jenkins_jobs_queue\b", text, re.M):
+            start = match.start(1) + len(match.group(1))
+            if match.group(1):
+                unquoted = text.replace("''", "\0\0")
+                statement = unquoted[start:unquoted.index("'", start)].replace("\0\0", "'")
+            else:
+                statement = text[start:text.index(";\n", start)]
+            found.append((f"{number:04d}_{name}", statement))
+    return found
+
+
+def test_every_update_of_the_queue_in_a_migration_walks_the_primary_key(mysql_db):
+    """The worker that ran before jenkins-dispatch may still run while `migrate` upgrades its table (MySQL's DDL
+    commits as it goes): its UPDATE of one row by id locks the row, then the row's index entries. A migration's
+    UPDATE that found its rows through a secondary index took them the other way round, and the two could
+    deadlock; InnoDB then failed the old worker's lighter statement, and the job's result was lost (a CI run:
+    0005's legacy mark against the old worker's 'completed', error 1213). Walking the primary key, a migration
+    only ever waits for such a row. Checked with EXPLAIN on a table full enough to tempt the optimizer."""
+    updates = queue_updates()
+    assert len(updates) >= 10, updates  # the pattern still finds them
+    migrate(mysql_db)
+    mysql_db.run("INSERT INTO jenkins_jobs_queue (job_name, parameters) VALUES ('deploy', '{}')")
+    for _ in range(11):
+        mysql_db.run("INSERT INTO jenkins_jobs_queue (job_name, parameters) "
+                     "SELECT job_name, parameters FROM jenkins_jobs_queue")
+    mysql_db.run("ANALYZE TABLE jenkins_jobs_queue")
+    walked = {}
+    for migration, statement in updates:
+        plan = mysql_db.run("EXPLAIN " + statement)
+        walked[(migration, statement.splitlines()[0])] = [
+            (step["table"], step["key"]) for step in plan
+            if step["table"] in ("jenkins_jobs_queue", "q") and step["key"] not in (None, "PRIMARY")]
+    assert {where: steps for where, steps in walked.items() if steps} == {}

@@ -12,6 +12,12 @@
 -- and stored procedures would need privileges and DELIMITER handling, hence the prepared statements.
 -- No partial indexes either: generated columns stand in for their WHERE clauses.
 --
+-- Every UPDATE of the queue here (and in 0004, 0005) walks the primary key (FORCE INDEX (PRIMARY)): the seed's
+-- worker may still be running, and its UPDATE of one row by id locks the row, then the row's index entries. A
+-- data fix that found its rows through a secondary index (ours, or one the seed's owner added) locks them the
+-- other way round, and the two can deadlock; InnoDB then fails the lighter statement, the old worker's, and the
+-- result it was reporting is lost. In primary-key order a fix only ever waits for the old worker's row.
+--
 -- Timestamps are DATETIME(6) holding UTC (our sessions run with time_zone '+00:00'). parameters is JSON:
 -- on MariaDB text checked by JSON_VALID, kept exactly as written; on MySQL 8 a binary form that normalises
 -- what it stores ({"N": 1.10} reads back as {"N": 1.1}, keys reordered). Both hold the same JSON value.
@@ -36,7 +42,7 @@ CREATE TABLE IF NOT EXISTS jenkins_jobs_queue (
 -- reads as UTC in our sessions: nothing to do.) First of the fixes, so that the NOW(6) (UTC) given to a
 -- missing time below is not shifted.
 SELECT IF(COUNT(*) = 0, 'DO 0',
-          'UPDATE jenkins_jobs_queue
+          'UPDATE jenkins_jobs_queue FORCE INDEX (PRIMARY)
            SET scheduled_at = COALESCE(CONVERT_TZ(scheduled_at, @@global.time_zone, ''+00:00''), scheduled_at)')
 INTO @jd_ddl
 FROM information_schema.columns
@@ -49,7 +55,7 @@ DEALLOCATE PREPARE jd_ddl;
 -- Parameters, by the same rules as on PostgreSQL: missing, blank or JSON null is {}; an object is kept;
 -- anything else (unreadable text, an array, a scalar) is kept, not dropped, under _unparsed_parameters.
 -- IF(JSON_VALID(..)) guards JSON_TYPE, which fails on text that is not JSON.
-UPDATE jenkins_jobs_queue
+UPDATE jenkins_jobs_queue FORCE INDEX (PRIMARY)
 SET parameters = CASE
     WHEN parameters IS NULL OR TRIM(parameters) = '' THEN JSON_OBJECT()
     WHEN IF(JSON_VALID(parameters), JSON_TYPE(parameters), NULL) = 'NULL' THEN JSON_OBJECT()
@@ -58,15 +64,15 @@ SET parameters = CASE
 END
 WHERE parameters IS NULL OR IF(JSON_VALID(parameters), JSON_TYPE(parameters), NULL) IS NULL
    OR IF(JSON_VALID(parameters), JSON_TYPE(parameters), NULL) <> 'OBJECT';
-UPDATE jenkins_jobs_queue SET status = 'pending' WHERE status IS NULL;
-UPDATE jenkins_jobs_queue SET priority = 0 WHERE priority IS NULL;
+UPDATE jenkins_jobs_queue FORCE INDEX (PRIMARY) SET status = 'pending' WHERE status IS NULL;
+UPDATE jenkins_jobs_queue FORCE INDEX (PRIMARY) SET priority = 0 WHERE priority IS NULL;
 -- Missing and zero dates (MySQL's '0000-00-00', '2024-00-10' from a server without strict mode): due now.
-UPDATE jenkins_jobs_queue SET scheduled_at = NOW(6)
+UPDATE jenkins_jobs_queue FORCE INDEX (PRIMARY) SET scheduled_at = NOW(6)
 WHERE scheduled_at IS NULL OR MONTH(scheduled_at) = 0 OR DAYOFMONTH(scheduled_at) = 0;
 
 -- A row without a job name cannot be dispatched, and there is no name to give it: it is kept, under '?'
 -- (a character Jenkins forbids in item names, so it never names a real job), and settled below.
-UPDATE jenkins_jobs_queue SET job_name = '?' WHERE job_name IS NULL OR TRIM(job_name) = '';
+UPDATE jenkins_jobs_queue FORCE INDEX (PRIMARY) SET job_name = '?' WHERE job_name IS NULL OR TRIM(job_name) = '';
 
 -- ---- The seed's columns in their final types (only those that differ), in one ALTER.
 SET @jd_ddl = NULL;
@@ -137,7 +143,7 @@ EXECUTE jd_ddl;
 DEALLOCATE PREPARE jd_ddl;
 
 -- Seed rows without a job name (above): nothing can run them, so they are settled, not dispatched.
-UPDATE jenkins_jobs_queue
+UPDATE jenkins_jobs_queue FORCE INDEX (PRIMARY)
 SET status = 'failed', finished_at = COALESCE(finished_at, NOW(6)),
     last_error = 'had no job name in the table before jenkins-dispatch; kept for the record, never dispatched'
 WHERE job_name = '?' AND status IN ('pending', 'processing') AND dispatch_id IS NULL;

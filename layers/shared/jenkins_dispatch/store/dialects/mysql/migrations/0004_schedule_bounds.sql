@@ -13,9 +13,9 @@
 -- time later on the last day becomes its first moment ("never"). Final rows too (MySQL has no NOT VALID): only
 -- their scheduled_at, never their updated_at.
 
-UPDATE jenkins_jobs_queue SET scheduled_at = created_at
+UPDATE jenkins_jobs_queue FORCE INDEX (PRIMARY) SET scheduled_at = created_at
 WHERE scheduled_at < '0001-01-01 00:00:00' OR MONTH(scheduled_at) = 0 OR DAYOFMONTH(scheduled_at) = 0;
-UPDATE jenkins_jobs_queue SET scheduled_at = '9999-12-31 00:00:00' WHERE scheduled_at > '9999-12-31 00:00:00';
+UPDATE jenkins_jobs_queue FORCE INDEX (PRIMARY) SET scheduled_at = '9999-12-31 00:00:00' WHERE scheduled_at > '9999-12-31 00:00:00';
 
 SET @jd_ddl = NULL;
 SELECT CONCAT('ALTER TABLE jenkins_jobs_queue ', GROUP_CONCAT(wanted.clause ORDER BY wanted.n SEPARATOR ', '))

@@ -121,7 +121,9 @@ ON DUPLICATE KEY UPDATE upgraded_at = VALUES(upgraded_at), window_seconds = VALU
 -- 'failed' with this reason unless Jenkins shows otherwise, and an operator re-runs them with
 -- `jenkins-dispatch retry ID` if needed. (A row the old worker claimed after a rollback may keep the dispatch_id of
 -- an earlier dispatch of ours: having no lease tells it apart.)
-UPDATE jenkins_jobs_queue q JOIN jenkins_dispatch_cutover c
+-- In primary-key order, as every UPDATE of the queue in these files (0001_queue.sql says why): the old worker may
+-- be reporting one of these very rows done right now.
+UPDATE jenkins_jobs_queue q FORCE INDEX (PRIMARY) JOIN jenkins_dispatch_cutover c
 SET q.dispatch_id = CONCAT('legacy-', q.id),
     q.lease_expires_at = c.window_ends_at,
     q.attempts = q.max_attempts,
@@ -129,12 +131,13 @@ SET q.dispatch_id = CONCAT('legacy-', q.id),
                           'cannot be identified, so it is not triggered again (check Jenkins; retry it if it never ran)')
 WHERE q.status = 'processing' AND q.lease_expires_at IS NULL;
 -- Those an earlier 0001 marked, still held: theirs is the same window.
-UPDATE jenkins_jobs_queue q JOIN jenkins_dispatch_cutover c SET q.lease_expires_at = c.window_ends_at
+UPDATE jenkins_jobs_queue q FORCE INDEX (PRIMARY) JOIN jenkins_dispatch_cutover c
+SET q.lease_expires_at = c.window_ends_at
 WHERE q.status = 'processing' AND q.dispatch_id LIKE 'legacy-%' AND q.lease_expires_at < c.window_ends_at;
 
 -- Seed rows that were already final (and any the old worker finished while 0001 ran, or after a rollback): they
 -- finished at an unknown time, before this.
-UPDATE jenkins_jobs_queue SET finished_at = UTC_TIMESTAMP(6)
+UPDATE jenkins_jobs_queue FORCE INDEX (PRIMARY) SET finished_at = UTC_TIMESTAMP(6)
 WHERE status IN ('completed', 'failed', 'cancelled') AND finished_at IS NULL;
 
 -- ---- The rules about processing and final rows, with PostgreSQL's names (those missing).
