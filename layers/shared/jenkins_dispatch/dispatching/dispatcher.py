@@ -192,13 +192,11 @@ class Dispatcher:
                                dimensions={"controller": self.controller} if several else None,
                                controller=self.controller)
             logger.error("pass stopped: Jenkins as a whole failed", extra={"reason": str(stopped)})
-        except BaseException:
-            # The pass ends here (its caller says why), but what it did stays done: a job it triggered and
+        finally:
+            # However the pass ends (an error's caller says why), what it did stays done: a job it triggered and
             # recorded is never counted by a later pass.
             self._emit_counts()
-            raise
         self.summary.duration_ms = int((time.monotonic() - started) * 1000)
-        self._emit_counts()
         self._emit_pass_metrics()
         self.summary.db_statements = self.db.statements - statements_before  # the gauges read included
         logger.info("pass finished", extra={"summary": self.summary.as_dict()})
