@@ -290,6 +290,43 @@ def test_the_engine_folders_hold_every_engine() -> None:
         assert missing == [], f"{folder.name} lacks {missing}"
 
 
+# "The" Jenkins of a Settings: ``.jenkins`` is the default controller in the loaded settings and one lane's controller
+# in ``Settings.for_controller``; ``require_jenkins()`` the same. Read anywhere else, it sends a row of another
+# controller to the default one's Jenkins (issue 33: `cancel` of an `eu` row cancelled `default`'s queue item of
+# the same number). Only configuration and the dispatcher's lanes, built per controller, may read them; everyone
+# else resolves a row's own controller through jenkins/controllers.py.
+DEFAULT_CONTROLLER_SHORTCUTS = {"jenkins", "require_jenkins"}
+SHORTCUT_HOMES = ("config.py", "dispatching/dispatcher.py", "dispatching/dispatch_loop.py", "dispatching/reconciler.py",
+                  "dispatching/breaker.py")
+
+
+def default_controller_shortcuts(source: str) -> list[str]:
+    """Where ``source`` reads an attribute ``jenkins`` or ``require_jenkins`` (of settings, whatever they are
+    called), as ``line: code``."""
+    return [f"{node.lineno}: {ast.unparse(node)}" for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Attribute) and node.attr in DEFAULT_CONTROLLER_SHORTCUTS]
+
+
+@pytest.mark.parametrize(("source", "caught"), [
+    ("with jenkins_client(settings.require_jenkins()) as c: pass", True),
+    ("base = settings.jenkins.url", True),
+    ("base = self.settings.jenkins.url if self.settings.jenkins else None", True),
+    ("from ..jenkins.client import jenkins_client", False),
+    ("client = client_for(settings, row)", False),
+    ("url = settings.controller(name).url", False),
+])
+def test_default_controller_shortcuts_are_found(source, caught) -> None:
+    assert bool(default_controller_shortcuts(source)) is caught
+
+
+def test_only_configuration_and_the_dispatcher_lanes_reach_the_default_controller() -> None:
+    """Elsewhere a row's controller comes from ``jenkins/controllers.py`` (its settings, client and links)."""
+    found = [f"{path.relative_to(PACKAGE).as_posix()}:{where}" for path in _modules()
+             if not path.relative_to(PACKAGE).as_posix().startswith(SHORTCUT_HOMES)
+             for where in default_controller_shortcuts(path.read_text())]
+    assert found == [], "\n".join(found)
+
+
 def test_every_module_says_what_it_owns() -> None:
     missing = [path.relative_to(PACKAGE).as_posix() for path in _modules() if not ast.get_docstring(_tree(path))]
     assert missing == []

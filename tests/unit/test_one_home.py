@@ -53,9 +53,7 @@ def test_a_jenkins_client_carries_every_jenkins_setting() -> None:
 
 
 def test_a_dispatcher_client_is_pooled_for_its_trigger_threads() -> None:
-    settings = Settings(database=DatabaseSettings(),
-                        jenkins=JENKINS, max_parallel_triggers=40)
-    with jenkins_client(settings) as client:
+    with jenkins_client(JENKINS, threads=40) as client:
         assert client.search_window == 123
         assert client._session.get_adapter("https://x/")._pool_maxsize == 40
 

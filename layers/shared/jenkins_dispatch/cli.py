@@ -309,13 +309,14 @@ def _list_row(row: dict, now: datetime) -> dict:
 
 def cmd_ls(ctx: Context, args) -> None:
     """`ls`: list jobs, newest first, each pending one with why it waits and each with its last error."""
-    from .operating.operator import Caps, jenkins_links, list_jobs_waiting
+    from .jenkins.controllers import links_for
+    from .operating.operator import Caps, list_jobs_waiting
 
     rows = list_jobs_waiting(ctx.queue, Caps.of(ctx.settings), status=args.status, job_name=args.job,
                              since=args.since, error_like=args.error_like, parameters=dict(args.param or []),
                              before_id=args.before, limit=args.limit, controller=args.controller)
     if args.json:  # every field `show --json` has for the job, its links and why it waits (not its history)
-        print_json([dict(r, links=jenkins_links(ctx.settings, r)) for r in rows])
+        print_json([dict(r, links=links_for(ctx.settings, r)) for r in rows])
         return
     now = datetime.now(UTC)
     shown = [_list_row(r, now) for r in rows]

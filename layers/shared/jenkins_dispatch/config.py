@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypedDict
 from urllib.parse import SplitResult, parse_qs, unquote, urlsplit
 
-from .errors import ConfigError
+from .errors import ConfigError, ControllerNotConfigured
 
 SecretFetcher = Callable[[str], str]
 """Given a secret's ARN, return its SecretString."""
@@ -304,14 +304,32 @@ class Settings:
     metrics_emf: bool = False
 
     def require_jenkins(self) -> JenkinsSettings:
-        """The Jenkins settings (the default controller's, else the first controller's), or ConfigError naming the
-        variables to set."""
+        """The Jenkins of one controller's lane (``for_controller``; with one controller configured, that one), or
+        ConfigError naming the variables to set. Only the dispatcher's lanes ask this: a row's controller is
+        ``jenkins/controllers.py``'s to resolve (tests/unit/test_layout.py holds everyone else to it)."""
         found = self.jenkins or next(iter(self.controllers), None)
         if found is None:
-            raise ConfigError(
-                "Jenkins is not configured: set JENKINS_URL, JENKINS_USER and JENKINS_API_TOKEN "
-                "(or JENKINS_SECRET_ARN, or JENKINS_CONTROLLERS)"
-            )
+            raise self._no_jenkins()
+        return found
+
+    def require_controllers(self) -> dict[str, JenkinsSettings]:
+        """Every configured controller by name, or ConfigError naming the variables to set when there is none."""
+        found = self.controllers_by_name()
+        if not found:
+            raise self._no_jenkins()
+        return found
+
+    @staticmethod
+    def _no_jenkins() -> ConfigError:
+        return ConfigError("Jenkins is not configured: set JENKINS_URL, JENKINS_USER and JENKINS_API_TOKEN "
+                           "(or JENKINS_SECRET_ARN, or JENKINS_CONTROLLERS)")
+
+    def controller(self, name: str) -> JenkinsSettings:
+        """Controller ``name``'s settings (URL, credentials, its own cap), or ControllerNotConfigured. The one way
+        from a name a row or a command gives to that controller's Jenkins (``jenkins/controllers.py``)."""
+        found = self.controllers_by_name().get(name)
+        if found is None:
+            raise ControllerNotConfigured(name, list(self.controllers_by_name()))
         return found
 
     def controllers_by_name(self) -> dict[str, JenkinsSettings]:
@@ -323,7 +341,7 @@ class Settings:
     def for_controller(self, name: str) -> Settings:
         """These settings with ``jenkins`` set to controller ``name``'s: what one controller's pass, client and
         breaker are built from."""
-        return replace(self, jenkins=self.controllers_by_name()[name])
+        return replace(self, jenkins=self.controller(name))
 
     def check_pass_budget(self, budget_seconds: float, where: str) -> None:
         """Refuse a pass that could never send a trigger: it must fit the margin plus one timeout."""

@@ -58,9 +58,8 @@ def _known_secrets() -> tuple[str, ...]:
         return ()
     controllers = settings.controllers_by_name().values()
     return tuple(
-        s for s in (settings.database.password, *settings.webhook_secrets(),
-                    settings.jenkins.api_token if settings.jenkins else None,
-                    *(c.api_token for c in controllers)) if s
+        s for s in (settings.database.password, *settings.webhook_secrets(), *(c.api_token for c in controllers))
+        if s
     )
 
 

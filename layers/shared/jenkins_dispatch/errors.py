@@ -43,6 +43,18 @@ class RejectedNotification(InvalidInput):
         self.http_status = http_status
 
 
+class ControllerNotConfigured(InvalidInput):
+    """A row or a command names a Jenkins controller that is not in the configuration (JENKINS_URL or
+    JENKINS_CONTROLLERS): name a configured one, or put that controller back in the configuration. ``name``: the
+    controller named."""
+
+    def __init__(self, name: str, configured: list[str]):
+        known = ", ".join(configured) if configured else "none"
+        super().__init__(f"controller {name!r} is not configured (configured: {known}; JENKINS_URL, "
+                         "JENKINS_CONTROLLERS)")
+        self.name = name
+
+
 class NotFound(DispatchError):
     """The job (or other object) named does not exist: check the id (``jenkins-dispatch ls``)."""
 

@@ -168,7 +168,7 @@ def serve(settings: Settings, host: str = SERVE_HOST, port: int = SERVE_PORT, in
           ui: bool = False) -> None:
     """Run the dispatcher loop and the webhook in this process until SIGTERM / SIGINT; with ``ui``, the web page
     too, on the same address (a token required)."""
-    settings.require_jenkins()
+    settings.require_controllers()
     settings.require_webhook_secret()
     page = None
     if ui:

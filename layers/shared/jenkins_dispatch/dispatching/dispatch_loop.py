@@ -26,14 +26,14 @@ from typing import Any
 
 from ..config import DEFAULT_CONTROLLER, Settings
 from ..errors import ConfigError, DatabaseBusy, DatabaseUnavailable, DispatchError
-from ..jenkins.client import JenkinsClient, jenkins_client
+from ..jenkins.client import JenkinsClient
 from ..observability import logger, metrics
 from ..store.db import Database, Session
 from ..store.queue import Queue
 from ..store.rows import Gauges
 from .breaker import Breaker, breaker_for
 from .decisions import backoff_seconds
-from .dispatcher import Dispatcher, combine_summaries
+from .dispatcher import Dispatcher, combine_summaries, lane_client
 from .heartbeat import Heartbeat
 from .wakeup import SLOT, LaneSignal, WorkSignal
 
@@ -353,7 +353,7 @@ class DispatchLoop:
             return self._run_lanes(left)
         summary = LoopSummary()
         last_stop = ""
-        clients = {name: jenkins_client(self._settings_of(name)) for name in self.controllers}
+        clients = {name: lane_client(self._settings_of(name)) for name in self.controllers}
         try:
             while True:
                 if self.shutdown.is_set():
@@ -521,7 +521,7 @@ class DispatchLoop:
                          extra={"controller": name, "reason": breaker.why or stopped,
                                 "retry_in_seconds": round(breaker.retry_in(), 2)})
             clients[name].close()  # a fresh HTTP session (and crumb, and identity check) for the next try
-            clients[name] = jenkins_client(self._settings_of(name))
+            clients[name] = lane_client(self._settings_of(name))
         for name in was_down - set(down):
             logger.info("Jenkins answers again", extra={"controller": name, "jenkins": self.breakers[name].url})
         self._beat_after(result, talked_to_jenkins=talked or bool(down))

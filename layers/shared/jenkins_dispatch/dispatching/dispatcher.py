@@ -567,7 +567,7 @@ def run_pass(
     def one_controller(n: int) -> None:
         name, session = names[n], sessions[n]
         one = settings.for_controller(name) if several else settings
-        with jenkins_client(one) as client:
+        with lane_client(one) as client:
             dispatcher = Dispatcher(one, session, client, remaining_ms=remaining_ms, stop=stop,
                                     breaker=breakers[name], fail_unknown_controllers=len(names) == 1)
             try:
@@ -623,6 +623,12 @@ def _lane_errors(names: list[str], futures: list[Future[None]]) -> dict[str, str
     if errors and len(errors) == len(names):
         raise errors[names[0]]
     return {name: str(exc).splitlines()[0] for name, exc in errors.items()}
+
+
+def lane_client(lane: Settings) -> JenkinsClient:
+    """The Jenkins client of one controller's lane (``lane``: ``Settings.for_controller``, or the settings of the one
+    controller there is), pooled for its trigger threads; ConfigError when no Jenkins is configured."""
+    return jenkins_client(lane.require_jenkins(), lane.max_parallel_triggers)
 
 
 def fail_rows_of_unknown_controllers(settings: Settings, queue: Queue) -> int:

@@ -34,7 +34,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 from urllib3.exceptions import SSLError as Urllib3SSLError
 
-from ..config import JenkinsSettings, Settings, default_of
+from ..config import JenkinsSettings, default_of
 from ..errors import JenkinsAuthRejected, JenkinsRequestFailed, JenkinsUnavailable, SearchInconclusive
 from .answers import (
     DISPATCH_ID_PARAMETER,
@@ -754,14 +754,11 @@ class JenkinsClient:
 MIN_POOLED_CONNECTIONS = 10
 
 
-def jenkins_client(settings: Settings | JenkinsSettings) -> JenkinsClient:
-    """The one way the package builds a Jenkins client from its settings: every Jenkins setting (URL, user, token,
-    timeout, TLS, search window) carried over. Given the whole ``Settings``, the connection pool is sized for the
-    pass's trigger threads (MAX_PARALLEL_TRIGGERS); given only ``JenkinsSettings`` (doctor), for one caller."""
-    if isinstance(settings, Settings):
-        jenkins, threads = settings.require_jenkins(), settings.max_parallel_triggers
-    else:
-        jenkins, threads = settings, 1
-    return JenkinsClient(jenkins.url, jenkins.user, jenkins.api_token, jenkins.timeout_seconds,
-                         verify_tls=jenkins.verify_tls, search_window=jenkins.search_window,
+def jenkins_client(controller: JenkinsSettings, threads: int = 1) -> JenkinsClient:
+    """The one way the package builds a Jenkins client: every setting of ``controller`` (URL, user, token, timeout,
+    TLS, search window) carried over, its connection pool sized for ``threads`` callers (a dispatcher lane: its
+    trigger threads, MAX_PARALLEL_TRIGGERS). A client is always one controller's: a row's comes from
+    ``controllers.client_for``."""
+    return JenkinsClient(controller.url, controller.user, controller.api_token, controller.timeout_seconds,
+                         verify_tls=controller.verify_tls, search_window=controller.search_window,
                          pool_maxsize=max(MIN_POOLED_CONNECTIONS, threads))

@@ -9,25 +9,10 @@ from typing import Any
 
 from ..config import DEFAULT_CONTROLLER, Settings
 from ..errors import Conflict, DispatchError
+from ..jenkins.controllers import controller_name, is_configured, links_for
 from ..store.queue import FINAL_STATUSES, Queue
 from .transitions import ALREADY, CANCEL, RETRY, verdict
 from .waiting import JenkinsOutage, Waiting, controller_health, jenkins_outage_for, why_waiting
-
-
-def jenkins_links(settings: Settings, row: Mapping[str, Any]) -> dict[str, str]:
-    """The row's links in Jenkins: its build, and its job when Jenkins is configured."""
-    links: dict[str, str] = {}
-    if row.get("build_url"):
-        links["build"] = row["build_url"]
-    if settings.jenkins is not None:
-        from ..jenkins.jobs import job_path, job_path_error
-
-        base = settings.jenkins.url
-        if job_path_error(row["job_name"]) is None:  # a row written with plain SQL may name no Jenkins item
-            links["job"] = base + job_path(row["job_name"])
-        if row.get("jenkins_queue_id") is not None and not row.get("build_url"):
-            links["queue_item"] = f"{base}queue/item/{row['jenkins_queue_id']}/api/json"
-    return links
 
 
 @dataclass(frozen=True)
@@ -89,7 +74,7 @@ def job_details(queue: Queue, job_id: int, settings: Settings,
     ``waiting.why_waiting``) and its history."""
     row = queue.get(job_id)
     [waiting] = why_rows_wait(queue, [row], Caps.of(settings), jenkins_unavailable)
-    return {"job": row, "links": jenkins_links(settings, row), "waiting": waiting.as_dict() if waiting else None,
+    return {"job": row, "links": links_for(settings, row), "waiting": waiting.as_dict() if waiting else None,
             "history": queue.events(job_id)}
 
 
@@ -134,12 +119,14 @@ def cancel_job(queue: Queue, job_id: int, settings: Settings, reason: str = "can
 
     dispatch_id = row["dispatch_id"]
     assert dispatch_id is not None  # the table's check: a processing row always has its dispatch's id
+    if not is_configured(settings, row):
+        return _cancel_without_jenkins(queue, row, reason, actor)
     # Jenkins's client only when cancelling, not for `show`.
     from ..dispatching.cancelling import settle_stopped, stop_dispatch
     from ..errors import JenkinsError
-    from ..jenkins.client import jenkins_client
+    from ..jenkins.controllers import client_for
 
-    with jenkins_client(settings) as client:
+    with client_for(settings, row) as client:
         try:
             stopped = stop_dispatch(client, row["job_name"], dispatch_id, row.get("jenkins_queue_id"),
                                     row.get("build_number"))
@@ -164,3 +151,16 @@ def cancel_job(queue: Queue, job_id: int, settings: Settings, reason: str = "can
     message = (f"job {job_id} cancelled: {stopped.note}" if status == "cancelled"
                else f"job {job_id} had already finished: settled {status} ({stopped.note})")
     return {"id": job_id, "status": status, "changed": True, "jenkins": stopped.note, "message": message}
+
+
+def _cancel_without_jenkins(queue: Queue, row: Mapping[str, Any], reason: str, actor: str) -> dict[str, Any]:
+    """Cancel a processing row whose controller is no longer configured: nothing can be asked of or stopped in its
+    Jenkins, so the row is settled cancelled, saying so (its build, if any, may still run there)."""
+    job_id, controller = row["id"], controller_name(row)
+    note = (f"controller {controller!r} is not configured: nothing was cancelled or stopped in its Jenkins "
+            "(check it there)")
+    if not queue.settle(job_id, row["dispatch_id"], "cancelled", error=f"{reason}; {note}", actor=actor):
+        now = queue.get(job_id)
+        raise Conflict(f"job {job_id} became {now['status']} while cancelling")
+    return {"id": job_id, "status": "cancelled", "changed": True, "jenkins": note,
+            "message": f"job {job_id} cancelled: {note}"}
