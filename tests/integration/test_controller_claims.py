@@ -54,7 +54,7 @@ def _rows_read(db, queue, capped: bool) -> int:
     """What one claim of b's rows reads, by the engine's own count; the claimed rows are put back after."""
     params = dict(batch_size=ROWS_OF_B, lease_seconds=60, actor="dispatcher", controller="b")
     if capped:
-        params.update(max_in_flight=1000, controller_max_in_flight=None)
+        params.update(max_in_flight=1000, controller_max_in_flight=None, controllers="default,b")
     if db.dialect == "mysql":
         def handler_reads() -> int:
             return sum(int(r["Value"]) for r in db.run("SHOW SESSION STATUS LIKE 'Handler_read%'"))

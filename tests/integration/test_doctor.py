@@ -56,8 +56,8 @@ def test_every_check_passes_against_a_healthy_setup(database_url, queue, jenkins
     queue.enqueue("team/app/deploy")
     checks = run_checks(DoctorOptions(), env_for(database_url, jenkins.base_url))
     assert statuses(checks) == {"settings": PASS, "database": PASS, "schema": PASS, "oldest transaction": PASS,
-                                "jenkins": PASS, "credentials": PASS, "queued jobs": PASS, "webhook secret": PASS,
-                                "webhook": SKIP}, render(checks)
+                                "jenkins": PASS, "credentials": PASS, "queued jobs": PASS, "row controllers": PASS,
+                                "webhook secret": PASS, "webhook": SKIP}, render(checks)
     assert "2 job names waiting" in by_name(checks)["queued jobs"].detail
     assert healthy(checks)
 

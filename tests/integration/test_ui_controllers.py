@@ -52,7 +52,8 @@ def test_overview_shows_each_controller_with_its_backlog_cap_and_state(make_ui, 
     assert rows["default"][1:5] == ["1", "1", "0 / -", "ok"]
     assert rows["eu"][1:4] == ["2", "1", "1 / 3"]
     assert rows["eu"][4].startswith("paused since ") and rows["eu"][4].endswith("by alice: Jenkins upgrade")
-    assert rows["gone"][1:5] == ["1", "1", "0 / -", "not configured: its rows fail at the next pass"]
+    assert rows["gone"][1:5] == ["1", "1", "0 / -", "controller gone is not configured: 1 pending, failed at the "
+                                                    "next dispatcher pass with nothing sent"]
     # The levers: pause a configured controller, resume a paused one; none for a name no configuration knows.
     assert [rows[name][5] for name in rows] == ["-", "-", "-"]  # no live dispatcher said anything of them
     assert rows["default"][6] == "Pause controller default…" and rows["eu"][6] == "Resume controller eu"
@@ -79,7 +80,7 @@ def test_a_paused_controller_without_rows_or_configuration_is_listed_and_can_be_
     page = controllers_page(make_ui)
     row = cells(page.get("/").text)["old"]
     assert row[1:4] == ["0", "0", "0 / -"] and row[6] == "Resume controller old"
-    assert row[4].startswith("not configured: its rows fail at the next pass; paused since ")
+    assert row[4].startswith("controller old is not configured; paused since ")
     page.post("/controllers/resume", {"controller": "old"})
     assert queue.pauses() == [] and "old" not in cells(page.get("/").text)
 
@@ -160,4 +161,5 @@ def test_a_controller_name_from_the_rows_renders_as_text(make_ui, html_controlle
     text = controllers_page(make_ui).get("/").text
     assert PAYLOAD not in text and "<img" not in text
     assert html.escape(PAYLOAD, quote=False) in section(text)
-    assert cells(text)[PAYLOAD][4] == "not configured: its rows fail at the next pass"
+    assert cells(text)[PAYLOAD][4] == (f"controller {PAYLOAD} is not configured: 1 pending, failed at the next "
+                                        "dispatcher pass with nothing sent")

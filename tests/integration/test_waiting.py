@@ -23,6 +23,12 @@ pytestmark = pytest.mark.both_engines
 # --------------------------------------------------------------------------- show and ls say it
 
 
+def a_live_dispatcher(queue) -> None:
+    """A dispatcher that passed a moment ago: without one, a due row is said to wait for a dispatcher to start."""
+    queue.record_heartbeat(dispatcher_id="serve@ci:1", kind="serve", host="ci", pid=1, started_at=datetime.now(UTC),
+                           stale_after_seconds=300, outcome="ok", detail=None, passes=1)
+
+
 def cli_json(capsys, *argv):
     assert main([*argv, "--json"]) == 0
     return json.loads(capsys.readouterr().out)
@@ -63,6 +69,7 @@ def test_show_and_ls_say_why_each_pending_job_waits(queue, capsys, monkeypatch):
 
 
 def test_a_row_held_back_only_by_its_own_controllers_pause_is_explained_as_paused(queue, capsys):
+    a_live_dispatcher(queue)
     deploy_b = queue.enqueue("deploy", controller="b").id
     deploy_default = queue.enqueue("deploy").id
     build_c = queue.enqueue("build", controller="c").id
@@ -155,6 +162,7 @@ def test_each_row_waits_for_its_own_controllers_jenkins(queue, capsys):
 
 
 def test_each_row_waits_for_its_own_controllers_caps_and_rates(queue, capsys, monkeypatch):
+    a_live_dispatcher(queue)
     """A job's cap and rate are per controller, as the claim keeps them, and so is a controller's own
     max_in_flight: a row is explained by those of its own controller, counted over its controller's rows."""
     for name, value in {"JENKINS_URL": "http://127.0.0.1:9/", "JENKINS_USER": "u", "JENKINS_API_TOKEN": "t"}.items():
@@ -187,3 +195,16 @@ def test_each_row_waits_for_its_own_controllers_caps_and_rates(queue, capsys, mo
     queue.enqueue("deploy", controller="b")
     pending_b = max(r["id"] for r in cli_json(capsys, "ls", "--controller", "b", "--status", "pending"))
     assert cli_json(capsys, "show", str(pending_b))["waiting"]["code"] == "due"
+
+
+def test_a_due_row_waits_for_a_dispatcher_when_none_is_live(queue, capsys):
+    """Issue 33: "the next dispatcher pass takes it" is said only while some dispatcher is live."""
+    job_id = queue.enqueue("deploy").id
+    waiting = cli_json(capsys, "show", str(job_id))["waiting"]
+    assert waiting["code"] == "no_dispatcher" and "no dispatcher is running" in waiting["text"], waiting
+    queue.record_heartbeat(dispatcher_id="serve@ci:1", kind="serve", host="ci", pid=1, started_at=datetime.now(UTC),
+                           stale_after_seconds=300, outcome="stopped", detail="stop requested", passes=1)
+    assert cli_json(capsys, "show", str(job_id))["waiting"]["code"] == "no_dispatcher"  # a stopped one is not live
+    a_live_dispatcher(queue)
+    waiting = cli_json(capsys, "show", str(job_id))["waiting"]
+    assert waiting["code"] == "due" and waiting["text"].endswith("the next dispatcher pass takes it"), waiting

@@ -342,6 +342,8 @@ def cmd_show(ctx: Context, args) -> None:
         print(f"{key.ljust(width)}  {cell(value)}")
         if key == "status" and details["waiting"]:  # the first thing to know about a pending job
             print(f"{'waiting'.ljust(width)}  {details['waiting']['text']}")
+        if key == "status" and details["stranded"]:  # ...and about one whose controller was removed
+            print(f"{'stranded'.ljust(width)}  {details['stranded']}")
     for label, link in details["links"].items():
         print(f"{label.ljust(width)}  {link}")
     print()
@@ -397,6 +399,8 @@ def cmd_stats(ctx: Context, args) -> None:
                           jenkins=JENKINS_WORDS[c["jenkins"]["status"]])
                      for c in controllers], ["controller", "pending", "due", "in_flight", "state", "jenkins"])
         for c in controllers:
+            if c["note"]:
+                print(c["note"])
             if c["jenkins"]["status"] == "unavailable":
                 print(f"controller {c['controller']}: Jenkins unavailable since {c['jenkins']['since']}, as "
                       f"{c['jenkins']['seen_by']} found it: {c['jenkins']['reason']}")

@@ -78,7 +78,7 @@ logger = Logger(service=SERVICE, logger_formatter=LambdaPowertoolsFormatter(
 
 # Readings of a level (the latest value is the truth), as opposed to counts of events that add up.
 GAUGES = frozenset({"InFlight", "Pending", "OldestPendingAgeSeconds", "OldestTransactionAgeSeconds", "PausedJobs",
-                    "EverythingPaused"})
+                    "EverythingPaused", "StrandedInFlight"})
 
 # Every metric the package emits under a fixed name, with its unit and meaning. Prometheus shows each from
 # the start (a counter at 0), so an alert on one needs no first event; a name not listed here (trigger
@@ -109,6 +109,8 @@ CATALOGUE: dict[str, tuple[MetricUnit, str]] = {
     "PassDurationMs": (MetricUnit.Milliseconds, "How long dispatcher passes took."),
     "InFlight": (MetricUnit.Count, "Jobs processing (claimed, queued or running in Jenkins), after the last pass."),
     "Pending": (MetricUnit.Count, "Jobs pending (due or scheduled later), after the last pass."),
+    "StrandedInFlight": (MetricUnit.Count, "Jobs in flight on a controller no longer configured: stranded until it is "
+                                           "configured again or they are cancelled, counted against no cap."),
     "OldestPendingAgeSeconds": (MetricUnit.Seconds,
                                 "Age of the oldest due pending job not held by a pause, after the last pass."),
     "PausedJobs": (MetricUnit.Count, "Jobs paused one by one (`jenkins-dispatch pause JOB`), after the last pass."),
@@ -137,7 +139,9 @@ PER_CONTROLLER = frozenset({"Claimed", "Triggered", "RetriedLater", "TriggerOutc
                             "AdoptedAfterCrash", "LeasesExpired", "JenkinsUnavailable", "PassesCompleted"})
 CONTROLLER_LABEL = "controller"
 # Gauges read per controller as well, set apart from the unlabelled one (``MetricsFacade.set_per_controller``).
-PER_CONTROLLER_GAUGES = frozenset({"InFlight"})
+# StrandedInFlight's label values are the names rows give that the configuration lacks: as many as controllers
+# were removed while their rows ran.
+PER_CONTROLLER_GAUGES = frozenset({"InFlight", "StrandedInFlight"})
 
 # Per-job histograms (`serve` only, from MetricsFacade.observe_settled): name -> (Prometheus name, help, buckets in
 # seconds). A queue wait runs from milliseconds to the hours a job can be held back; a build, from seconds to hours.
@@ -198,6 +202,7 @@ class PrometheusSink:
         for name, (unit, _help) in CATALOGUE.items():
             self._family(name, unit)
         self._per_controller: dict[str, Any] = {}
+        self._gauge_labels: dict[str, set[str]] = {}  # each per-controller gauge's controllers read so far
         for name in sorted(PER_CONTROLLER | PER_CONTROLLER_GAUGES):
             self._per_controller[name] = self._controller_family(name, CATALOGUE[name][0])
         from prometheus_client import Histogram
@@ -253,8 +258,13 @@ class PrometheusSink:
 
     def set_per_controller(self, name: str, values: Mapping[str, float]) -> None:
         """Readings of a gauge per controller (PER_CONTROLLER_GAUGES), each under its ``controller`` label; the
-        unlabelled gauge is left as it is."""
+        unlabelled gauge is left as it is. A controller read before and missing now reads 0 (a level: none left)."""
         family = self._per_controller[name]
+        with self._lock:
+            before = self._gauge_labels.setdefault(name, set())
+            for controller in before - set(values):
+                family.labels(**{CONTROLLER_LABEL: controller}).set(0)
+            before.update(values)
         for controller, value in values.items():
             family.labels(**{CONTROLLER_LABEL: controller}).set(value)
 

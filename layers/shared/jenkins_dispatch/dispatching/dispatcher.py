@@ -231,8 +231,13 @@ class Dispatcher:
         metrics.add_metric(name="InFlight", unit=MetricUnit.Count, value=gauges["processing"])
         # Per configured controller (a bounded label: rows naming an unknown controller are left out), 0 included.
         per_controller = gauges.get("processing_per_controller") or {}
-        metrics.set_per_controller("InFlight", {name: per_controller.get(name, 0) for name in
-                                                (self.settings.controllers_by_name() or [self.controller])})
+        configured = self.settings.controllers_by_name() or [self.controller]
+        metrics.set_per_controller("InFlight", {name: per_controller.get(name, 0) for name in configured})
+        # Rows in flight on a controller removed from the configuration, named (they are few: one name per
+        # controller removed while its rows ran), so that an alert can say whose they are.
+        stranded = {name: n for name, n in per_controller.items() if name not in configured and n}
+        metrics.add_metric(name="StrandedInFlight", unit=MetricUnit.Count, value=sum(stranded.values()))
+        metrics.set_per_controller("StrandedInFlight", stranded)
         metrics.add_metric(name="Pending", unit=MetricUnit.Count, value=gauges["pending"])
         metrics.add_metric(name="OldestTransactionAgeSeconds", unit=MetricUnit.Seconds,
                            value=gauges["oldest_transaction_seconds"] or 0)
@@ -348,7 +353,7 @@ class Dispatcher:
                             size, capped=capped, max_in_flight=self.settings.max_in_flight,
                             controller=self.controller,
                             controller_max_in_flight=self.settings.jenkins.max_in_flight if self.settings.jenkins
-                            else None)
+                            else None, counted_controllers=list(self.settings.controllers_by_name()) or None)
                     if not jobs:
                         self.summary.stopped_because = self._why_nothing_claimed(capped)
                         break

@@ -36,6 +36,7 @@ from ..errors import ConfigError, DispatchError, JenkinsError, SchemaMissing
 from ..jenkins.answers import DISPATCH_ID_PARAMETER, JobInfo
 from ..jenkins.jobs import job_path_error
 from .display import duration
+from .waiting import not_configured_text
 
 if TYPE_CHECKING:
     from ..jenkins.client import JenkinsClient, WhoAmIAnswer
@@ -409,6 +410,8 @@ class _Findings:
     waiting_unknown_because: str = ""
     waiting_read_failed: Check | None = None  # the queue could not be read although the database answers
     scheduled: list[tuple[str, str]] = field(default_factory=list)  # (job name, its schedules' names)
+    # Unfinished rows per controller they name (controller, pending, in_flight); None: not read.
+    per_controller: list[tuple[str, int, int]] | None = None
 
 
 def _settings_check(env: Mapping[str, str] | None) -> Check:
@@ -468,6 +471,9 @@ def _database_checks(env: Mapping[str, str] | None, fetch_secret: SecretFetcher 
 
         with suppress(DispatchError):  # a schema from before schedules: the schema row says to migrate
             found.scheduled = [(r["job_name"], r["schedules"]) for r in Schedules(db).scheduled_job_names()]
+        with suppress(DispatchError):  # a read that fails here leaves the row out; the others say why
+            found.per_controller = [(r["controller"], int(r["pending"]), int(r["in_flight"]))
+                                    for r in queue.stats_per_controller()]
         try:
             rows = queue.waiting_job_names(options.max_jobs_checked)
         except DispatchError as exc:
@@ -507,7 +513,25 @@ def _jenkins_checks(env: Mapping[str, str] | None, fetch_secret: SecretFetcher |
     for controller in controllers:
         if controller.name != DEFAULT_CONTROLLER:
             checks += controller_checks(controller)
+    configured = {c.name for c in controllers} | ({default.name} if default else set())
+    if found.per_controller is not None and configured:
+        checks.append(row_controllers_check(found.per_controller, configured))
     return checks
+
+
+def row_controllers_check(per_controller: Sequence[tuple[str, int, int]], configured: set[str]) -> Check:
+    """Whether every unfinished row names a configured controller (``per_controller``: each named controller's
+    pending and in-flight rows); else what each missing one's rows go through, and the way out."""
+    missing = [(name, pending, in_flight) for name, pending, in_flight in per_controller
+               if name not in configured and (pending or in_flight)]
+    if not missing:
+        return Check("row controllers", PASS, "every unfinished row names a configured controller")
+    detail = "; ".join(not_configured_text(name, in_flight=in_flight, pending=pending)
+                       for name, pending, in_flight in missing)
+    names = ", ".join(name for name, _, _ in missing)
+    return Check("row controllers", FAIL, detail,
+                 f"configure {names} again (JENKINS_CONTROLLERS), or cancel its rows "
+                 f"(`jenkins-dispatch cancel --controller {missing[0][0]} --status processing --yes`)")
 
 
 def reach_and_credentials(client: JenkinsClient, user: str, url: str) -> tuple[Check, Check]:

@@ -12,7 +12,7 @@ from ..errors import Conflict, DispatchError
 from ..jenkins.controllers import controller_name, is_configured, links_for
 from ..store.queue import FINAL_STATUSES, Queue
 from .transitions import ALREADY, CANCEL, RETRY, verdict
-from .waiting import JenkinsOutage, Waiting, controller_health, jenkins_outage_for, why_waiting
+from .waiting import JenkinsOutage, Waiting, controller_health, jenkins_outage_for, stranded_text, why_waiting
 
 
 @dataclass(frozen=True)
@@ -47,10 +47,14 @@ def why_rows_wait(queue: Queue, rows: Sequence[Mapping[str, Any]], caps: Caps,
     # Each row waits for its own controller's Jenkins, as the live dispatchers recorded it (a caller's outage wins).
     health = {} if given else controller_health(context.dispatchers)
     now = datetime.now(UTC)
+    configured = list(caps.per_controller)
+    counted = context.counted_in_flight(configured)
     return [
         why_waiting(r, now, job_cap=context.caps.get((controller, job_name)),
                     job_in_flight=context.in_flight.get((controller, job_name), 0),
-                    global_cap=caps.global_cap, total_in_flight=context.total_in_flight,
+                    global_cap=caps.global_cap, total_in_flight=counted,
+                    controller_configured=not configured or controller in caps.per_controller,
+                    dispatchers_live=context.live_dispatchers,
                     pause=context.pause_of(job_name, controller),
                     jenkins_unavailable=jenkins_outage_for(controller, health, jenkins_unavailable),
                     rate=context.rates.get((controller, job_name)), controller_cap=caps.per_controller.get(controller),
@@ -71,11 +75,15 @@ def list_jobs_waiting(queue: Queue, caps: Caps, *, jenkins_unavailable: JenkinsO
 def job_details(queue: Queue, job_id: int, settings: Settings,
                 jenkins_unavailable: JenkinsOutage | None = None) -> dict[str, Any]:
     """Everything about one job: the row, its Jenkins links, why it waits (None unless pending; see
-    ``waiting.why_waiting``) and its history."""
+    ``waiting.why_waiting``), why it is stranded (None unless it is in flight on a controller no longer configured)
+    and its history."""
     row = queue.get(job_id)
     [waiting] = why_rows_wait(queue, [row], Caps.of(settings), jenkins_unavailable)
+    configured = settings.controllers_by_name()
+    stranded = (stranded_text(controller_name(row), job_id)
+                if row["status"] == "processing" and configured and controller_name(row) not in configured else None)
     return {"job": row, "links": links_for(settings, row), "waiting": waiting.as_dict() if waiting else None,
-            "history": queue.events(job_id)}
+            "stranded": stranded, "history": queue.events(job_id)}
 
 
 def unchanged(job_id: int, status: str) -> dict:

@@ -14,7 +14,7 @@ from ..config import DEFAULT_CONTROLLER, Settings
 from ..store.queue import Pause, Queue
 from ..store.rows import Dispatcher, JenkinsOutage
 from .operator import Caps, why_rows_wait
-from .waiting import UNKNOWN_CONTROLLER_STATE, controller_health
+from .waiting import UNKNOWN_CONTROLLER_STATE, controller_health, not_configured_text
 
 THROUGHPUT_HOURS = 12
 
@@ -58,16 +58,20 @@ def controller_rows(per_controller: Sequence[Mapping[str, Any]], configured: Map
     (``paused``: a pause outlives the rows and the configuration, and must be seen to be lifted), each with its
     pending, due and in-flight rows, its cap, its state (a name no configuration knows, paused, or ok) and its
     breaker as the live dispatchers recorded it (``breakers``, waiting.controller_health; "unknown" when none
-    did)."""
+    did), and for one not configured what that means for its rows (``note``)."""
     counts = {r["controller"]: r for r in per_controller}
     rows = []
     for name in sorted(set(configured) | set(counts) | paused):
         found = counts.get(name, {})
         state = ("not configured" if configured and name not in configured
                  else "paused" if name in paused else "ok")
-        rows.append({"controller": name, "pending": found.get("pending", 0), "due": found.get("due", 0),
-                     "in_flight": found.get("in_flight", 0), "cap": configured.get(name), "state": state,
-                     "jenkins": dict((breakers or {}).get(name) or UNKNOWN_CONTROLLER_STATE)})
+        pending, in_flight = found.get("pending", 0), found.get("in_flight", 0)
+        rows.append({"controller": name, "pending": pending, "due": found.get("due", 0),
+                     "in_flight": in_flight, "cap": configured.get(name), "state": state,
+                     "jenkins": dict((breakers or {}).get(name) or UNKNOWN_CONTROLLER_STATE),
+                     # What its state means for its rows, when it is not configured (None otherwise).
+                     "note": not_configured_text(name, in_flight=in_flight, pending=pending)
+                     if state == "not configured" else None})
     return rows
 
 

@@ -32,8 +32,9 @@ class JenkinsOutage:
 
 @dataclass(frozen=True)
 class Waiting:
-    """Why a pending row waits. ``code``: paused · not_due · backing_off · job_cap · rate_limit · global_cap ·
-    controller_cap · jenkins_unavailable · due (nothing holds it back: the next pass takes it)."""
+    """Why a pending row waits. ``code``: paused · not_due · backing_off · controller_not_configured · job_cap ·
+    rate_limit · global_cap · controller_cap · jenkins_unavailable · no_dispatcher (due, but no dispatcher is live
+    to take it) · due (nothing holds it back: the next pass takes it)."""
 
     code: str
     text: str
@@ -115,6 +116,28 @@ def _rate_limited(rate: RateWindow) -> Waiting:
     return Waiting("rate_limit", text)
 
 
+def not_configured_text(controller: str, *, in_flight: int = 0, pending: int = 0) -> str:
+    """What a controller missing from the configuration means for its rows, in one line (`show`, `stats`, `doctor`,
+    the page): its rows in flight are stranded — counted against no cap, never settled as if their end were known,
+    until an operator cancels them or the controller is configured again — and its pending rows fail at the next
+    pass with nothing sent."""
+    parts = []
+    if in_flight:
+        parts.append(f"{in_flight} in flight, stranded until it is configured again (then the reconciler settles "
+                     "them from its Jenkins) or they are cancelled (`jenkins-dispatch cancel ID`); they count against "
+                     "no cap")
+    if pending:
+        parts.append(f"{pending} pending, failed at the next dispatcher pass with nothing sent")
+    return f"controller {controller} is not configured" + (f": {'; '.join(parts)}" if parts else "")
+
+
+def stranded_text(controller: str, job_id: int) -> str:
+    """Why a processing row of a controller missing from the configuration goes nowhere, and the ways out."""
+    return (f"controller {controller} is not configured: this row is stranded — it counts against no cap and is never "
+            f"settled as if its end were known; `jenkins-dispatch cancel {job_id}` settles it cancelled, or configure "
+            f"{controller} again and the reconciler settles it from its Jenkins")
+
+
 def _paused(pause: Pause) -> Waiting:
     who = f" by {pause.paused_by}" if pause.paused_by else ""
     why = f": {pause.reason}" if pause.reason else ""
@@ -142,6 +165,8 @@ def why_waiting(
     rate: RateWindow | None = None,
     controller_cap: int | None = None,
     controller_in_flight: int = 0,
+    controller_configured: bool = True,
+    dispatchers_live: int | None = None,
 ) -> Waiting | None:
     """Why ``row`` (status, scheduled_at, attempts, max_attempts, last_error) is not in Jenkins yet; None
     unless it is pending.
@@ -153,7 +178,9 @@ def why_waiting(
     pause holding the row back (everything's, its controller's, its job's on every controller or on the row's
     controller: ``WaitingContext.pause_of``), if any; ``jenkins_unavailable``: how the
     dispatchers last found Jenkins, if it was failing; ``rate``: the job's rate and its last minute, if it has
-    one.
+    one; ``controller_configured``: whether the row's controller is in the configuration (not: the next pass fails
+    the row); ``dispatchers_live``: how many dispatchers are live (None: unknown) — with none, a due row waits for
+    one to start.
     """
     if row["status"] != "pending":
         return None
@@ -171,6 +198,11 @@ def why_waiting(
             return Waiting("backing_off", f"backing off until {when(scheduled_at)} (in {left}) after attempt "
                                           f"{row['attempts']} of {row['max_attempts']}{error}", scheduled_at)
         return Waiting("not_due", f"not due until {when(scheduled_at)} (in {left})", scheduled_at)
+    if not controller_configured:
+        controller = row.get("controller") or DEFAULT_CONTROLLER
+        return Waiting("controller_not_configured",
+                       f"controller {controller} is not configured: the next dispatcher pass fails it, nothing sent "
+                       "(configure it in JENKINS_CONTROLLERS first to have it run)")
     if cap_full(job_cap, job_in_flight):
         if job_cap == 0:
             return Waiting("job_cap", "job cap full (0/0): a cap of 0 holds this job back")
@@ -188,4 +220,8 @@ def why_waiting(
         return Waiting("jenkins_unavailable", f"Jenkins unavailable{which} since {when(jenkins_unavailable.since)}: "
                                               f"{jenkins_unavailable.reason}")
     since = f"for {duration((now - scheduled_at).total_seconds())}" if readable else f"since {when(scheduled_at)}"
+    if dispatchers_live == 0:
+        return Waiting("no_dispatcher", f"due {since}, but no dispatcher is running (none has recorded a pass "
+                                        "lately): start `jenkins-dispatch serve`, or check the dispatcher function's "
+                                        "schedule (`jenkins-dispatch stats` lists the dispatchers)")
     return Waiting("due", f"due {since}: the next dispatcher pass takes it")

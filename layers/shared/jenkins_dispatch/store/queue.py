@@ -194,6 +194,15 @@ class WaitingContext:
     # The live dispatchers that recorded their controllers (id, live, controllers, last_pass_seconds), the most
     # recent pass first: what each one last found of each controller it serves.
     dispatchers: list[dict[str, Any]] = field(default_factory=list)
+    # How many dispatchers are live at all (None: not read): with none, nothing takes a due row.
+    live_dispatchers: int | None = None
+
+    def counted_in_flight(self, configured: Sequence[str]) -> int:
+        """The rows in flight MAX_IN_FLIGHT holds to: those of the ``configured`` controllers (a removed controller's
+        stranded rows count against no cap); every row in flight when none is configured (nothing to tell apart)."""
+        if not configured:
+            return self.total_in_flight
+        return sum(self.controllers_in_flight.get(name, 0) for name in configured)
 
     def pause_of(self, job_name: str, controller: str = DEFAULT_CONTROLLER) -> Pause | None:
         """The pause holding a row of ``job_name`` on ``controller`` back, the one that says most first:
@@ -410,7 +419,7 @@ class Queue:
     def claim_batch(
         self, batch_size: int, *, capped: bool = False, max_in_flight: int | None = None,
         actor: str = "dispatcher", controller: str = DEFAULT_CONTROLLER,
-        controller_max_in_flight: int | None = None,
+        controller_max_in_flight: int | None = None, counted_controllers: Sequence[str] | None = None,
     ) -> list[ClaimedJob]:
         """Claim up to ``batch_size`` eligible rows of ``controller`` (its rows only: the claim index leads with
         the controller, so another controller's backlog is never read).
@@ -418,9 +427,12 @@ class Queue:
         Uncapped: ONE statement. Capped (``controller_max_in_flight`` needs it too): the same statement shape
         after a transaction-scoped lock, so concurrent claimers see each other's claims and no cap is ever
         exceeded: one round trip where the session's blocks take that lock themselves (``locking_blocks``).
+        ``counted_controllers``: the configured controllers, whose rows in flight ``max_in_flight`` counts (a
+        removed controller's stranded rows hold no one back); None: every controller's.
         """
         params = dict(batch_size=batch_size, lease_seconds=self.lease_seconds, actor=actor, controller=controller)
-        capped_params = dict(max_in_flight=max_in_flight, controller_max_in_flight=controller_max_in_flight)
+        capped_params = dict(max_in_flight=max_in_flight, controller_max_in_flight=controller_max_in_flight,
+                             controllers=None if counted_controllers is None else ",".join(counted_controllers))
         for attempt in range(CLAIM_ATTEMPTS):
             try:
                 if not capped and controller_max_in_flight is None:
@@ -867,6 +879,7 @@ class Queue:
                    for j in jobs if j.get("rate") is not None},
             controllers_in_flight={name: int(n) for name, n in (row["controllers_in_flight"] or {}).items()},
             total_in_flight=row["total_in_flight"],
+            live_dispatchers=int(row["live_dispatchers"]),
             pauses=[p for p in pauses if p.controller is None],
             controller_pauses=[p for p in pauses if p.controller is not None],
             dispatchers=sorted(

@@ -180,8 +180,9 @@ SELECT name FROM jenkins_dispatch_locks WHERE name = 'caps' FOR UPDATE;
 
 -- name: claim_batch_capped
 -- As claim_batch, but never lets the processing rows of a job_name exceed its jenkins_job_limits entry, nor
--- all processing rows exceed :max_in_flight (NULL: no global cap), nor a rated job's starts of the last minute
--- exceed its rate (recorded at the block's end, counted by every claim after it). It takes the caps lock itself,
+-- the processing rows of the configured controllers (:controllers, their names joined by ','; NULL: every one; a
+-- controller removed from the configuration strands its rows in flight, and they must not hold everyone else
+-- back) exceed :max_in_flight (NULL: no global cap), nor a rated job's starts of the last minute exceed its rate (recorded at the block's end, counted by every claim after it). It takes the caps lock itself,
 -- then reads (each statement sees what committed before it): run alone (Session.locking_blocks), it is one round
 -- trip in its own transaction, as exact as after lock_caps.
 -- A LIMIT must be a constant here: the locking read takes at most :batch_size rows of jobs with room left,
@@ -216,7 +217,9 @@ WHERE ranked.nth_of_all <= (
         -- arrive as literals): the rows in flight, thousands of index entries, are counted only when a cap
         -- needs them, and the aggregate's one row (COUNT 0) leaves the room at :batch_size.
         SELECT LEAST(:batch_size,
-                     COALESCE(GREATEST(:max_in_flight - COUNT(*), 0), :batch_size),
+                     COALESCE(GREATEST(:max_in_flight - COUNT(CASE WHEN :controllers IS NULL
+                                                                   OR FIND_IN_SET(f.controller, :controllers) > 0
+                                                                 THEN 1 END), 0), :batch_size),
                      COALESCE(GREATEST(:controller_max_in_flight
                                        - COUNT(CASE WHEN f.controller = :controller THEN 1 END), 0),
                               :batch_size))
@@ -901,7 +904,11 @@ SELECT
       WHERE status = 'failed' AND finished_at > NOW(6) - INTERVAL 1 HOUR) AS failed_last_hour,
     (SELECT count(*) FROM jenkins_jobs_queue
       WHERE status = 'cancelled' AND finished_at > NOW(6) - INTERVAL 1 HOUR) AS cancelled_last_hour,
-    (SELECT TABLE_ROWS FROM information_schema.TABLES
+    -- InnoDB's estimate, never below a count of up to 1,000 rows (a young table's statistics may say 0): exact
+    -- for a small table, a lower bound for a large one, at most 1,000 index entries read.
+    (SELECT GREATEST(COALESCE(TABLE_ROWS, 0),
+                     (SELECT count(*) FROM (SELECT 1 FROM jenkins_jobs_queue LIMIT 1000) AS first_rows))
+     FROM information_schema.TABLES
       WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'jenkins_jobs_queue') AS rows_estimate,
     @jd_trx_seconds AS oldest_transaction_seconds,
     EXISTS (SELECT 1 FROM jenkins_job_pauses WHERE job_name = '*' AND controller IS NULL) AS everything_paused,
@@ -1026,11 +1033,13 @@ WITH wanted AS (
 )
 SELECT
     (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing') AS total_in_flight,
-    -- A controller's own max_in_flight counts its rows in flight (claim_batch_capped).
-    (SELECT coalesce(JSON_OBJECTAGG(c.controller, (SELECT count(*) FROM jenkins_jobs_queue q
-                                                   WHERE q.status = 'processing' AND q.controller = c.controller)),
-                     JSON_OBJECT())
-     FROM (SELECT DISTINCT controller FROM wanted) AS c) AS controllers_in_flight,
+    -- Whether any dispatcher is live at all: "the next pass takes it" is true only then.
+    (SELECT count(*) FROM jenkins_dispatchers WHERE {{op_live_dispatcher}}) AS live_dispatchers,
+    -- Every controller's rows in flight: its own max_in_flight counts them, and MAX_IN_FLIGHT those of the
+    -- configured controllers only (claim_batch_capped), which the caller knows.
+    (SELECT coalesce(JSON_OBJECTAGG(c.controller, c.n), JSON_OBJECT())
+     FROM (SELECT controller, count(*) AS n FROM jenkins_jobs_queue WHERE status = 'processing'
+           GROUP BY controller) AS c) AS controllers_in_flight,
     (SELECT coalesce(JSON_ARRAYAGG(JSON_OBJECT(
                 'job_name', w.job_name, 'controller', w.controller,
                 'cap', l.max_in_flight,

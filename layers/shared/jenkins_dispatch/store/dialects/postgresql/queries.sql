@@ -132,7 +132,9 @@ SELECT pg_advisory_xact_lock({{lock:caps}});
 
 -- name: claim_batch_capped
 -- As claim_batch, but never lets the processing rows of a job (every spelling of its name, on this controller)
--- exceed its jenkins_job_limits entry, nor all processing rows exceed :max_in_flight (NULL: no global cap), nor
+-- exceed its jenkins_job_limits entry, nor the processing rows of the configured controllers (:controllers, their
+-- names joined by ','; NULL: every controller; a controller removed from the configuration strands its rows in
+-- flight, and they must not hold everyone else back) exceed :max_in_flight (NULL: no global cap), nor
 -- the controller's processing rows exceed :controller_max_in_flight (NULL: no cap of its own), nor a rated job's
 -- starts of the last minute exceed its rate (per_minute; 0013_rate_limits.sql). Run after lock_caps: each claim
 -- counts the starts of every claim before it, so no set of dispatchers starts more than the rate in any minute.
@@ -160,7 +162,10 @@ WITH {{paused}}, job_room AS (
         :batch_size,
         CASE WHEN CAST(:max_in_flight AS integer) IS NULL THEN :batch_size
              ELSE greatest(CAST(:max_in_flight AS integer)
-                           - (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing'), 0) END,
+                           - (SELECT count(*) FROM jenkins_jobs_queue
+                              WHERE status = 'processing'
+                                AND (CAST(:controllers AS text) IS NULL
+                                     OR controller = ANY (string_to_array(CAST(:controllers AS text), ',')))), 0) END,
         CASE WHEN CAST(:controller_max_in_flight AS integer) IS NULL THEN :batch_size
              ELSE greatest(CAST(:controller_max_in_flight AS integer)
                            - (SELECT count(*) FROM jenkins_jobs_queue
@@ -887,7 +892,11 @@ SELECT
     (SELECT count(*) FROM jenkins_jobs_queue WHERE finished_at > now() - interval '1 hour' AND status = 'completed') AS completed_last_hour,
     (SELECT count(*) FROM jenkins_jobs_queue WHERE finished_at > now() - interval '1 hour' AND status = 'failed') AS failed_last_hour,
     (SELECT count(*) FROM jenkins_jobs_queue WHERE finished_at > now() - interval '1 hour' AND status = 'cancelled') AS cancelled_last_hour,
-    (SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'jenkins_jobs_queue'::regclass) AS rows_estimate,
+    -- The planner's estimate, never below a count of up to 1,000 rows (a table never analysed says -1, a young
+    -- one too few): exact for a small table, a lower bound for a large one, at most 1,000 index entries read.
+    (SELECT greatest(reltuples::bigint,
+                     (SELECT count(*) FROM (SELECT 1 FROM jenkins_jobs_queue LIMIT 1000) AS first_rows))
+     FROM pg_class WHERE oid = 'jenkins_jobs_queue'::regclass) AS rows_estimate,
     (SELECT extract(epoch FROM now() - min(xact_start))::float8 FROM pg_stat_activity
       WHERE xact_start IS NOT NULL AND pid <> pg_backend_pid() AND datname = current_database()
         AND backend_type = 'client backend') AS oldest_transaction_seconds,
@@ -997,11 +1006,13 @@ WITH wanted AS (
 )
 SELECT
     (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing') AS total_in_flight,
-    -- A controller's own max_in_flight counts its rows in flight (claim_batch_capped).
-    (SELECT coalesce(jsonb_object_agg(c.controller, (SELECT count(*) FROM jenkins_jobs_queue q
-                                                     WHERE q.status = 'processing' AND q.controller = c.controller)),
-                     '{}')
-     FROM (SELECT DISTINCT controller FROM wanted) AS c) AS controllers_in_flight,
+    -- Whether any dispatcher is live at all: "the next pass takes it" is true only then.
+    (SELECT count(*) FROM jenkins_dispatchers WHERE {{live_dispatcher}}) AS live_dispatchers,
+    -- Every controller's rows in flight: its own max_in_flight counts them, and MAX_IN_FLIGHT those of the
+    -- configured controllers only (claim_batch_capped), which the caller knows.
+    (SELECT coalesce(jsonb_object_agg(c.controller, c.n), '{}')
+     FROM (SELECT controller, count(*) AS n FROM jenkins_jobs_queue WHERE status = 'processing'
+           GROUP BY controller) AS c) AS controllers_in_flight,
     (SELECT coalesce(jsonb_agg(jsonb_build_object(
                 'job_name', w.job_name, 'controller', w.controller,
                 'cap', l.max_in_flight,
