@@ -8,6 +8,7 @@ import pytest
 
 from jenkins_dispatch.errors import StatementError
 from jenkins_dispatch.store import statements
+from jenkins_dispatch.store.migrations import migration_files
 from jenkins_dispatch.store.statements import parse
 
 STORE = Path(statements.__file__).parent
@@ -93,3 +94,106 @@ def test_only_the_database_side_imports_the_database_driver() -> None:
         importers = {m.relative_to(PACKAGE).as_posix() for m in PACKAGE.rglob("*.py")
                      if re.search(rf"^\s*(from|import) {driver}", m.read_text(), re.M)}
         assert importers == {home}, driver
+
+
+# --------------------------------------------------------------------------- rows made pending: ours, or by hand
+
+# What the trigger jenkins_jobs_queue_plain_sql keys on: an UPDATE to 'pending' that leaves the row a lease (it was
+# processing: the seed's "requeue a stuck job" by hand) or a finish time (it was final: "retry a failed job").
+PLAIN_SQL_KEYS = ("NEW.lease_expires_at IS NOT NULL", "NEW.finished_at IS NOT NULL")
+_UPDATE = re.compile(r"(?<![\w.])UPDATE\b", re.I)
+_NOT_A_WRITE = re.compile(r"\b(FOR|KEY)\s*\Z", re.I)  # a locking read (FOR UPDATE), an upsert's ON DUPLICATE KEY
+_QUEUE = re.compile(r"\bjenkins_jobs_queue\b")
+_SET = re.compile(r"\bSET\b", re.I)
+_SET_ENDS = re.compile(r"\b(WHERE|FROM|RETURNING)\b", re.I)
+_ASSIGNMENT = re.compile(r"\s*(?:\w+\.)?(\w+)\s*=\s*(.*\S)\s*\Z", re.S)
+
+
+def _keyword_at(pattern: re.Pattern, text: str, i: int) -> bool:
+    return bool(pattern.match(text, i)) and not (text[i - 1].isalnum() or text[i - 1] in "_.")
+
+
+def queue_updates(sql: str) -> list[dict[str, str]]:
+    """The SET assignments (column → expression, without a table alias) of each UPDATE of jenkins_jobs_queue in
+    ``sql`` (alone or joined to other tables): from its SET to its WHERE, FROM or RETURNING, the statement's end or
+    its CTE's closing parenthesis."""
+    sql = re.sub(r"--[^\n]*", "", sql)
+    found = []
+    for update in _UPDATE.finditer(sql):
+        if _NOT_A_WRITE.search(sql[:update.start()]):
+            continue
+        depth, quoted, set_at, start, parts = 0, False, None, 0, []
+        for i in range(update.end(), len(sql) + 1):
+            char = sql[i] if i < len(sql) else ";"
+            if char == "'":
+                quoted = not quoted
+            if quoted or char == "'":
+                continue
+            if char == "(":
+                depth += 1
+            elif depth > 0:
+                depth -= char == ")"
+            elif set_at is None:
+                if char in ";)":
+                    break
+                if _keyword_at(_SET, sql, i):
+                    set_at = start = i + 3
+            elif char == "," or char in ";)" or _keyword_at(_SET_ENDS, sql, i):
+                parts.append(sql[start:i])
+                start = i + 1
+                if char != ",":
+                    break
+        if set_at is not None and _QUEUE.search(sql[update.end():set_at]):
+            found.append({m.group(1).lower(): m.group(2) for part in parts if (m := _ASSIGNMENT.match(part))})
+    return found
+
+
+@pytest.mark.parametrize("sql, expected", [
+    ("UPDATE jenkins_jobs_queue SET status = 'pending', lease_expires_at = NULL WHERE id = 1",
+     [{"status": "'pending'", "lease_expires_at": "NULL"}]),
+    ("WITH c AS (UPDATE jenkins_jobs_queue q SET status = CASE WHEN a IN ('x', 'y') THEN 'failed' END,\n"
+     "  -- a comment, with a comma\n  last_error = concat('a, b', x) FROM o WHERE q.id = o.id) SELECT 1",
+     [{"status": "CASE WHEN a IN ('x', 'y') THEN 'failed' END", "last_error": "concat('a, b', x)"}]),
+    ("UPDATE jenkins_jobs_queue q FORCE INDEX (PRIMARY) JOIN t ON t.id = q.id\nSET q.status = 'failed', "
+     "q.finished_at = NOW(6);\nUPDATE jenkins_jobs_queue SET attempts = 0",
+     [{"status": "'failed'", "finished_at": "NOW(6)"}, {"attempts": "0"}]),
+    ("WITH c AS (UPDATE jenkins_jobs_queue SET lease_expires_at = now() + make_interval(secs => 3)) SELECT 1",
+     [{"lease_expires_at": "now() + make_interval(secs => 3)"}]),
+    ("UPDATE JSON_TABLE(@ids, '$[*]' COLUMNS (id BIGINT PATH '$')) c STRAIGHT_JOIN jenkins_jobs_queue q\n"
+     "ON q.id = c.id SET q.status = o.status", [{"status": "o.status"}]),
+    ("SELECT id FROM jenkins_jobs_queue FOR UPDATE; INSERT INTO t VALUES (1) ON DUPLICATE KEY UPDATE n = 2;\n"
+     "UPDATE jenkins_job_limits SET status = 'pending'", []),
+])
+def test_the_assignments_of_each_queue_update_are_read(sql, expected) -> None:
+    assert queue_updates(sql) == expected
+
+
+def _may_write_pending(expression: str) -> bool:
+    """Whether a status assignment may write 'pending': a literal of it, or a value from elsewhere."""
+    literals = re.findall(r"'([^']*)'", expression)
+    return "pending" in literals or not literals
+
+
+@pytest.mark.parametrize("dialect", ["postgresql", "mysql"])
+def test_no_statement_of_ours_makes_a_row_pending_the_way_the_plain_sql_trigger_picks_out(dialect) -> None:
+    """The trigger takes an UPDATE to 'pending' that leaves a lease or a finish time for the seed's hand-made
+    requeue or retry. Every statement of ours that may write 'pending' clears the lease (and, when it names
+    'pending', the finish time: NULL, or a CASE whose other branches go with another status), so the trigger can
+    never start taking our own transitions for a person's."""
+    creating = [path for _number, _name, path in migration_files(dialect)
+                if "TRIGGER jenkins_jobs_queue_plain_sql" in path.read_text()]
+    assert creating, f"no {dialect} migration creates the trigger jenkins_jobs_queue_plain_sql"
+    trigger = creating[-1].read_text()
+    assert all(key in trigger for key in PLAIN_SQL_KEYS), creating[-1].name
+    making_pending: dict[str, list[dict[str, str]]] = {}
+    for name, sql in statements.load(dialect).items():
+        for assignments in queue_updates(sql):
+            if "status" in assignments and _may_write_pending(assignments["status"]):
+                making_pending.setdefault(name, []).append(assignments)
+    assert {"release", "retry_later", "retry_final"} <= set(making_pending)  # the rule is read at all
+    for name, updates in making_pending.items():
+        for assignments in updates:
+            assert assignments.get("lease_expires_at", "").upper() == "NULL", (name, assignments)
+            if "'pending'" in assignments["status"]:
+                finish = assignments.get("finished_at", "").upper()
+                assert finish == "NULL" or (finish.startswith("CASE") and " ELSE " not in finish), (name, finish)
