@@ -115,3 +115,18 @@ def test_every_link_of_a_row_points_at_its_own_controller(make_jenkins, monkeypa
         links = job_details(queue, ids[controller], settings)["links"]
         assert set(links) == {"job", "queue_item"}, links
         assert all(url.startswith(emulator.base_url) for url in links.values()), (controller, links)
+
+
+def test_a_bulk_cancel_stopped_by_one_controllers_jenkins_still_cancels_the_others_rows(make_jenkins, monkeypatch,
+                                                                                        queue):
+    """One controller failing as a whole (here: it refuses our credentials) stops the rest of its own rows in a
+    bulk cancel, not the other controller's."""
+    home, eu, settings = two_controllers(make_jenkins, monkeypatch)
+    ids = [in_jenkins(queue, settings, home, eu, QUEUED) for _ in range(2)]
+    eu.set_user("admin", api_token="changed")  # eu now answers 401 to everything we send
+    targets = bulk.select_targets(queue, bulk.CANCEL, bulk.Filters(status="processing"), limit=100).rows
+    outcomes = {o.id: o.outcome for o in bulk.act(queue, settings, bulk.CANCEL, targets)}
+    assert sorted(outcomes[i["eu"]] for i in ids) == ["failed", "not_attempted"], outcomes
+    assert [outcomes[i["default"]] for i in ids] == ["done", "done"], outcomes
+    assert [queue.get(i["default"])["status"] for i in ids] == ["cancelled", "cancelled"]
+    assert [queue.get(i["eu"])["status"] for i in ids] == ["processing", "processing"]

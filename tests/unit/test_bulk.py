@@ -119,14 +119,14 @@ def test_the_error_a_run_with_failures_ends_on():
 
 
 @pytest.mark.parametrize("error, kind, stop", [
-    (Conflict("job 3 is now cancelled"), "skipped", False),
-    (NotFound("no job with id 3"), "skipped", False),
-    (DispatchError("cannot cancel job 3 in Jenkins: refused"), "failed", False),
-    (JenkinsUnavailable("Jenkins is down"), "failed", True),
-    (JenkinsAuthRejected("401"), "failed", True),
-    (DatabaseUnavailable("gone"), "failed", True),
-    (DatabaseBusy("lock timeout"), "failed", True),
-    (SchemaMissing("migrate"), "failed", True),
+    (Conflict("job 3 is now cancelled"), "skipped", bulk.ROW),
+    (NotFound("no job with id 3"), "skipped", bulk.ROW),
+    (DispatchError("cannot cancel job 3 in Jenkins: refused"), "failed", bulk.ROW),
+    (JenkinsUnavailable("Jenkins is down"), "failed", bulk.CONTROLLER),
+    (JenkinsAuthRejected("401"), "failed", bulk.CONTROLLER),
+    (DatabaseUnavailable("gone"), "failed", bulk.EVERY_ROW),
+    (DatabaseBusy("lock timeout"), "failed", bulk.EVERY_ROW),
+    (SchemaMissing("migrate"), "failed", bulk.EVERY_ROW),
 ])
 def test_how_an_error_on_one_row_counts(error, kind, stop):
     assert bulk.error_outcome(error) == (kind, stop)

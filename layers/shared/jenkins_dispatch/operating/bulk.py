@@ -26,6 +26,7 @@ from ..errors import (
     NotFound,
     SchemaMissing,
 )
+from ..jenkins.controllers import controller_name
 from ..store.queue import Queue
 from .transitions import CANCEL, ELIGIBLE_STATUSES, RETRY
 
@@ -55,10 +56,12 @@ class Filters:
 
 @dataclass(frozen=True)
 class Target:
-    """A row to act on: ``updated_at`` as selected (None for an id the operator named: no fence)."""
+    """A row to act on: ``updated_at`` as selected (None for an id the operator named: no fence) and its controller
+    (None: read when needed)."""
 
     id: int
     updated_at: datetime | None = None
+    controller: str | None = None
 
 
 @dataclass(frozen=True)
@@ -110,14 +113,22 @@ def check_request(action: str, ids: Sequence[int], filters: Filters) -> None:
         raise InvalidInput(f"{why}: --status takes {_join(eligible)}")
 
 
-def error_outcome(error: DispatchError) -> tuple[str, bool]:
-    """How an error on one row counts, and whether the run stops: a row not (or no longer) in a state to act
-    on is skipped; a failure of the database or of Jenkins as a whole would fail every row after it too."""
+# How far a failure on one row reaches (``error_outcome``): that row only, the rows of its controller (its Jenkins
+# failed as a whole: another controller's rows are cancelled as before), or every row after it (the database).
+ROW, CONTROLLER, EVERY_ROW = "row", "controller", "every row"
+
+
+def error_outcome(error: DispatchError) -> tuple[str, str]:
+    """How an error on one row counts, and which of the rows after it it stops: a row not (or no longer) in a
+    state to act on is skipped; a failure of Jenkins as a whole would fail the rest of that controller's rows, one
+    of the database (or of the settings) every row after it."""
     if isinstance(error, Conflict | NotFound):
-        return "skipped", False
-    if isinstance(error, DatabaseUnavailable | DatabaseBusy | SchemaMissing | ConfigError | JenkinsError):
-        return "failed", True
-    return "failed", False
+        return "skipped", ROW
+    if isinstance(error, JenkinsError):
+        return "failed", CONTROLLER
+    if isinstance(error, DatabaseUnavailable | DatabaseBusy | SchemaMissing | ConfigError):
+        return "failed", EVERY_ROW
+    return "failed", ROW
 
 
 def _jobs(n: int) -> str:
@@ -191,7 +202,7 @@ def select_targets(queue: Queue, action: str, filters: Filters, limit: int) -> S
     rows, total = queue.jobs_matching(final=action == RETRY, status=filters.status, job_name=filters.job_name,
                                       since=filters.since, error_like=filters.error_like,
                                       parameters=filters.parameters, limit=limit, controller=filters.controller)
-    return Selection([Target(r["id"], r["updated_at"]) for r in rows], total)
+    return Selection([Target(r["id"], r["updated_at"], r["controller"]) for r in rows], total)
 
 
 def _act_on_one(queue: Queue, settings: Settings, action: str, target: Target, reason: str, actor: str) -> dict:
@@ -205,13 +216,18 @@ def _act_on_one(queue: Queue, settings: Settings, action: str, target: Target, r
 def act(queue: Queue, settings: Settings, action: str, targets: Sequence[Target], *,
         reason: str = "cancelled by operator", progress: Callable[[Outcome], None] | None = None,
         actor: str = "operator") -> list[Outcome]:
-    """Act on each target in turn through the single-job path; after a failure of the database or of Jenkins
-    as a whole the rest are left (not_attempted). ``reason``: a cancel's last_error. ``progress`` hears of each
-    row as it is done. ``actor``: who each job's history names (``operator``: the CLI; ``ui``: the web page)."""
+    """Act on each target in turn through the single-job path. After a failure of the database every row left is
+    left (not_attempted); after one of a controller's Jenkins as a whole, that controller's rows (the others' are
+    cancelled as before). ``reason``: a cancel's last_error. ``progress`` hears of each row as it is done.
+    ``actor``: who each job's history names (``operator``: the CLI; ``ui``: the web page)."""
     outcomes: list[Outcome] = []
-    stopped = False
+    stopped_all = False
+    stopped_on: set[str] = set()  # controllers whose Jenkins failed as a whole in this run
     for target in targets:
-        if stopped:
+        controller = target.controller
+        if stopped_on and not stopped_all and controller is None:
+            controller = _controller_of(queue, target.id)
+        if stopped_all or controller in stopped_on:
             result = Outcome(target.id, "not_attempted", None, f"job {target.id} not attempted: stopped after a failure")
         else:
             try:
@@ -220,9 +236,21 @@ def act(queue: Queue, settings: Settings, action: str, targets: Sequence[Target]
                 result = Outcome(target.id, "done" if outcome["changed"] else "skipped",
                                  outcome["status"] if outcome["changed"] else None, outcome["message"])
             except DispatchError as error:
-                kind, stopped = error_outcome(error)
+                kind, reach = error_outcome(error)
+                if reach == EVERY_ROW:
+                    stopped_all = True
+                elif reach == CONTROLLER:
+                    stopped_on.add(controller or _controller_of(queue, target.id) or "")
                 result = Outcome(target.id, kind, None, str(error))
         outcomes.append(result)
         if progress is not None:
             progress(result)
     return outcomes
+
+
+def _controller_of(queue: Queue, job_id: int) -> str | None:
+    """The controller a row names (None: no such row, or it cannot be read now)."""
+    try:
+        return controller_name(queue.get(job_id))
+    except DispatchError:
+        return None

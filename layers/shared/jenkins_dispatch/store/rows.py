@@ -96,6 +96,7 @@ class MatchedJob(TypedDict):
     id: int
     job_name: str
     status: str
+    controller: str
     updated_at: datetime
 
 

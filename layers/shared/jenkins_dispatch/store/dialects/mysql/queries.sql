@@ -653,7 +653,7 @@ FROM jenkins_job_events WHERE job_id = :id ORDER BY id;
 -- (written '\\': a backslash escapes inside MySQL string literals). :final is a literal 1 or 0 once bound,
 -- so the optimizer keeps one branch of the status test and reads the rows of those statuses only. The
 -- parameter slots are list_jobs's (a key is quoted into a JSON path: callers allow only [A-Za-z0-9_.-]).
-SELECT id, job_name, status, updated_at, count(*) OVER () AS total
+SELECT id, job_name, status, controller, updated_at, count(*) OVER () AS total
 FROM jenkins_jobs_queue
 WHERE ((:final AND status IN ('completed', 'failed', 'cancelled'))
        OR (NOT :final AND status IN ('pending', 'processing')))

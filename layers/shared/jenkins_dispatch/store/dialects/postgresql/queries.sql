@@ -641,7 +641,7 @@ FROM jenkins_job_events WHERE job_id = :id ORDER BY id;
 -- Bulk retry (final rows) and cancel (unfinished ones): what the filters select, by id, bounded; `total`
 -- counts every match (the window is computed before LIMIT). The pattern escapes its wildcards with '\'; the
 -- parameter slots are list_jobs's.
-SELECT id, job_name, status, updated_at, count(*) OVER () AS total
+SELECT id, job_name, status, controller, updated_at, count(*) OVER () AS total
 FROM jenkins_jobs_queue
 WHERE (status IN ('completed', 'failed', 'cancelled')) = CAST(:final AS boolean)
   AND (CAST(:status AS text) IS NULL OR status = CAST(:status AS text))
