@@ -30,7 +30,8 @@ jenkins-dispatch at them (``default`` as ``JENKINS_URL``, the others in ``JENKIN
     GET  /_emulator/counters         triggers per DISPATCH_ID and per parameter value, peaks in flight,
                                      unavailable_answers (requests answered 503 during a restart window)
     POST /_emulator/faults           a fault object (or a list): see ``faults.Fault``
-    POST /_emulator/faults/clear
+    POST /_emulator/faults/clear     removes every fault (the requests they hold go on)
+    POST /_emulator/faults/release   lets the requests "hold" faults keep go on: Jenkins acts on them now
     POST /_emulator/config           any top-level setting below (also "notification", "quieting_down")
     POST /_emulator/jobs             a job object: changes an existing job (by "path") or adds one
     POST /_emulator/users            {"name": "dispatch", "permissions": {...}}: changes an existing user (any of

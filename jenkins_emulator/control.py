@@ -93,6 +93,9 @@ def control_answer(jenkins: Jenkins, faults: Faults, base_url: str, method: str,
         if path == "faults/clear":
             faults.clear()
             return json_response({"faults": []})
+        if path == "faults/release":
+            faults.release_all()
+            return json_response({"faults": [asdict(f) for f in faults.snapshot()]})
         if path == "config":
             jenkins.configure(**payload)
             return json_response({"ok": True})

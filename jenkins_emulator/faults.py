@@ -25,13 +25,28 @@ class Fault:
     reset: bool = False  # abort the connection (TCP RST) without handling or answering
     drop_after_accept: bool = False  # handle the request (a build IS queued), then close without answering
     slow_seconds: float = 0.0  # handle the request, then wait this long before answering
+    hold: bool = False  # keep the request unhandled until ``release()``: Jenkins acts on it when the test says
     times: int | None = None  # how many matching requests it applies to; None means every one
     probability: float = 1.0  # applies to this share of matching requests (seeded: see "seed")
     seed: int = 0
     hits: int = 0
+    waiting: int = 0  # requests it holds back now (``latency_seconds`` or ``hold``), not yet handled
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
+        self._released = threading.Event()
+
+    @property
+    def holds_back(self) -> bool:
+        """Whether a request it applies to waits before it is handled (so counts in ``waiting`` until then)."""
+        return self.hold or self.latency_seconds > 0
+
+    def release(self) -> None:
+        """Let the requests ``hold`` keeps go on to be handled, and hold no later one."""
+        self._released.set()
+
+    def wait_until_released(self) -> None:
+        self._released.wait()
 
     def matches(self, method: str, path: str) -> bool:
         """Whether this fault may still apply to a request (its ``probability`` is drawn by ``Faults.take``)."""
@@ -59,7 +74,8 @@ class Faults:
         return fault
 
     def clear(self) -> None:
-        """Remove every fault and end any unavailable window."""
+        """Remove every fault, releasing the requests they hold, and end any unavailable window."""
+        self.release_all()
         with self._lock:
             self.faults.clear()
             self._unavailable_until = 0.0
@@ -70,8 +86,20 @@ class Faults:
             for fault in self.faults:
                 if fault.matches(method, path) and (fault.probability >= 1.0 or fault._rng.random() < fault.probability):
                     fault.hits += 1
+                    fault.waiting += fault.holds_back
                     return fault
         return None
+
+    def handled(self, fault: Fault) -> None:
+        """A request ``fault`` held back (``take`` counted it in ``waiting``) has been handled, or dropped."""
+        if fault.holds_back:
+            with self._lock:
+                fault.waiting -= 1
+
+    def release_all(self) -> None:
+        """Let every held request go on to be handled (``Fault.release`` of each ``hold`` fault)."""
+        for fault in self.snapshot():
+            fault.release()
 
     def be_unavailable(self, window_seconds: float, kind: str) -> None:
         """Answer 503 for ``window_seconds``, with the page of ``kind`` ("restarting" or "starting")."""

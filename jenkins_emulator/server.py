@@ -92,25 +92,31 @@ class _Handler(BaseHTTPRequestHandler):
             return
         path = split.path[len(context) :]
         fault = emulator.faults.take(method, path)
-        if fault and fault.latency_seconds:
-            time.sleep(fault.latency_seconds)
-        if fault and fault.reset:
-            self._abort_connection()
-            return
-        if fault and fault.status:
-            response = unavailable_page("restarting") if fault.status == 503 else oops(fault.status, "A problem occurred while processing the request")
-            self._write(response, method)
-            return
-        window = emulator.faults.unavailable_window()
-        if window:
-            with jenkins.lock:
-                jenkins.counters["unavailable_answers"] += 1
-            self._write(unavailable_page(window), method)
-            return
         try:
-            response = self._route(method, path, split.query, body)
-        except Exception as exc:  # an emulator bug must still look like a Jenkins 500, not hang the client
-            response = oops(500, f"{type(exc).__name__}: {exc}")
+            if fault and fault.latency_seconds:
+                time.sleep(fault.latency_seconds)
+            if fault and fault.hold:
+                fault.wait_until_released()
+            if fault and fault.reset:
+                self._abort_connection()
+                return
+            if fault and fault.status:
+                response = unavailable_page("restarting") if fault.status == 503 else oops(fault.status, "A problem occurred while processing the request")
+                self._write(response, method)
+                return
+            window = emulator.faults.unavailable_window()
+            if window:
+                with jenkins.lock:
+                    jenkins.counters["unavailable_answers"] += 1
+                self._write(unavailable_page(window), method)
+                return
+            try:
+                response = self._route(method, path, split.query, body)
+            except Exception as exc:  # an emulator bug must still look like a Jenkins 500, not hang the client
+                response = oops(500, f"{type(exc).__name__}: {exc}")
+        finally:
+            if fault:
+                emulator.faults.handled(fault)
         if fault and fault.drop_after_accept:
             self._close_silently()
             return
@@ -472,7 +478,8 @@ class JenkinsEmulator:
         return self.base_url
 
     def stop(self) -> None:
-        """Stop serving, the scheduler and the notifier."""
+        """Stop serving (releasing the requests faults hold), the scheduler and the notifier."""
+        self.faults.release_all()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -495,8 +502,12 @@ class JenkinsEmulator:
         return self.faults.add(**spec)
 
     def clear_faults(self) -> None:
-        """Remove every fault and end any restart window."""
+        """Remove every fault (releasing the requests they hold) and end any restart window."""
         self.faults.clear()
+
+    def release_held(self) -> None:
+        """Let every request a ``hold`` fault keeps go on: Jenkins acts on it now (``Fault.release`` for one)."""
+        self.faults.release_all()
 
     def restart(self, window_seconds: float = 1.0, kind: str = "restarting") -> None:
         """Answer 503 for ``window_seconds`` (kind "restarting" or "starting"), then come back like a

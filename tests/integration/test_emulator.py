@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import jenkins as python_jenkins
@@ -83,6 +84,51 @@ def test_no_merge_once_the_item_left_the_queue(jenkins) -> None:
     wait_json(jenkins, "queue/item/1/api/json", lambda d: d["_class"].endswith("LeftItem"))
     assert post(jenkins, "job/deploy/buildWithParameters", {"DISPATCH_ID": "again"}).status_code == 201
     assert jenkins.triggers_for("again") == 2
+
+
+def _send_in_background(emulator, path: str, data: dict) -> list[requests.Response]:
+    """POST on a thread of its own (a fault may hold it); the answer lands in the list returned."""
+    answers: list[requests.Response] = []
+    threading.Thread(target=lambda: answers.append(post(emulator, path, data)), daemon=True).start()
+    return answers
+
+
+def test_a_request_jenkins_acts_on_late_is_queued_then_under_the_next_id(jenkins) -> None:
+    """Jenkins gives a request its queue item when ``Queue.schedule2`` runs (``scheduleInternal`` makes the
+    WaitingItem, whose id is the next one), not when the request arrived: one whose thread waited (a saturated
+    request pool, the queue lock held) is nowhere to be seen until then — neither in the queue nor among the builds
+    — and then comes after every item made meanwhile. An identical request that has already left the queue as a
+    build does not take it in (jenkins-api-notes.md, section 5 "Queue coalescing": merging happens only while the
+    earlier item is still queued). A ``hold`` fault keeps the request until the test releases it."""
+    held = jenkins.add_fault(path="buildWithParameters$", method="POST", hold=True, times=1)
+    late = _send_in_background(jenkins, "job/deploy/buildWithParameters", {"DISPATCH_ID": "late"})
+    assert jenkins.wait_until(lambda: held.waiting == 1)  # arrived, and held until released
+    assert jenkins.triggers_for("late") == 0 and get(jenkins, "queue/api/json").json()["items"] == []
+    # Meanwhile an identical request is queued and built (a re-send, say): item 1, build #1.
+    assert post(jenkins, "job/deploy/buildWithParameters", {"DISPATCH_ID": "late"}).status_code == 201
+    wait_json(jenkins, "queue/item/1/api/json", lambda d: d["_class"].endswith("LeftItem"))
+
+    held.release()
+    assert jenkins.wait_until(lambda: late != [] and held.waiting == 0)
+    assert late[0].status_code == 201 and late[0].headers["Location"] == f"{jenkins.base_url}queue/item/2/"
+    assert jenkins.wait_idle()
+    assert [(b.number, b.queue_id) for b in jenkins.builds("deploy")] == [(1, 1), (2, 2)]
+    assert jenkins.counters()["merged_requests"] == 0
+
+
+def test_a_request_jenkins_acts_on_late_merges_into_an_identical_item_still_queued(jenkins) -> None:
+    """The other side of section 5: the identical item is still waiting (its quiet period, ``delay``) when Jenkins
+    acts on the late request, so the request merges into it (303 to that item) and pulls its due time in."""
+    held = jenkins.add_fault(path="buildWithParameters$", method="POST", hold=True, times=1)
+    late = _send_in_background(jenkins, "job/deploy/buildWithParameters", {"DISPATCH_ID": "late"})
+    assert jenkins.wait_until(lambda: held.waiting == 1)
+    assert post(jenkins, "job/deploy/buildWithParameters?delay=60sec", {"DISPATCH_ID": "late"}).status_code == 201
+
+    requests.post(jenkins.base_url + "_emulator/faults/release", timeout=5)  # as another process would
+    assert jenkins.wait_until(lambda: late != [])
+    assert late[0].status_code == 303 and late[0].headers["Location"] == f"{jenkins.base_url}queue/item/1/"
+    assert jenkins.wait_idle()  # the due time pulled in from 60 s to now: built at once
+    assert [(b.number, b.queue_id, b.causes) for b in jenkins.builds("deploy")] == [(1, 1, 2)]
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
-"""The emulator's configuration, without starting it: every default job declares DISPATCH_ID, and a malformed
-config is named in one line."""
+"""The emulator's configuration and faults, without starting it: every default job declares DISPATCH_ID, a
+malformed config is named in one line, and faults count the requests they hold back."""
 
 from __future__ import annotations
 
@@ -43,3 +43,25 @@ def test_well_formed_configs_have_no_problem() -> None:
     from ..emulator_fixtures import FAST_CONFIG
 
     assert config_problem(DEFAULT_CONFIG) is None and config_problem(FAST_CONFIG) is None and config_problem({}) is None
+
+
+@pytest.mark.parametrize(
+    "spec, held",
+    [
+        ({"latency_seconds": 4.0}, True),  # a request Jenkins acts on late
+        ({"hold": True}, True),  # one it acts on when the test releases it
+        ({"status": 500}, False),  # answered without being acted on: nothing to wait for
+        ({"drop_after_accept": True}, False),
+        ({"slow_seconds": 2.0}, False),  # acted on at once, answered late
+    ],
+)
+def test_a_fault_counts_the_requests_it_holds_back_until_they_are_handled(spec, held) -> None:
+    """``waiting``: what a test waits on to know that every late request has landed in Jenkins."""
+    from jenkins_emulator.faults import Faults
+
+    faults = Faults()
+    fault = faults.add(path="buildWithParameters$", **spec)
+    taken = [faults.take("POST", "job/deploy/buildWithParameters") for _ in range(2)]
+    assert taken == [fault, fault] and fault.hits == 2 and fault.waiting == (2 if held else 0)
+    faults.handled(fault)
+    assert fault.waiting == (1 if held else 0)
