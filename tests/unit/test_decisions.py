@@ -1,11 +1,11 @@
 """decisions.py: what the dispatcher does about a job check or a trigger answer (fail the row, stop the pass),
-and the one error class each cause is counted under."""
+the one error class each cause is counted under, and how long a settled re-sent row is watched."""
 
 from __future__ import annotations
 
 import pytest
 
-from jenkins_dispatch.dispatching.decisions import Act, check_job, decide_trigger
+from jenkins_dispatch.dispatching.decisions import Act, check_job, decide_trigger, watch_window_seconds
 from jenkins_dispatch.jenkins.answers import (
     AuthRejected,
     Forbidden,
@@ -65,3 +65,23 @@ def test_a_job_without_dispatch_id_fails_under_one_error_class(decide) -> None:
     decision = decide()
     assert (decision.act, decision.error_class) == (Act.FAIL, "MissingDispatchIdParameter")
     assert "DISPATCH_ID" in decision.reason
+
+
+@pytest.mark.parametrize(
+    ("lease", "quiet", "timeout", "window"),
+    [
+        (300, 900, 10, 2120),  # the defaults: 35 minutes after the row settled
+        (3, 9, 1, 23),  # the tests' lease and timeout
+        (60, 0, 10, 80),  # re-sends not held: what remains is the lease and the timeouts
+        (300, 3600, 10, 7520),  # held an hour: watched the hour it may wait, after landing up to an hour late
+    ],
+)
+def test_a_settled_rows_dispatch_is_watched_for_as_long_as_its_re_send_may_wait_in_jenkins(lease, quiet, timeout,
+                                                                                         window) -> None:
+    assert watch_window_seconds(lease, quiet, timeout) == window
+    # The re-send went out at most as the row settled (0 s before it, or some time before); Jenkins acted on it as
+    # late as the guarantee covers (one lease plus the quiet period after it was sent, its own request taking up to
+    # the timeout); it then waits the quiet period in the queue. Every moment of that wait is inside the window.
+    for sent_before_settle in (0, timeout, lease):
+        leaves_the_queue = -sent_before_settle + timeout + lease + quiet + quiet
+        assert leaves_the_queue <= window

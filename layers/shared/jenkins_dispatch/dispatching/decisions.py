@@ -240,6 +240,18 @@ def follow_build(state: BuildState) -> Followup:
     return Followup(Next.WAIT, f"unexpected build state {state!r}")
 
 
+def watch_window_seconds(lease_seconds: float, resend_quiet_seconds: float, timeout_seconds: float) -> float:
+    """How long after a re-sent row settled a request of its dispatch may still wait in Jenkins's queue, so that the
+    reconciler keeps looking for it (and cancels it) until then.
+
+    The row settled no sooner than its last re-send went out. Jenkins may act on that request as late as the
+    guarantee covers any trigger — one lease plus RESEND_QUIET_SECONDS after it was sent — and the re-send then waits
+    RESEND_QUIET_SECONDS in the queue: a look at any moment of that wait must still find it. Twice the HTTP timeout:
+    the re-send's own request, and the look's.
+    """
+    return lease_seconds + 2 * resend_quiet_seconds + 2 * timeout_seconds
+
+
 def backoff_seconds(attempt: int, base: float, maximum: float, rng: random.Random | None = None) -> float:
     """Exponential backoff with jitter: base·2^(attempt-1), capped, then a random 50–100 % of it.
 

@@ -46,7 +46,16 @@ from ..store.queue import LEGACY_DISPATCH_PREFIX, ClaimedJob, ExpiredLease, Queu
 from ..store.rows import WatchedRow
 from .breaker import Breaker
 from .cancelling import settle_stopped, stop_dispatch
-from .decisions import Evidence, Followup, Next, build_error, final_status, follow_build, follow_queue_item
+from .decisions import (
+    Evidence,
+    Followup,
+    Next,
+    build_error,
+    final_status,
+    follow_build,
+    follow_queue_item,
+    watch_window_seconds,
+)
 
 # A pass that found "not found" for a DISPATCH_ID looks once more after this pause: for a moment a
 # queue item that just left the queue has no build yet, and must not be mistaken for a lost trigger.
@@ -395,13 +404,8 @@ class Reconciler:
         self.log("adopted the build of a late original", row, build_number=built.build_number)
         return True
 
-    def _watch_window(self) -> float:
-        """How long after a row settled a request of its dispatch may still land in Jenkins: its lease, the quiet
-        period a re-send waits, and twice the HTTP timeout."""
-        return self.settings.lease_seconds + self.settings.resend_quiet_seconds + 2 * self.client.timeout_seconds
-
     def _watch_recently_finished(self) -> None:
-        """Requests of a settled row's dispatch that may still land in Jenkins, for as long as they could:
+        """Requests of a settled row's dispatch that may still be in Jenkins (``decisions.watch_window_seconds``):
 
         - a re-send whose answer was lost can land after its row settled (the original built meanwhile): its queued
           items are cancelled;
@@ -410,7 +414,9 @@ class Reconciler:
           DISPATCH_ID is cancelled (queued) or stopped (running), and the row's history says what was done; the
           row itself stays cancelled, and is left once a late arrival was handled.
         """
-        for row in self.queue.recently_finished_watched(self._watch_window()):
+        window = watch_window_seconds(self.settings.lease_seconds, self.settings.resend_quiet_seconds,
+                                      self.client.timeout_seconds)
+        for row in self.queue.recently_finished_watched(window):
             self.counts.watching += 1
             # Watched every pass while the window lasts: a failed look is logged, not written into the history.
             self._about_one_job(row["job_name"], partial(self._watch_one, row), None)

@@ -1,0 +1,114 @@
+"""A settled row leaves nothing behind in Jenkins (issue 33, item 5): once a row is final, a queue item still
+carrying its DISPATCH_ID — a re-send Jenkins acted on late above all — is cancelled in the row's own controller's
+Jenkins and written into the row's history.
+
+The chaos run that built a job twice: the original trigger's answer was lost, the reconciler found nothing and sent
+it again (held 9 s in Jenkins's queue); Jenkins then acted on the original, which built and settled the row; the
+re-send's answer was lost too, and Jenkins acted on it 10 s after it was sent — the original long gone from the
+queue, so nothing merged — and nobody cancelled it while it waited: a second build. Here each request lands when
+the test releases it (a `hold` fault), so the moment is built on purpose. Real database (each engine), the emulator
+over real HTTP, the webhook over real HTTP.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from jenkins_dispatch import runtime
+from jenkins_dispatch.dispatching.dispatcher import run_pass
+from jenkins_dispatch.serve import WebhookServer
+
+from ..dispatch_helpers import WEBHOOK_SECRET, dispatch_settings, expire_leases, wait_for
+
+pytestmark = pytest.mark.both_engines
+
+
+@pytest.fixture
+def webhook(database_url):  # dispatch_settings reads the DATABASE_URL this exports
+    runtime.install(dispatch_settings("http://unused/"))
+    server = WebhookServer(runtime.settings()).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        runtime.reset()
+
+
+def _queued_with(jenkins, dispatch_id: str) -> list[int]:
+    """The emulator's items still queued with this DISPATCH_ID."""
+    with jenkins.jenkins.lock:
+        return sorted(item.id for item in jenkins.jenkins.items.values()
+                      if item.state != "left" and dict(item.parameter_key()).get("DISPATCH_ID") == dispatch_id)
+
+
+def _builds_with(jenkins, job: str, dispatch_id: str) -> list[int]:
+    return [b.number for b in jenkins.builds(job) if dict((d.name, v) for d, v in b.parameters)["DISPATCH_ID"] == dispatch_id]
+
+
+def _settled_while_its_re_send_was_on_its_way(jenkins, queue, db, settings, *, by_webhook: bool,
+                                              ) -> tuple[int, str]:
+    """A row of ``deploy`` whose trigger's answer was lost, sent again after its lease (that answer lost too), built
+    by its late original and settled — the re-send still held, unhandled, in Jenkins. Returns (row id, DISPATCH_ID).
+
+    Each step is a pass, taken again until it has done its part: with several controllers a pass runs each in a lane
+    of its own, and on MySQL a lane can lose a deadlock to another's statement and leave its work to the next pass.
+    """
+    original = jenkins.add_fault(path="buildWithParameters$", method="POST", hold=True, times=1)
+    re_send = jenkins.add_fault(path="buildWithParameters$", method="POST", hold=True, times=1)
+    job_id = queue.enqueue("deploy", {"ENV": "leftovers"}).id
+
+    def passes_until(done) -> bool:
+        return wait_for(lambda: done() or (expire_leases(db), run_pass(settings), done())[-1], timeout=20, interval=0)
+
+    # The trigger gets no answer within the timeout: the lease is kept. After it, nothing of it in Jenkins, twice:
+    # sent again (the same DISPATCH_ID), held RESEND_QUIET_SECONDS — and that answer is lost too.
+    assert passes_until(lambda: original.waiting == 1)
+    assert passes_until(lambda: queue.get(job_id)["resends"] == 1), queue.events(job_id)
+    row = queue.get(job_id)
+    assert (re_send.waiting, row["jenkins_queue_id"]) == (1, None), row
+
+    original.release()  # Jenkins acts on the original now: queued, built at once
+    if by_webhook:
+        assert wait_for(lambda: queue.get(job_id)["status"] == "completed", timeout=10), queue.events(job_id)
+    else:
+        assert wait_for(lambda: [b.result for b in jenkins.builds("deploy")] == ["SUCCESS"], timeout=10)
+        # The re-sent row is followed once its lease is over: its original's build settles it.
+        assert passes_until(lambda: queue.get(job_id)["status"] == "completed"), queue.events(job_id)
+
+    dispatch_id = row["dispatch_id"]
+    re_send.release()  # then on the re-send: the original left the queue long ago, so a second item, held 9 s
+    assert wait_for(lambda: re_send.waiting == 0 and len(_queued_with(jenkins, dispatch_id)) == 1, timeout=10)
+    return job_id, dispatch_id
+
+
+def _settled_ago(db, job_id: int, seconds: float) -> None:
+    """The row settled ``seconds`` ago by the database's clock (the time passed is all the watch reads)."""
+    db.run("UPDATE jenkins_jobs_queue SET finished_at = :at WHERE id = :id",
+           at=datetime.now(UTC) - timedelta(seconds=seconds), id=job_id)
+
+
+@pytest.mark.parametrize("by_webhook", [True, False], ids=["settled-by-webhook", "settled-by-reconciler"])
+def test_a_re_send_jenkins_acts_on_after_its_row_settled_is_cancelled_while_it_waits(make_jenkins, queue, db,
+                                                                                      webhook, by_webhook):
+    """Jenkins may act on the re-send as late as on the original: up to one lease plus RESEND_QUIET_SECONDS after it
+    was sent (the README's guarantee covers that much), and it then waits RESEND_QUIET_SECONDS more. With the row
+    settled as the re-send went out, it may wait until one lease plus twice RESEND_QUIET_SECONDS after that (3 + 18 s
+    here). The dispatchers' first look after it landed may come late in that time (a loaded machine: three dispatchers
+    on two cores in the chaos run): here 18 s after the row settled. It must still be cancelled, never built."""
+    jenkins = make_jenkins(notification={"url": f"{webhook.url}jenkins/notify?token={WEBHOOK_SECRET}"} if by_webhook else None)
+    settings = dispatch_settings(jenkins.base_url)  # lease 3 s, timeout 1 s, re-sends held 9 s
+    job_id, dispatch_id = _settled_while_its_re_send_was_on_its_way(jenkins, queue, db, settings, by_webhook=by_webhook)
+    [re_sent_item] = _queued_with(jenkins, dispatch_id)
+
+    _settled_ago(db, job_id, settings.lease_seconds + 2 * settings.resend_quiet_seconds - 3)
+    run_pass(settings)
+
+    assert _queued_with(jenkins, dispatch_id) == []
+    cancelled = [e["detail"] for e in queue.events(job_id) if e["event"] == "duplicate_cancelled"]
+    assert [f"queue item {re_sent_item}," in detail for detail in cancelled] == [True], queue.events(job_id)
+    assert jenkins.wait_idle(timeout=10), jenkins.counters()
+    assert len(_builds_with(jenkins, "deploy", dispatch_id)) == 1
+    row = queue.get(job_id)
+    assert (row["status"], row["build_number"]) == ("completed", 1), row
