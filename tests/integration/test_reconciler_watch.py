@@ -12,6 +12,7 @@ over real HTTP, the webhook over real HTTP.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -19,8 +20,10 @@ import pytest
 from jenkins_dispatch import runtime
 from jenkins_dispatch.dispatching.dispatcher import run_pass
 from jenkins_dispatch.serve import WebhookServer
+from jenkins_dispatch.store.queue import Queue
 
 from ..dispatch_helpers import WEBHOOK_SECRET, dispatch_settings, expire_leases, wait_for
+from ..emulator_fixtures import ADMIN_TOKEN
 
 pytestmark = pytest.mark.both_engines
 
@@ -48,7 +51,7 @@ def _builds_with(jenkins, job: str, dispatch_id: str) -> list[int]:
 
 
 def _settled_while_its_re_send_was_on_its_way(jenkins, queue, db, settings, *, by_webhook: bool,
-                                              ) -> tuple[int, str]:
+                                              controller: str = "default") -> tuple[int, str]:
     """A row of ``deploy`` whose trigger's answer was lost, sent again after its lease (that answer lost too), built
     by its late original and settled — the re-send still held, unhandled, in Jenkins. Returns (row id, DISPATCH_ID).
 
@@ -57,7 +60,7 @@ def _settled_while_its_re_send_was_on_its_way(jenkins, queue, db, settings, *, b
     """
     original = jenkins.add_fault(path="buildWithParameters$", method="POST", hold=True, times=1)
     re_send = jenkins.add_fault(path="buildWithParameters$", method="POST", hold=True, times=1)
-    job_id = queue.enqueue("deploy", {"ENV": "leftovers"}).id
+    job_id = queue.enqueue("deploy", {"ENV": "leftovers"}, controller=controller).id
 
     def passes_until(done) -> bool:
         return wait_for(lambda: done() or (expire_leases(db), run_pass(settings), done())[-1], timeout=20, interval=0)
@@ -112,3 +115,29 @@ def test_a_re_send_jenkins_acts_on_after_its_row_settled_is_cancelled_while_it_w
     assert len(_builds_with(jenkins, "deploy", dispatch_id)) == 1
     row = queue.get(job_id)
     assert (row["status"], row["build_number"]) == ("completed", 1), row
+
+
+def test_a_settled_rows_leftover_is_looked_for_and_cancelled_on_its_own_controller_only(make_jenkins, queue, db):
+    """Each controller's pass watches its own rows' dispatches, in its own Jenkins: the other asks nothing."""
+    a, b = make_jenkins(notification=None), make_jenkins(notification=None)
+    controllers = {"b": {"url": b.base_url, "user": "admin", "api_token": ADMIN_TOKEN}}
+    settings = dispatch_settings(a.base_url, JENKINS_CONTROLLERS=json.dumps(controllers))
+    job_id, dispatch_id = _settled_while_its_re_send_was_on_its_way(b, queue, db, settings, by_webhook=False,
+                                                                    controller="b")
+    [re_sent_item] = _queued_with(b, dispatch_id)
+    queue_reads_at_a = a.add_fault(path="^queue/", method="GET")  # changes nothing: counts a's queue reads
+    summaries: list[dict] = []
+
+    def cancelled_at_b() -> bool:  # a pass, again if b's lane lost a deadlock on MySQL (see above)
+        summaries.append(run_pass(settings))
+        return _queued_with(b, dispatch_id) == []
+
+    assert wait_for(cancelled_at_b, timeout=20, interval=0), summaries
+    assert queue_reads_at_a.hits == 0, summaries
+    assert [s["controllers"]["default"]["reconciled"]["watching"] for s in summaries] == [0] * len(summaries)
+    assert summaries[-1]["controllers"]["b"]["reconciled"]["watching"] == 1, summaries
+    assert any(f"queue item {re_sent_item}," in e["detail"] for e in queue.events(job_id)
+               if e["event"] == "duplicate_cancelled"), queue.events(job_id)
+    assert b.wait_idle(timeout=10) and len(_builds_with(b, "deploy", dispatch_id)) == 1
+    assert a.counters()["items_created"] == 0
+    assert Queue(db).get(job_id)["controller"] == "b"

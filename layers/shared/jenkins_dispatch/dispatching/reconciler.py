@@ -405,7 +405,8 @@ class Reconciler:
         return True
 
     def _watch_recently_finished(self) -> None:
-        """Requests of a settled row's dispatch that may still be in Jenkins (``decisions.watch_window_seconds``):
+        """Requests of a settled row's dispatch that may still be in Jenkins (``decisions.watch_window_seconds``), in
+        the row's own controller's Jenkins (this pass's):
 
         - a re-send whose answer was lost can land after its row settled (the original built meanwhile): its queued
           items are cancelled;
@@ -416,7 +417,7 @@ class Reconciler:
         """
         window = watch_window_seconds(self.settings.lease_seconds, self.settings.resend_quiet_seconds,
                                       self.client.timeout_seconds)
-        for row in self.queue.recently_finished_watched(window):
+        for row in self.queue.recently_finished_watched(window, controller=self.controller):
             self.counts.watching += 1
             # Watched every pass while the window lasts: a failed look is logged, not written into the history.
             self._about_one_job(row["job_name"], partial(self._watch_one, row), None)

@@ -604,12 +604,13 @@ class Queue:
         """Record a cancel for a processing row whose trigger is in flight (False: it is no longer so)."""
         return bool(self._run("request_cancel", id=job_id, dispatch_id=dispatch_id, reason=reason, actor=actor))
 
-    def recently_finished_watched(self, window_seconds: float) -> list[WatchedRow]:
-        """Final rows settled within the window that a request of their dispatch may still reach in Jenkins: re-sent
-        rows, and (``cancelled_in_flight``) rows cancelled while their trigger was on its way with nothing found in
-        Jenkins, until a late arrival of theirs is handled. id, job_name, dispatch_id, cancelled_in_flight and, for
-        those, claimed_at."""
-        return cast(list[WatchedRow], self._run("recently_finished_watched", window=float(window_seconds)))
+    def recently_finished_watched(self, window_seconds: float, controller: str = DEFAULT_CONTROLLER) -> list[WatchedRow]:
+        """Final rows of ``controller`` settled within the window that a request of their dispatch may still reach in
+        Jenkins: re-sent rows, and (``cancelled_in_flight``) rows cancelled while their trigger was on its way with
+        nothing found in Jenkins, until a late arrival of theirs is handled. id, job_name, dispatch_id,
+        cancelled_in_flight and, for those, claimed_at."""
+        return cast(list[WatchedRow], self._run("recently_finished_watched", window=float(window_seconds),
+                                                controller=controller))
 
     def queue_ids_between(self, low: int, high: int) -> set[int]:
         """Jenkins queue ids our rows hold strictly between ``low`` and ``high``."""

@@ -550,8 +550,9 @@ FROM DUAL WHERE @jd_changed > 0;
 SELECT :id AS id FROM DUAL WHERE @jd_changed > 0;
 
 -- name: recently_finished_watched
--- Re-sent rows, and rows cancelled while their trigger was on its way with nothing of them found in Jenkins whose
--- late arrival was not handled yet (cancelled_in_flight), settled within :window seconds (see PostgreSQL's).
+-- Re-sent rows of one controller (:controller), and its rows cancelled while their trigger was on its way with
+-- nothing of them found in Jenkins whose late arrival was not handled yet (cancelled_in_flight), settled within
+-- :window seconds (see PostgreSQL's).
 -- decode: cancelled_in_flight bool
 SELECT w.id, w.job_name, w.dispatch_id, w.cancelled_in_flight,
        CASE WHEN w.cancelled_in_flight THEN
@@ -567,7 +568,7 @@ FROM (
                                  AND e.event IN ('late_trigger_cancelled', 'late_build_stopped', 'late_build_seen'))
                AS cancelled_in_flight
     FROM jenkins_jobs_queue q
-    WHERE q.finished_at > NOW(6) - INTERVAL ROUND(:window * 1000000) MICROSECOND
+    WHERE q.finished_at > NOW(6) - INTERVAL ROUND(:window * 1000000) MICROSECOND AND q.controller = :controller
       AND (q.resends > 0 OR (q.status = 'cancelled' AND q.cancel_requested_at IS NOT NULL))
 ) w
 WHERE w.resends > 0 OR w.cancelled_in_flight;

@@ -539,11 +539,12 @@ WITH changed AS (
 SELECT id FROM changed;
 
 -- name: recently_finished_watched
--- Final rows a request of whose dispatch may still land in Jenkins, settled within :window seconds: re-sent rows
--- (a re-send whose answer was lost may land after the row settled, waiting RESEND_QUIET_SECONDS in Jenkins's
--- queue), and rows an operator cancelled while their trigger was on its way that settled with nothing of them
--- found in Jenkins (no queue id, no build), until a late arrival of theirs was handled (a late_* event):
--- cancelled_in_flight. Reads the finished_at index; such rows are rare, and the history only for those.
+-- Final rows of one controller (:controller, whose Jenkins the pass asks) a request of whose dispatch may still be
+-- in Jenkins, settled within :window seconds: re-sent rows (a re-send whose answer was lost may land after the row
+-- settled, then wait RESEND_QUIET_SECONDS in Jenkins's queue), and rows an operator cancelled while their trigger
+-- was on its way that settled with nothing of them found in Jenkins (no queue id, no build), until a late arrival
+-- of theirs was handled (a late_* event): cancelled_in_flight. Reads the finished_at index; such rows are rare, and
+-- the history only for those.
 SELECT w.id, w.job_name, w.dispatch_id, w.cancelled_in_flight,
        CASE WHEN w.cancelled_in_flight THEN
            (SELECT e.at FROM jenkins_job_events e
@@ -558,7 +559,7 @@ FROM (
                                  AND e.event IN ('late_trigger_cancelled', 'late_build_stopped', 'late_build_seen'))
                AS cancelled_in_flight
     FROM jenkins_jobs_queue q
-    WHERE q.finished_at > now() - make_interval(secs => :window)
+    WHERE q.finished_at > now() - make_interval(secs => :window) AND q.controller = :controller
       AND (q.resends > 0 OR (q.status = 'cancelled' AND q.cancel_requested_at IS NOT NULL))
 ) w
 WHERE w.resends > 0 OR w.cancelled_in_flight;
