@@ -65,7 +65,8 @@ def test_ls_fits_120_columns_and_shows_the_error(database_url, queue):
     wide = cli(database_url, "ls", "--wide").splitlines()
     assert "DISPATCH_ID" in wide[0].split() and "PRIORITY" in wide[0].split()
     assert f"{LONG_ERROR} (job {failed[0]})" in next(line for line in wide if line.startswith(f"{failed[0]} "))
-    assert cli(database_url, "ls", "-w").splitlines()[0] == wide[0]
+    # The same columns (their widths follow the longest cell, and a waiting row's age may have grown a digit).
+    assert cli(database_url, "ls", "-w").splitlines()[0].split() == wide[0].split()
 
 
 def test_ls_filters_as_retry_and_cancel_do(database_url, queue):

@@ -395,7 +395,7 @@ def test_pause_and_resume_a_whole_controller_from_the_overview(browser, make_ui,
         browser.get(server.url)
         assert no_alert(browser) and browser.execute_script("return window.__xss === undefined")
         assert all_css(browser, "main img") == []
-        assert controller_row(browser, FLAG_PAYLOAD).startswith(f"{FLAG_PAYLOAD} 1 1 0 / - not configured")
+        assert controller_row(browser, FLAG_PAYLOAD).startswith(f"{FLAG_PAYLOAD} 1 1 0 / - controller {FLAG_PAYLOAD} is not configured")
         assert controller_row(browser, "eu").startswith("eu 2 2 0 / 3 ok")
         confirm(browser, "Pause controller eu…", "#controllers", "pauses every row of controller eu: 2 pending rows",
                 lambda: queue.pauses() == [])
