@@ -208,3 +208,25 @@ def test_a_due_row_waits_for_a_dispatcher_when_none_is_live(queue, capsys):
     a_live_dispatcher(queue)
     waiting = cli_json(capsys, "show", str(job_id))["waiting"]
     assert waiting["code"] == "due" and waiting["text"].endswith("the next dispatcher pass takes it"), waiting
+
+
+def test_a_row_is_said_to_wait_for_the_caps_the_dispatchers_keep_not_the_askers(queue, capsys, monkeypatch):
+    """Issue 33: `show` run without MAX_IN_FLIGHT (or without JENKINS_CONTROLLERS) while serve runs with them said "due:
+    the next dispatcher pass takes it" of a row the dispatchers held back, and "not configured" of a row of a
+    controller they serve. The live dispatchers' heartbeats say which caps and controllers are in force."""
+    monkeypatch.delenv("MAX_IN_FLIGHT", raising=False)
+    monkeypatch.delenv("JENKINS_CONTROLLERS", raising=False)
+    for name, value in {"JENKINS_URL": "http://127.0.0.1:9/", "JENKINS_USER": "u", "JENKINS_API_TOKEN": "t"}.items():
+        monkeypatch.setenv(name, value)
+    for _ in range(3):
+        queue.enqueue("deploy")
+    assert len(queue.claim_batch(3)) == 3
+    held, on_eu = queue.enqueue("deploy").id, queue.enqueue("lint", controller="eu").id
+    queue.record_heartbeat(
+        dispatcher_id="serve@ci:1", kind="serve", host="ci", pid=1, started_at=datetime.now(UTC),
+        stale_after_seconds=300, outcome="ok", detail="cap reached", passes=1,
+        controllers={name: {"status": "ok", "since": None, "reason": None, "max_in_flight": 3,
+                            "own_max_in_flight": None} for name in ("default", "eu")})
+    waiting = cli_json(capsys, "show", str(held))["waiting"]
+    assert waiting["code"] == "global_cap" and waiting["text"].startswith("global cap full (3/3 in flight"), waiting
+    assert cli_json(capsys, "show", str(on_eu))["waiting"]["code"] == "global_cap"  # eu is served, and full too

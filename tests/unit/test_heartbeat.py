@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from jenkins_dispatch.dispatching.heartbeat import jenkins_state, pass_outcome, stale_after_seconds
+from jenkins_dispatch.config import load_settings
+from jenkins_dispatch.dispatching.breaker import breaker_for
+from jenkins_dispatch.dispatching.heartbeat import Heartbeat, jenkins_state, pass_outcome, stale_after_seconds
 
 
 @pytest.mark.parametrize(("kind", "interval", "expected"), [
@@ -64,3 +68,17 @@ def test_each_controllers_breaker_as_the_live_dispatchers_recorded_it(dispatcher
     from jenkins_dispatch.operating.waiting import controller_health
 
     assert controller_health(dispatchers) == expected
+
+
+def test_a_heartbeat_records_the_caps_each_controller_is_held_to():
+    """What `show` and the page tell a waiting row from, whatever the caps of whoever asks (issue 33)."""
+    settings = load_settings({"DATABASE_URL": "postgresql://u@127.0.0.1/db", "JENKINS_URL": "https://ci/",
+                              "JENKINS_USER": "u", "JENKINS_API_TOKEN": "t", "MAX_IN_FLIGHT": "40",
+                              "JENKINS_CONTROLLERS": json.dumps({"eu": {"url": "https://eu/", "user": "u",
+                                                                       "api_token": "t", "max_in_flight": 4}})})
+    beat = Heartbeat("serve", interval=1)
+    beat.serves({name: breaker_for(settings.for_controller(name)) for name in ("default", "eu")}, settings)
+    doc = beat.controllers()
+    assert {name: (state["max_in_flight"], state["own_max_in_flight"]) for name, state in doc.items()} == {
+        "default": (40, None), "eu": (40, 4)}
+    assert doc["eu"]["status"] == "unknown"  # the breaker's state beside them, as before

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from jenkins_dispatch.operating.display import duration
+from jenkins_dispatch.operating.operator import Caps
 from jenkins_dispatch.operating.waiting import JenkinsOutage, held_back, why_waiting
 from jenkins_dispatch.store.queue import Pause
 
@@ -161,3 +162,37 @@ def test_a_row_waits_for_its_own_controllers_jenkins(controller, health, expecte
     from jenkins_dispatch.operating.waiting import jenkins_outage_for
 
     assert jenkins_outage_for(controller, health, WHOLE) == expected
+
+
+# --------------------------------------------------------------------------- the caps the dispatchers keep
+
+
+def _dispatcher(live=True, **controllers):
+    return {"id": "serve@x:1", "live": live, "controllers": controllers}
+
+
+HERE = Caps(5, {"default": None})
+
+
+@pytest.mark.parametrize("what, dispatchers, expected", [
+    ("no dispatcher: the caller's own", [], HERE),
+    ("a dispatcher that recorded no caps (an older one): the caller's own",
+     [_dispatcher(default={"status": "ok"})], HERE),
+    ("a dead dispatcher's caps do not count", [_dispatcher(False, default={"max_in_flight": 3,
+                                                                           "own_max_in_flight": None})], HERE),
+    ("one live dispatcher: its caps and its controllers",
+     [_dispatcher(default={"max_in_flight": 3, "own_max_in_flight": None}, eu={"max_in_flight": 3,
+                                                                             "own_max_in_flight": 2})],
+     Caps(3, {"default": None, "eu": 2})),
+    ("two with different caps: the loosest holds (a row waits only while no one may claim it)",
+     [_dispatcher(default={"max_in_flight": 3, "own_max_in_flight": 1}),
+      _dispatcher(default={"max_in_flight": 8, "own_max_in_flight": 4})], Caps(8, {"default": 4})),
+    ("no cap anywhere beats any cap", [_dispatcher(default={"max_in_flight": 3, "own_max_in_flight": 1}),
+                                       _dispatcher(default={"max_in_flight": None, "own_max_in_flight": None})],
+     Caps(None, {"default": None})),
+    ("the controllers served are the union", [_dispatcher(default={"max_in_flight": 3, "own_max_in_flight": None}),
+                                              _dispatcher(eu={"max_in_flight": 3, "own_max_in_flight": None})],
+     Caps(3, {"default": None, "eu": None})),
+])
+def test_rows_wait_for_the_caps_the_live_dispatchers_keep(what, dispatchers, expected):
+    assert HERE.recorded_by(dispatchers) == expected, what

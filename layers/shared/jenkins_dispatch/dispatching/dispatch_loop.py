@@ -329,7 +329,7 @@ class DispatchLoop:
             self.health.jenkins = self.breaker
             self.health.controllers = self.breakers
             if heartbeat is not None:  # the lanes share this loop's breakers: one record of them all
-                heartbeat.serves(self.breakers)
+                heartbeat.serves(self.breakers, settings)
         # Which loop fails the rows that name no configured controller: the only one, or the first lane.
         self.fails_unknown_controllers = lane is None or lane == (list(settings.controllers_by_name())
                                                                   or [DEFAULT_CONTROLLER])[0]

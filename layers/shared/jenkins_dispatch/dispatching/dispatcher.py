@@ -567,7 +567,7 @@ def run_pass(
     # A closed breaker per controller for this pass, made here so that the heartbeat records how each one ends.
     breakers = {name: breaker_for(settings.for_controller(name) if several else settings) for name in names}
     if heartbeat is not None:
-        heartbeat.serves(breakers)
+        heartbeat.serves(breakers, settings)
 
     def one_controller(n: int) -> None:
         name, session = names[n], sessions[n]

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..observability import logger
 
 if TYPE_CHECKING:
+    from ..config import Settings
     from ..store.queue import Queue
     from .breaker import Breaker
 
@@ -76,16 +77,24 @@ class Heartbeat:
         self.passes = 0
         self._count_lock = threading.Lock()  # several controllers' lanes record passes from their own threads
         self._breakers: Mapping[str, Breaker] | None = None
+        self._caps: Mapping[str, dict[str, int | None]] = {}
         self._known: dict[str, dict[str, Any]] = {}  # each controller's last known state (its breaker may be new)
 
-    def serves(self, breakers: Mapping[str, Breaker]) -> None:
-        """The controllers this dispatcher serves, by name, with their breakers: each heartbeat records them."""
+    def serves(self, breakers: Mapping[str, Breaker], settings: Settings | None = None) -> None:
+        """The controllers this dispatcher serves, by name, with their breakers and (from ``settings``) the caps its
+        claims hold each one's rows to: each heartbeat records them, so that "why is this job waiting" is told the
+        caps the dispatchers keep, not those of whoever asks."""
         self._breakers = breakers
+        if settings is not None:
+            own = {c.name: c.max_in_flight for c in settings.controllers_by_name().values()}
+            self._caps = {name: {"max_in_flight": settings.max_in_flight, "own_max_in_flight": own.get(name)}
+                          for name in breakers}
 
     def controllers(self) -> dict[str, dict[str, Any]] | None:
-        """Each controller served and how its breaker stands (status, since, reason): "unknown" only while it
-        was never asked by this dispatcher (a single pass's breaker is new each pass: what an earlier pass of
-        this process learned stands); None before ``serves``."""
+        """Each controller served: how its breaker stands (status, since, reason; "unknown" only while it was never
+        asked by this dispatcher: a single pass's breaker is new each pass, what an earlier pass of this process
+        learned stands) and the caps its rows are held to (MAX_IN_FLIGHT as ``max_in_flight``, the controller's own
+        as ``own_max_in_flight``; None: none); None before ``serves``."""
         if self._breakers is None:
             return None
         doc = {}
@@ -95,7 +104,8 @@ class Heartbeat:
                 if state["status"] != "unknown":
                     self._known[name] = {"status": state["status"], "since": state["since"],
                                          "reason": (state["reason"] or "")[:DETAIL_CHARS] or None}
-                doc[name] = self._known.get(name, {"status": "unknown", "since": None, "reason": None})
+                doc[name] = dict(self._known.get(name, {"status": "unknown", "since": None, "reason": None}),
+                                 **self._caps.get(name, {}))
         return doc
 
     def record(self, queue: Queue, outcome: str, detail: str | None, *, jenkins_ok: bool | None = None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from ..config import DEFAULT_CONTROLLER, Settings
 from ..errors import Conflict, DispatchError
@@ -25,8 +25,32 @@ class Caps:
 
     @classmethod
     def of(cls, settings: Settings) -> Caps:
-        """The caps as configured: every controller by name, with its own cap or None."""
+        """The caps as configured here: every controller by name, with its own cap or None."""
         return cls(settings.max_in_flight, {name: c.max_in_flight for name, c in settings.controllers_by_name().items()})
+
+    def recorded_by(self, dispatchers: Sequence[Mapping[str, Any]]) -> Caps:
+        """The caps the live dispatchers hold rows to, as their heartbeats recorded them (``Queue.dispatchers`` or
+        ``WaitingContext.dispatchers``): the controllers they serve, and for each the loosest of their caps (a row
+        waits only while no dispatcher may claim it; None, no cap, is the loosest). Whoever asks (a CLI, the page)
+        may run with other settings than the dispatchers: these caps (its own) count only while no live dispatcher
+        recorded any."""
+        recorded = [controllers for d in dispatchers if d.get("live")
+                    for controllers in [d.get("controllers") or {}]
+                    if controllers and all("max_in_flight" in state for state in controllers.values())]
+        if not recorded:
+            return self
+        served: dict[str, list[int | None]] = {}
+        global_caps: list[int | None] = []
+        for controllers in recorded:
+            for name, state in controllers.items():
+                served.setdefault(name, []).append(state.get("own_max_in_flight"))
+                global_caps.append(state.get("max_in_flight"))
+        return Caps(_loosest(global_caps), {name: _loosest(caps) for name, caps in served.items()})
+
+
+def _loosest(caps: Sequence[int | None]) -> int | None:
+    """The cap that lets most through: None (no cap) if any has none, else the largest."""
+    return None if any(cap is None for cap in caps) else max(cast(list[int], caps))
 
 
 def why_rows_wait(queue: Queue, rows: Sequence[Mapping[str, Any]], caps: Caps,
@@ -47,6 +71,7 @@ def why_rows_wait(queue: Queue, rows: Sequence[Mapping[str, Any]], caps: Caps,
     # Each row waits for its own controller's Jenkins, as the live dispatchers recorded it (a caller's outage wins).
     health = {} if given else controller_health(context.dispatchers)
     now = datetime.now(UTC)
+    caps = caps.recorded_by(context.dispatchers)
     configured = list(caps.per_controller)
     counted = context.counted_in_flight(configured)
     return [
@@ -79,9 +104,11 @@ def job_details(queue: Queue, job_id: int, settings: Settings,
     and its history."""
     row = queue.get(job_id)
     [waiting] = why_rows_wait(queue, [row], Caps.of(settings), jenkins_unavailable)
-    configured = settings.controllers_by_name()
-    stranded = (stranded_text(controller_name(row), job_id)
-                if row["status"] == "processing" and configured and controller_name(row) not in configured else None)
+    stranded = None
+    if row["status"] == "processing":
+        configured = Caps.of(settings).recorded_by(queue.dispatchers()).per_controller
+        if configured and controller_name(row) not in configured:
+            stranded = stranded_text(controller_name(row), job_id)
     return {"job": row, "links": links_for(settings, row), "waiting": waiting.as_dict() if waiting else None,
             "stranded": stranded, "history": queue.events(job_id)}
 

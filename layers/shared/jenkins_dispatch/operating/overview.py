@@ -77,9 +77,10 @@ def controller_rows(per_controller: Sequence[Mapping[str, Any]], configured: Map
 
 def controllers_of(queue: Queue, settings: Settings, pauses: Sequence[Pause],
                    dispatchers: Sequence[Dispatcher]) -> list[dict[str, Any]]:
-    """Each controller's line, as `stats` and the page show it: its rows (one read), its configured cap, whether
-    a pause holds it back as a whole, and its breaker as the live dispatchers recorded it."""
-    return controller_rows(queue.stats_per_controller(), Caps.of(settings).per_controller,
+    """Each controller's line, as `stats` and the page show it: its rows (one read), its cap (as the live dispatchers
+    recorded it, else as configured here: ``Caps.recorded_by``), whether a pause holds it back as a whole, and its
+    breaker as the live dispatchers recorded it."""
+    return controller_rows(queue.stats_per_controller(), Caps.of(settings).recorded_by(dispatchers).per_controller,
                            {p.controller for p in pauses if p.job_name is None and p.controller},
                            controller_health(dispatchers))
 
