@@ -25,6 +25,8 @@ PAYLOAD = "<img src=x onerror=alert(1)>"
 # Two controllers (issue 23), none of them reachable: the page only reads and pauses, it never asks Jenkins.
 CONTROLLERS = json.dumps({"default": {"url": "http://127.0.0.1:9/", "user": "u", "api_token": "t"},
                           "eu": {"url": "http://127.0.0.2:9/", "user": "u", "api_token": "t", "max_in_flight": 3}})
+# The default controller alone (never asked): the page's cap and rate levers store for it, so it must be configured.
+DEFAULT_JENKINS = {"JENKINS_URL": "http://127.0.0.1:9/", "JENKINS_USER": "u", "JENKINS_API_TOKEN": "t"}
 _CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 
 

@@ -195,7 +195,7 @@ def test_one_id_works_as_before(capsys, queue, db):
     (["retry", "--status", "pending", "--yes"], "pending jobs have not finished"),
     (["retry", "--error-like", "", "--yes"], "--error-like needs some text"),
     (["retry", "--status", "done"], "invalid choice"),
-    (["retry", "--job", "deploy", "--limit", "0"], "expected 1 or more"),
+    (["retry", "--job", "deploy", "--limit", "0"], "argument --limit: expected a whole number from 1 to"),
     (["cancel", "--since", "yesterday-ish"], "bad time"),
 ])
 def test_bad_bulk_requests_exit_2_in_one_line_and_change_nothing(capsys, db, finished, argv, message):

@@ -52,7 +52,15 @@ def test_enqueue_parameters_from_json_and_time(capsys, queue):
     assert queue.claim_batch(5) == []  # scheduled an hour out
 
 
-def test_limits_and_stats(capsys, queue):
+@pytest.fixture
+def controllers(monkeypatch):
+    """Controllers default and eu configured: caps are stored only for a controller configured here."""
+    monkeypatch.setenv("JENKINS_CONTROLLERS", json.dumps({
+        "default": {"url": "http://127.0.0.1:9/", "user": "u", "api_token": "t"},
+        "eu": {"url": "http://127.0.0.2:9/", "user": "u", "api_token": "t"}}))
+
+
+def test_limits_and_stats(capsys, queue, controllers):
     assert run_json(capsys, "limits", "set", "deploy", "2") == {"job_name": "deploy", "controller": "default",
                                                                  "max_in_flight": 2, "per_minute": None}
     assert run_json(capsys, "limits", "ls") == [{"controller": "default", "job_name": "deploy", "max_in_flight": 2,
@@ -68,7 +76,7 @@ def test_limits_and_stats(capsys, queue):
     assert run_json(capsys, "limits", "rm", "deploy")["removed"] is True
 
 
-def test_limits_rate_beside_the_cap(capsys, queue):
+def test_limits_rate_beside_the_cap(capsys, queue, controllers):
     assert run_json(capsys, "limits", "set", "deploy", "2", "--per-minute", "10")["per_minute"] == 10
     code, out, _ = run(capsys, "limits", "set", "deploy", "--per-minute", "5")  # the cap stays
     assert code == 0 and "at most 5 started in any minute" in out and "in flight" not in out
@@ -85,7 +93,7 @@ def test_limits_rate_beside_the_cap(capsys, queue):
     assert code == 2 and "--per-minute" in err
     with pytest.raises(SystemExit) as exited:  # argparse's own refusal: exit 2, one line
         run(capsys, "limits", "set", "deploy", "--per-minute", "0")
-    assert exited.value.code == 2 and "expected 1 or more" in capsys.readouterr().err
+    assert exited.value.code == 2 and "expected a whole number from 1 to" in capsys.readouterr().err
     run_json(capsys, "limits", "set", "deploy", "--per-minute", "3", "--controller", "eu")
     assert [(r["controller"], r["per_minute"]) for r in run_json(capsys, "limits", "ls")] == [("eu", 3)]
 
@@ -114,7 +122,7 @@ def test_prune_and_migrate(capsys, queue, db):
         (["enqueue", "deploy", "--params", "[1]"], "must be a JSON object"),
         (["enqueue", "  "], "job name must not be empty"),
         (["cancel", "1"], "only pending or processing jobs can be cancelled"),
-        (["limits", "set", "deploy", "-1"], "expected 0 or more"),
+        (["limits", "set", "deploy", "-1"], "argument N: expected a whole number from 0 to 2147483647"),
         (["ls", "--status", "done"], "invalid choice"),
         (["prune"], "required"),
         (["enqueue", "deploy", "--at", "+999999999d"], "too far in the future"),

@@ -40,3 +40,15 @@ def test_show_of_such_a_row_names_no_jenkins_link_and_does_not_crash(jenkins, qu
     assert main(["show", str(bad["id"])]) == 0
     out = capsys.readouterr().out
     assert "team/../app/deploy" in out and "job/team/job/app/job/deploy" not in out and "job/team/job/../" not in out
+
+
+def test_plain_sql_row_whose_name_holds_a_control_character_fails_at_claim(jenkins, queue, db):
+    """Issue 33: Jenkins refuses control characters in item names; such a row (written with plain SQL, the CLI and
+    the queue refuse it) was sent as job/de%0Aploy/. It fails at claim, its error on one line, nothing sent."""
+    [bad] = db.run("INSERT INTO jenkins_jobs_queue (job_name, parameters) VALUES (:name, '{}') RETURNING id",
+                   name="de\nploy")
+    summary = run_pass(dispatch_settings(jenkins.base_url))
+    row = queue.get(bad["id"])
+    assert row["status"] == "failed" and summary["failed"] == 1
+    assert "control character (U+000A)" in row["last_error"] and "\n" not in row["last_error"]
+    assert jenkins.counters()["items_created"] == 0

@@ -1,5 +1,6 @@
 """Queue transitions against the real database, on each engine: order, fencing, dedupe, history, constraints."""
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -284,8 +285,17 @@ def test_enqueue_validates_before_writing(queue):
         queue.enqueue("a", ["not", "a", "dict"])
     with pytest.raises(InvalidInput, match="must not be empty"):
         queue.enqueue("")
-    with pytest.raises(InvalidInput, match="max attempts"):
+    with pytest.raises(InvalidInput, match="max_attempts: expected a whole number from 1 to 2147483647"):
         queue.enqueue("a", max_attempts=0)
+    # What the columns cannot hold, or a name with a control character (issue 33): refused before the database.
+    with pytest.raises(InvalidInput, match="priority: expected a whole number from -2147483648 to 2147483647"):
+        queue.enqueue("a", priority=2**31)
+    with pytest.raises(InvalidInput, match="control character"):
+        queue.enqueue("de\tploy")
+    with pytest.raises(InvalidInput, match=re.escape("parameter name 'A\\nB' holds a control character (U+000A)")):
+        queue.enqueue("a", {"A\nB": 1})
+    with pytest.raises(InvalidInput, match="a dedupe key holds at most 255 characters"):
+        queue.enqueue("a", dedupe_key="k" * 256)
     assert queue.list_jobs() == []
 
 

@@ -17,6 +17,7 @@ from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.queue import Queue
 
 from ..child_processes import SPAWN, start_together, stop_all
+from ..cli_helpers import configure_default_controller
 from ..dispatch_helpers import dispatch_settings
 from ..engines import numbers, sql_for
 
@@ -138,7 +139,9 @@ def test_rate_changes_are_kept_in_the_caps_history_with_who_and_from_what(db):
     ]
 
 
-def test_limits_set_and_rm_of_a_rate_record_the_operator_and_limits_history_shows_them(db, database_url, capsys):
+def test_limits_set_and_rm_of_a_rate_record_the_operator_and_limits_history_shows_them(db, database_url, capsys,
+                                                                                      monkeypatch):
+    configure_default_controller(monkeypatch)
     queue = Queue(db)
     assert main(["limits", "set", "deploy", "3", "--per-minute", "10"]) == 0
     assert main(["limits", "set", "deploy", "--per-minute", "4"]) == 0

@@ -22,7 +22,7 @@ from jenkins_dispatch.operating.scheduling import (
 from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.schedules import Schedules
 
-from ..cli_helpers import exit_code
+from ..cli_helpers import configure_default_controller, exit_code
 
 pytestmark = pytest.mark.both_engines
 
@@ -187,7 +187,8 @@ def test_racing_dispatchers_enqueue_each_tick_exactly_once(db, schedules, queue,
             s.close()
 
 
-def test_cli_schedule_commands(db, schedules, capsys):
+def test_cli_schedule_commands(db, schedules, capsys, monkeypatch):
+    configure_default_controller(monkeypatch)
     assert exit_code(["schedule", "add", "nightly", "deploy", "--cron", "0 3 * * *", "-p", "ENV=prod",
                       "--timezone", "Europe/Berlin"]) == 0
     assert "next tick" in capsys.readouterr().out
@@ -204,7 +205,8 @@ def test_cli_schedule_commands(db, schedules, capsys):
 
 
 @pytest.mark.parametrize("cron", ["* * * *", "61 * * * *", "@daily", "0 0 31 2 *"])
-def test_cli_an_invalid_cron_expression_is_one_line_exit_2_nothing_stored(db, schedules, capsys, cron):
+def test_cli_an_invalid_cron_expression_is_one_line_exit_2_nothing_stored(db, schedules, capsys, cron, monkeypatch):
+    configure_default_controller(monkeypatch)
     assert exit_code(["schedule", "add", "bad", "deploy", "--cron", cron]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cron expression" in err, err

@@ -16,7 +16,7 @@ from jenkins_dispatch.operating.scheduling import add_schedule
 from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.schedules import Schedules
 
-from ..cli_helpers import exit_code
+from ..cli_helpers import configure_default_controller, exit_code
 from ..ui_helpers import (
     PAYLOAD,
     UiClient,
@@ -129,7 +129,8 @@ def test_racing_dispatchers_skip_each_tick_once_while_the_run_is_in_flight(db, s
             s.close()
 
 
-def test_cli_no_overlap_is_stored_and_listed(db, schedules, capsys):
+def test_cli_no_overlap_is_stored_and_listed(db, schedules, capsys, monkeypatch):
+    configure_default_controller(monkeypatch)
     assert exit_code(["schedule", "add", "nightly", "deploy", "--cron", "0 3 * * *", "--no-overlap"]) == 0
     assert "no overlap" in capsys.readouterr().out
     assert exit_code(["schedule", "add", "often", "deploy", "--cron", "* * * * *"]) == 0

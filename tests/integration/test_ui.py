@@ -14,7 +14,7 @@ from jenkins_dispatch.store.queue import FINAL_STATUSES
 
 from ..dispatch_helpers import dispatch_settings, wait_for
 from ..ui_helpers import *  # noqa: F401,F403 - the fixtures make_ui, ui, client
-from ..ui_helpers import PAYLOAD, UiClient, plain_settings
+from ..ui_helpers import DEFAULT_JENKINS, PAYLOAD, UiClient, plain_settings
 
 pytestmark = pytest.mark.both_engines
 
@@ -415,7 +415,8 @@ def test_bulk_by_parameter_and_by_the_ids_ticked_in_the_list(client, queue, db):
 
 
 def test_the_operator_a_trusted_proxy_names_is_recorded_everywhere(make_ui, queue, db):
-    server = make_ui(plain_settings(UI_TRUSTED_USER_HEADER="X-Forwarded-User", UI_TRUSTED_PROXIES="127.0.0.0/8"))
+    server = make_ui(plain_settings(UI_TRUSTED_USER_HEADER="X-Forwarded-User", UI_TRUSTED_PROXIES="127.0.0.0/8",
+                                    **DEFAULT_JENKINS))
     proxy = UiClient(server.url)
     proxy.http.headers["X-Forwarded-User"] = "alice@example.com"
     job_id = put(queue, db, "deploy", "failed", "HTTP 404")
@@ -439,8 +440,22 @@ def test_the_same_header_from_an_untrusted_address_is_ignored(make_ui, queue, db
     assert queue.pauses()[0].paused_by == "ui"
 
 
+@pytest.mark.parametrize(("path", "form"), [
+    ("/pause", {"job": "de\tploy"}),
+    ("/caps", {"job": "de\tploy", "cap": "2"}),
+    ("/rates", {"job": "de\tploy", "per_minute": "2"}),
+    ("/caps", {"job": "j" * 1025, "cap": "2"}),
+])
+def test_a_lever_refuses_a_job_name_the_queue_cannot_take(client, queue, path, form):
+    for confirm in ({}, {"confirm": "yes"}):
+        answer = client.post(path, {**form, **confirm})
+        assert answer.status_code == 400 and "job:" in answer.text, answer.text
+    assert queue.pauses() == [] and queue.limits() == [] and queue.limit_history() == []
+
+
 def test_html_in_an_operator_name_and_a_cap_change_renders_as_text(make_ui, queue, db):
-    server = make_ui(plain_settings(UI_TRUSTED_USER_HEADER="X-Forwarded-User", UI_TRUSTED_PROXIES="127.0.0.1"))
+    server = make_ui(plain_settings(UI_TRUSTED_USER_HEADER="X-Forwarded-User", UI_TRUSTED_PROXIES="127.0.0.1",
+                                    **DEFAULT_JENKINS))
     proxy = UiClient(server.url)
     proxy.http.headers["X-Forwarded-User"] = PAYLOAD
     job_id = put(queue, db, PAYLOAD, "failed", PAYLOAD, {"ENV": PAYLOAD})

@@ -5,6 +5,7 @@ whole controller for maintenance, asked first, CSRF-protected, recorded with the
 from __future__ import annotations
 
 import html
+import json
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -149,6 +150,23 @@ def test_a_bad_controller_name_answers_400_and_changes_nothing(make_ui, queue, f
         answer = page.post(path, dict(form, confirm="yes"))
         assert answer.status_code == 400 and message in answer.text and "<img" not in answer.text, path
     assert queue.pauses() == []
+
+
+def test_a_controller_not_configured_is_refused_where_the_page_would_store_for_it(make_ui, queue):
+    """Issue 33: the lever paused any well-formed name, configured or not (a controller no dispatcher serves: its
+    rows fail at the next pass whatever the pause). Resuming one stays possible (a controller removed since)."""
+    page = controllers_page(make_ui)
+    for confirm in ({}, {"confirm": "yes"}):
+        answer = page.post("/controllers/pause", {"controller": "zz", **confirm})
+        assert answer.status_code == 400, answer.text
+        assert "controller: controller &#39;zz&#39; is not configured (configured: default, eu)" in answer.text
+    assert queue.pauses() == []
+    only_eu = UiClient(make_ui(plain_settings(JENKINS_CONTROLLERS=json.dumps(
+        {"eu": {"url": "http://127.0.0.2:9/", "user": "u", "api_token": "t"}})), refresh_seconds=60).url)
+    for path, form in (("/caps", {"job": "deploy", "cap": "2"}), ("/rates", {"job": "deploy", "per_minute": "2"})):
+        answer = only_eu.post(path, {**form, "confirm": "yes"})  # the page's caps and rates are default's
+        assert answer.status_code == 400 and "controller &#39;default&#39; is not configured" in answer.text, path
+    assert queue.limits() == [] and queue.limit_history() == []
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ import time
 from ..integration.test_queue_pauses import _wait
 
 
-def cli(*argv: str, database_url: str) -> subprocess.CompletedProcess:
+def cli(*argv: str, database_url: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "jenkins_dispatch.cli", *argv], capture_output=True, text=True,
-                          timeout=30, env=dict(os.environ, DATABASE_URL=database_url))
+                          timeout=30, env=dict(os.environ, DATABASE_URL=database_url, **env))
 
 
 def test_pause_and_resume_from_the_command_line(queue, database_url):
@@ -84,10 +84,12 @@ def test_serve_holds_a_paused_job_and_sends_it_within_a_second_of_resume(jenkins
 def test_pause_and_resume_one_controller_from_the_command_line(queue, database_url):
     queue.enqueue("deploy", controller="b")
     queue.enqueue("deploy")
-    on_b = cli("pause", "deploy", "--controller", "b", database_url=database_url)
+    # A controller is paused only where it is configured (its rows fail at their first pass anywhere else).
+    b = {"JENKINS_CONTROLLERS": json.dumps({"b": {"url": "http://127.0.0.2:9/", "user": "u", "api_token": "t"}})}
+    on_b = cli("pause", "deploy", "--controller", "b", database_url=database_url, **b)
     assert on_b.returncode == 0 and "paused deploy on b: 1 pending job wait" in on_b.stdout
     assert "`jenkins-dispatch resume deploy --controller b`" in on_b.stdout
-    whole = cli("pause", "--controller", "b", "--reason", "upgrade", database_url=database_url)
+    whole = cli("pause", "--controller", "b", "--reason", "upgrade", database_url=database_url, **b)
     assert whole.returncode == 0 and "paused controller b: 1 pending job wait" in whole.stdout
     stats = cli("stats", database_url=database_url).stdout
     assert "CONTROLLER b IS PAUSED" in stats and "upgrade" in stats and "paused: deploy on b since" in stats

@@ -95,9 +95,12 @@ def test_job_path_keeps_names_that_only_contain_dots(name: str) -> None:
 segment_text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="/"), min_size=1, max_size=20).filter(
     lambda segment: segment not in (".", "..")
 )
+# An item's name: no control character either (Jenkins refuses them, and so does job_path_error).
+item_name_text = st.text(st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="/"), min_size=1,
+                         max_size=20).filter(lambda segment: segment not in (".", ".."))
 
 
-@given(st.lists(segment_text, min_size=1, max_size=4))
+@given(st.lists(item_name_text, min_size=1, max_size=4))
 def test_job_path_round_trips_and_stays_plain_ascii(segments: list[str]) -> None:
     path = job_path("/".join(segments))
     assert re.fullmatch(r"(job/[A-Za-z0-9!$&'()*+,\-._=@%]+/)+", path)

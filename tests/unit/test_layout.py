@@ -14,8 +14,9 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "layers/shared/jenkins_dispatch"
 
-# Every part of the package may use these: errors, settings, logs and metrics, and how a moment is read.
-FOUNDATION = {"errors", "config", "observability", "moments"}
+# Every part of the package may use these: errors, settings, logs and metrics, how a moment is read, and what an
+# operator's input may be.
+FOUNDATION = {"errors", "config", "observability", "moments", "inputs"}
 GROUPS = {"jenkins", "store", "dispatching", "callbacks", "operating", "runtime", "secrets"} | FOUNDATION
 
 # Group (a subpackage, or a top-level module) -> what it may import besides itself. An entry names a group,
@@ -26,6 +27,7 @@ ALLOWED: dict[str, set[str]] = {
     "config": {"errors", "secrets"},
     "observability": {"errors", "config"},
     "moments": {"errors"},
+    "inputs": {"errors", "config"},
     "jenkins": FOUNDATION,
     "store": FOUNDATION | {"jenkins.jobs"},
     "runtime": FOUNDATION | {"store.db"},

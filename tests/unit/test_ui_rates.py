@@ -13,14 +13,15 @@ from jenkins_dispatch.ui.pages import rate_change
 
 
 @pytest.mark.parametrize(("text", "expected"), [(None, None), ("", None), ("  ", None), ("1", 1), (" 10 ", 10),
-                                                ("999999999", 999_999_999)])
+                                                ("999999999", 999_999_999), ("2147483647", 2_147_483_647)])
 def test_rate_reads_a_count_or_blank(text, expected):
     assert forms.rate(text) == expected
 
 
-@pytest.mark.parametrize("text", ["0", "00", "-1", "1.5", "many", "1e3", "1234567890"])
+@pytest.mark.parametrize("text", ["0", "00", "-1", "1.5", "many", "1e3", "2147483648"])
 def test_rate_refuses_anything_else(text):
-    with pytest.raises(InvalidInput, match="per_minute: expected a whole number, 1 or more"):
+    """The range is the column's (and `limits set --per-minute`'s): 1 to 2147483647."""
+    with pytest.raises(InvalidInput, match="per_minute: expected a whole number from 1 to 2147483647"):
         forms.rate(text)
 
 

@@ -15,7 +15,7 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
-from . import __version__, moments
+from . import __version__, inputs, moments
 from .config import (
     DEFAULT_CONTROLLER,
     SERVE_HOST,
@@ -25,19 +25,22 @@ from .config import (
     UI_REFRESH_SECONDS,
     DatabaseSettings,
     Settings,
+    load_controllers,
     load_cutover_window,
     load_database_settings,
+    load_jenkins_settings,
     load_settings,
     load_tuning,
 )
 from .errors import OPERATION_FAILED, DispatchError, InvalidInput
-from .jenkins.jobs import JsonNumber
+from .jenkins.jobs import JsonNumber, job_name_error
 from .operating import bulk, timeline
 from .operating.display import age, cell, clip, fit_widths, limit_change, one_line, when
 from .operating.waiting import held_back
 from .store.db import Database, Session
 from .store.migrations import migrate
 from .store.queue import STATUSES, Queue
+from .store.schedules import check_name
 
 EXIT_FAILED = 1  # the operation failed: database or Jenkins unavailable, a pass stopped by Jenkins
 EXIT_BAD_INPUT = 2  # bad input or configuration: nothing changed
@@ -127,26 +130,50 @@ def parse_json_object(text: str) -> dict:
         raise argparse.ArgumentTypeError(f"--params is not valid JSON: {exc}") from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("--params must be a JSON object")
+    if error := inputs.parameters_error(value):
+        raise argparse.ArgumentTypeError(error)
     return value
 
 
-def non_negative_int(text: str) -> int:
-    """An argument that must be a whole number, 0 or more."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
-    return value
+def read_by(read: Callable[[str], Any], name: str) -> Callable[[str], Any]:
+    """An argument type from a reader that raises InvalidInput (``inputs``, ``store.schedules``): argparse names the
+    option or argument in its one line (``argument --priority: …``), exit 2, before anything is read or stored.
+    ``name``: the type's name in argparse's own messages."""
+
+    def argument(text: str) -> Any:
+        try:
+            return read(text)
+        except InvalidInput as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    argument.__name__ = name
+    return argument
 
 
-def positive_int(text: str) -> int:
-    """An argument that must be a whole number, 1 or more."""
-    value = non_negative_int(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("expected 1 or more, got 0")
-    return value
+def refusing(fault: Callable[[str], str | None], name: str) -> Callable[[str], str]:
+    """An argument type that takes the text as it is unless ``fault`` (``inputs``, ``jenkins.jobs``) says why it
+    cannot be stored: then argparse's one line names the option, exit 2."""
+
+    def argument(text: str) -> str:
+        if error := fault(text):
+            raise argparse.ArgumentTypeError(error)
+        return text
+
+    argument.__name__ = name
+    return argument
+
+
+def whole(allowed: inputs.Range) -> Callable[[str], int]:
+    """A whole number in ``allowed``: the range of the column the value is stored in (``inputs``)."""
+    return read_by(lambda text: inputs.whole_number(text, allowed), "whole number")
+
+
+job_name = refusing(job_name_error, "job name")
+dedupe_key = refusing(inputs.dedupe_key_error, "dedupe key")
+controller_name = refusing(inputs.controller_name_error, "controller")
+schedule_name = read_by(check_name, "schedule name")
+age_days = read_by(lambda text: inputs.number(text, inputs.AGE_DAYS), "number of days")
+SERVE_INTERVAL_LONGEST = 86_400  # a pass at least once a day; a wait of 1e300 s overflows the clock (OverflowError)
 
 
 def non_negative_float(text: str) -> float:
@@ -161,10 +188,12 @@ def non_negative_float(text: str) -> float:
 
 
 def interval_seconds(text: str) -> float:
-    """``serve --interval``: a number of seconds, at least 0.1."""
+    """``serve --interval``: a number of seconds, at least 0.1 (and at most a day: the loop must wake)."""
     value = non_negative_float(text)
     if value < 0.1:
         raise argparse.ArgumentTypeError(f"expected at least 0.1 seconds, got {text}")
+    if value > SERVE_INTERVAL_LONGEST:
+        raise argparse.ArgumentTypeError(f"expected at most {SERVE_INTERVAL_LONGEST} seconds, got {text}")
     return value
 
 
@@ -234,6 +263,21 @@ class Context:
         if self._settings is None:
             self._settings = self._load()
         return self._settings
+
+    @property
+    def controllers(self) -> list[str]:
+        """The names of the configured controllers: the settings' when loaded, else JENKINS_URL's and
+        JENKINS_CONTROLLERS' alone (a cap or a schedule needs no other setting)."""
+        if self._settings is not None:
+            return list(self._settings.controllers_by_name())
+        return [c.name for c in load_controllers(default=load_jenkins_settings())]
+
+    def configured(self, controller: str, option: str = "--controller") -> str:
+        """``controller`` when it is configured here; else InvalidInput naming ``option`` (exit 2): something
+        stored for it would hold or feed rows no dispatcher sends."""
+        if error := inputs.controller_error(controller, self.controllers):
+            raise InvalidInput(f"{option}: {error}")
+        return controller
 
     @property
     def database(self) -> DatabaseSettings:
@@ -440,7 +484,9 @@ def _pause_target(job: str | None, controller: str | None) -> str:
 
 def cmd_pause(ctx: Context, args) -> None:
     """`pause [JOB] [--controller C]`: stop claiming one job (or every job), on one controller or on every
-    one, until resumed."""
+    one, until resumed. A controller given must be configured here: its rows fail at their first pass anyway."""
+    if args.controller is not None:
+        ctx.configured(args.controller)
     result = ctx.queue.pause(args.job, reason=args.reason, paused_by=_operator_name(), controller=args.controller)
     if args.json:
         print_json(dict(result.as_dict(), created=result.created, pending=result.pending))
@@ -604,9 +650,10 @@ def _on(controller: str) -> str:
 
 def cmd_limits_set(ctx: Context, args) -> None:
     """`limits set JOB [N] [--per-minute M] [--controller C]`: at most N of the job in flight, at most M started in
-    any minute, on that controller; what is not given stays as it was."""
+    any minute, on that controller (one configured here); what is not given stays as it was."""
     if args.n is None and args.per_minute is None:
         raise InvalidInput("give a cap (N, jobs in flight at most) or --per-minute M (starts per minute), or both")
+    ctx.configured(args.controller)
     where = _on(args.controller)
     if args.per_minute is not None:
         ctx.queue.set_rate(args.job, args.per_minute, args.controller, changed_by=_operator_name())
@@ -736,7 +783,7 @@ def add_text_filters(p: argparse.ArgumentParser, prefix: str = "") -> None:
 def add_bulk_arguments(p: argparse.ArgumentParser, action: str) -> None:
     """Job ids, or filters that select jobs for ``action`` (shown until --yes)."""
     eligible = ", ".join(bulk.ELIGIBLE_STATUSES[action])
-    p.add_argument("ids", nargs="*", type=positive_int, metavar="ID",
+    p.add_argument("ids", nargs="*", type=whole(inputs.ID), metavar="ID",
                    help=f"jobs to {action} at once (no --yes needed); or none, and filters")
     p.add_argument("--status", choices=STATUSES, metavar="STATUS", help=f"filter: jobs in this status ({eligible})")
     p.add_argument("--job", metavar="NAME", help="filter: exact job_name")
@@ -744,7 +791,7 @@ def add_bulk_arguments(p: argparse.ArgumentParser, action: str) -> None:
     p.add_argument("--since", type=parse_since, metavar="TIME",
                    help="filter: changed at or after TIME: 1h, 30m, 2d (that long ago) or ISO 8601")
     add_text_filters(p, "filter: ")
-    p.add_argument("--limit", type=positive_int, default=bulk.DEFAULT_LIMIT, metavar="N",
+    p.add_argument("--limit", type=whole(inputs.HOW_MANY), default=bulk.DEFAULT_LIMIT, metavar="N",
                    help="with filters: act on at most the first N matching jobs, by id")
     p.add_argument("--yes", action="store_true",
                    help=f"with filters: {action} the jobs they match (without it: say which, change nothing)")
@@ -762,10 +809,11 @@ def _schedules(ctx: Context):
 
 
 def cmd_schedule_add(ctx: Context, args) -> None:
-    """`schedule add NAME JOB --cron EXPR`: enqueue JOB at each tick of EXPR."""
+    """`schedule add NAME JOB --cron EXPR`: enqueue JOB at each tick of EXPR, on a controller configured here."""
     from .operating.scheduling import add_schedule
 
     parameters = dict(args.param or [])
+    ctx.configured(args.controller)
     result = add_schedule(_schedules(ctx), args.name, args.job, parameters, cron=args.cron, timezone=args.timezone,
                           priority=args.priority, controller=args.controller, no_overlap=args.no_overlap)
     if args.json:
@@ -871,8 +919,9 @@ def add_schedule_commands(sub) -> None:
     command = command_adder(schedule.add_commands("schedule_command"))
 
     p = command("add", cmd_schedule_add, "enqueue JOB at each tick of a standard five-field cron expression")
-    p.add_argument("name", help="the schedule's name: letters, digits, '_', '-', '.' (at most 200)")
-    p.add_argument("job", help="Jenkins job path, folders separated by / (team/app/deploy)")
+    p.add_argument("name", type=schedule_name, metavar="NAME",
+                   help="the schedule's name: letters, digits, '_', '-', '.' (at most 200)")
+    p.add_argument("job", type=job_name, metavar="JOB", help="Jenkins job path, folders separated by / (team/app/deploy)")
     p.add_argument("--cron", required=True, metavar="EXPR",
                    help="minute hour day-of-month month day-of-week, e.g. '0 3 * * 1-5' (required)")
     p.add_argument("-p", "--param", action="append", type=parse_key_value, metavar="KEY=VALUE",
@@ -880,17 +929,18 @@ def add_schedule_commands(sub) -> None:
     p.add_argument("--timezone", default="UTC", metavar="TZ",
                    help="IANA zone the expression is read in (Europe/Berlin); daylight-saving changes tick "
                         "neither twice nor never")
-    p.add_argument("--priority", type=int, default=0, help="each row's priority (higher runs first)")
-    p.add_argument("--controller", default="default", metavar="C", help="the controller its rows go to")
+    p.add_argument("--priority", type=whole(inputs.PRIORITY), default=0, help="each row's priority (higher runs first)")
+    p.add_argument("--controller", type=controller_name, default=DEFAULT_CONTROLLER, metavar="C",
+                   help="the controller its rows go to (one configured here)")
     p.add_argument("--no-overlap", action="store_true",
                    help="skip a tick while the previous run of this schedule is still pending or processing "
                         "(counted in skipped_ticks; the next tick after it finished enqueues as usual)")
     p = command("set", cmd_schedule_set, "change NAME in place (its ticks, skips and last row stay), from its "
                                          "next tick on")
-    p.add_argument("name", help="the schedule's name")
+    p.add_argument("name", metavar="NAME", help="the schedule's name")
     p.add_argument("--cron", metavar="EXPR", help="a new expression; the next tick becomes its first after now")
     p.add_argument("--timezone", metavar="TZ", help="a new IANA zone to read the expression in")
-    p.add_argument("--priority", type=int, help="the priority of the rows it enqueues from now on")
+    p.add_argument("--priority", type=whole(inputs.PRIORITY), help="the priority of the rows it enqueues from now on")
     overlap = p.add_mutually_exclusive_group()
     overlap.add_argument("--no-overlap", dest="no_overlap", action="store_true", default=None,
                          help="skip a tick while the previous run is still pending or processing")
@@ -898,12 +948,12 @@ def add_schedule_commands(sub) -> None:
                          help="enqueue every tick, whatever is in flight (the default of `schedule add`)")
     command("ls", cmd_schedule_ls, "every schedule: state, next tick, last tick and its row, no overlap, skips")
     p = command("rm", cmd_schedule_rm, "delete a schedule (the rows it enqueued stay)")
-    p.add_argument("name", help="the schedule's name")
+    p.add_argument("name", metavar="NAME", help="the schedule's name")
     p = command("pause", cmd_schedule_pause, "enqueue no tick of NAME until `schedule resume`")
-    p.add_argument("name", help="the schedule's name")
+    p.add_argument("name", metavar="NAME", help="the schedule's name")
     p = command("resume", cmd_schedule_resume,
                 "enqueue NAME's ticks again, from the next one (ticks missed while paused are not caught up)")
-    p.add_argument("name", help="the schedule's name")
+    p.add_argument("name", metavar="NAME", help="the schedule's name")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -921,15 +971,16 @@ def build_parser() -> argparse.ArgumentParser:
     command("migrate", cmd_migrate, "apply the database schema (idempotent, safe to run concurrently)")
 
     p = command("enqueue", cmd_enqueue, "queue a Jenkins job")
-    p.add_argument("job", help="Jenkins job path, folders separated by / (team/app/deploy)")
+    p.add_argument("job", type=job_name, metavar="JOB", help="Jenkins job path, folders separated by / (team/app/deploy)")
     p.add_argument("-p", "--param", action="append", type=parse_key_value, metavar="KEY=VALUE",
                    help="a build parameter (repeatable)")
     p.add_argument("--params", type=parse_json_object, metavar="JSON", help="build parameters as a JSON object")
-    p.add_argument("--priority", type=int, default=0, help="higher runs first")
+    p.add_argument("--priority", type=whole(inputs.PRIORITY), default=0, help="higher runs first")
     p.add_argument("--at", type=parse_time, metavar="TIME", help="not before: ISO 8601 or +5m")
-    p.add_argument("--max-attempts", type=positive_int, default=3, help="dispatch attempts allowed")
-    p.add_argument("--dedupe-key", metavar="K", help="at most one unfinished job per key")
-    p.add_argument("--controller", default=DEFAULT_CONTROLLER, metavar="NAME",
+    p.add_argument("--max-attempts", type=whole(inputs.ATTEMPTS), default=3, help="dispatch attempts allowed")
+    p.add_argument("--dedupe-key", type=dedupe_key, metavar="K",
+                   help="at most one unfinished job per key (at most 255 characters)")
+    p.add_argument("--controller", type=controller_name, default=DEFAULT_CONTROLLER, metavar="NAME",
                    help="the Jenkins controller that runs it (JENKINS_CONTROLLERS; default: default)")
 
     p = command("ls", cmd_ls, "list jobs, newest first")
@@ -938,14 +989,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--since", type=parse_since, metavar="TIME",
                    help="changed at or after TIME: 1h, 30m, 2d (that long ago) or ISO 8601")
     add_text_filters(p)
-    p.add_argument("--limit", type=positive_int, default=50, help="at most this many jobs")
-    p.add_argument("--before", type=positive_int, metavar="ID", help="page: jobs with a smaller id")
+    p.add_argument("--limit", type=whole(inputs.HOW_MANY), default=50, help="at most this many jobs")
+    p.add_argument("--before", type=whole(inputs.ID), metavar="ID", help="page: jobs with a smaller id")
     p.add_argument("-w", "--wide", action="store_true",
                    help=f"every column, nothing cut (by default the table fits {LIST_WIDTH} columns)")
     p.add_argument("--controller", metavar="NAME", help="only jobs of this Jenkins controller")
 
     p = command("show", cmd_show, "every field of a job, its Jenkins links and its history")
-    p.add_argument("id", type=positive_int, help="the job's id")
+    p.add_argument("id", type=whole(inputs.ID), metavar="ID", help="the job's id")
 
     command("stats", cmd_stats, "queue counts, in flight per job vs cap, pauses, oldest pending age, live dispatchers")
 
@@ -953,16 +1004,16 @@ def build_parser() -> argparse.ArgumentParser:
                 "stop dispatching JOB (every job without one) from the next claim of every dispatcher, until "
                 "`resume`; jobs already in Jenkins continue. Kept in the database. JOB need not have any row "
                 "yet. Pausing a paused job changes nothing (and says so).")
-    p.add_argument("job", nargs="?", help="exact job_name (default: everything)")
+    p.add_argument("job", nargs="?", type=job_name, metavar="JOB", help="exact job_name (default: everything)")
     p.add_argument("--reason", help="why, shown by stats, show and ls")
-    p.add_argument("--controller", metavar="C",
-                   help="on this controller only (without JOB: the whole controller, for maintenance); "
-                        "default: on every controller")
+    p.add_argument("--controller", type=controller_name, metavar="C",
+                   help="on this controller only, one configured here (without JOB: the whole controller, for "
+                        "maintenance); default: on every controller")
 
     p = command("resume", cmd_resume,
                 "lift the pause of JOB (without JOB: the pause of everything; jobs paused on their own stay "
                 "paused); dispatchers wake at once. Resuming a job that is not paused changes nothing.")
-    p.add_argument("job", nargs="?", help="exact job_name (default: everything)")
+    p.add_argument("job", nargs="?", metavar="JOB", help="exact job_name (default: everything)")
     p.add_argument("--controller", metavar="C",
                    help="the pause given for this controller (default: the pause of every controller); "
                         "each is lifted on its own")
@@ -978,9 +1029,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("prune", cmd_prune, "delete finished jobs (and their history) older than N days, and the time "
                 "page's aggregates older than its longest window (a week)")
-    p.add_argument("--older-than", type=non_negative_float, required=True, metavar="DAYS",
-                   help="finished at least DAYS days ago (required)")
-    p.add_argument("--batch", type=positive_int, default=1000, help="rows deleted per statement")
+    p.add_argument("--older-than", type=age_days, required=True, metavar="DAYS",
+                   help="finished at least DAYS days ago, up to 36500 (required)")
+    p.add_argument("--batch", type=whole(inputs.HOW_MANY), default=1000, help="rows deleted per statement")
 
     limits = sub.add_parser("limits", help="per-job caps on jobs in flight and rates of starts",
                             description="per-job caps on jobs in flight and rates (starts per minute)")
@@ -990,16 +1041,17 @@ def build_parser() -> argparse.ArgumentParser:
                   "`pause JOB`, which stats, show and ls name), and/or limit how many of it start in any minute "
                   "(--per-minute M); what is not given stays as it was")
     p = limits_sub.add_parser("set", help=limit_help, description=limit_help)
-    p.add_argument("job", help="exact job_name")
-    p.add_argument("n", type=non_negative_int, nargs="?", help="jobs in flight at most (0: none)")
-    p.add_argument("--per-minute", type=positive_int, metavar="M",
+    p.add_argument("job", type=job_name, metavar="JOB", help="exact job_name")
+    p.add_argument("n", type=whole(inputs.CAP), nargs="?", metavar="N", help="jobs in flight at most (0: none)")
+    p.add_argument("--per-minute", type=whole(inputs.RATE), metavar="M",
                    help="starts at most M of the job in any 60 s, all dispatchers together")
-    p.add_argument("--controller", default=DEFAULT_CONTROLLER, metavar="C",
-                   help="the controller whose JOB this limits (default: default); the same name elsewhere is another job")
+    p.add_argument("--controller", type=controller_name, default=DEFAULT_CONTROLLER, metavar="C",
+                   help="the controller whose JOB this limits, one configured here (default: default); the same "
+                        "name elsewhere is another job")
     add_json_option(p)
     p.set_defaults(func=cmd_limits_set)
     p = limits_sub.add_parser("rm", help="remove JOB's cap and rate (or only the one named)")
-    p.add_argument("job", help="exact job_name")
+    p.add_argument("job", metavar="JOB", help="exact job_name")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--cap", action="store_true", help="remove only the cap (the rate stays)")
     which.add_argument("--per-minute", action="store_true", help="remove only the rate (the cap stays)")
@@ -1011,19 +1063,20 @@ def build_parser() -> argparse.ArgumentParser:
     add_json_option(p)
     p.set_defaults(func=cmd_limits_ls)
     p = limits_sub.add_parser("history", help="the latest cap and rate changes, newest first, and who made them")
-    p.add_argument("--last", type=positive_int, default=20, metavar="N", help="show the latest N changes (default: 20)")
+    p.add_argument("--last", type=whole(inputs.HOW_MANY), default=20, metavar="N",
+                   help="show the latest N changes (default: 20)")
     add_json_option(p)
     p.set_defaults(func=cmd_limits_history)
 
     add_schedule_commands(sub)
 
     p = command("dispatch", cmd_dispatch, "run one dispatcher pass and print its summary as JSON")
-    p.add_argument("--max-jobs", type=positive_int, metavar="N", help="trigger at most N jobs")
+    p.add_argument("--max-jobs", type=whole(inputs.HOW_MANY), metavar="N", help="trigger at most N jobs")
 
     p = command("serve", cmd_serve, "run the dispatcher (woken by new work) and the webhook over plain HTTP")
     p.add_argument("--interval", type=interval_seconds, default=SERVE_INTERVAL_SECONDS, metavar="S",
                    help="a pass at least every S seconds even without news")
-    p.add_argument("--port", type=non_negative_int, default=SERVE_PORT, help="webhook and /healthz port")
+    p.add_argument("--port", type=whole(inputs.PORT), default=SERVE_PORT, help="webhook and /healthz port")
     p.add_argument("--host", default=SERVE_HOST, help="address to listen on")
     p.add_argument("--ui", action="store_true",
                    help="also serve the web page (as `ui`) on the same address; requires UI_TOKEN")
@@ -1031,9 +1084,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("ui", cmd_ui, "serve the operator's web page (overview, jobs, levers); loopback only unless "
                               "UI_TOKEN (or UI_TOKEN_SECRET_ARN) is set")
     p.add_argument("--host", default=SERVE_HOST, help="address to listen on (any but loopback requires UI_TOKEN)")
-    p.add_argument("--port", type=non_negative_int, default=UI_PORT, help="port (0: any free one)")
+    p.add_argument("--port", type=whole(inputs.PORT), default=UI_PORT, help="port (0: any free one)")
     p.add_argument("--read-only", action="store_true", help="show everything, change nothing (no levers)")
-    p.add_argument("--refresh", type=non_negative_int, default=UI_REFRESH_SECONDS, metavar="S",
+    p.add_argument("--refresh", type=whole(inputs.SECONDS), default=UI_REFRESH_SECONDS, metavar="S",
                    help="pages reload themselves every S seconds while open (0: never)")
 
     from .operating.doctor import DEFAULT_MAX_JOBS_CHECKED, DEFAULT_MAX_TRANSACTION_AGE_SECONDS
@@ -1044,7 +1097,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also probe the webhook (serve: http://HOST:PORT/jenkins/notify); the probe changes nothing")
     p.add_argument("--max-transaction-age", type=non_negative_float, default=DEFAULT_MAX_TRANSACTION_AGE_SECONDS,
                    metavar="S", help="fail when a transaction has been open longer than S seconds")
-    p.add_argument("--max-jobs", type=positive_int, default=DEFAULT_MAX_JOBS_CHECKED, metavar="N",
+    p.add_argument("--max-jobs", type=whole(inputs.HOW_MANY), default=DEFAULT_MAX_JOBS_CHECKED, metavar="N",
                    help="check at most N job names waiting in the queue, those with the most rows first")
     return parser
 

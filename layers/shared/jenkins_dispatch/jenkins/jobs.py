@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ..errors import InvalidJobPath
+from ..inputs import control_character
 
 # Characters Jenkins' Util.rawEncode leaves alone; everything else is percent-encoded as UTF-8, uppercase hex.
 _RAW_ENCODE_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!$&'()*+,-._=@")
@@ -29,17 +30,34 @@ def raw_encode(segment: str) -> str:
 def job_path_error(job_name: str) -> str | None:
     """Why ``job_name`` can never name a Jenkins item, or None when it can.
 
-    A ``.`` or ``..`` segment is refused: Jenkins forbids such item names (``Jenkins.checkGoodName``), and an HTTP
+    A control character is refused, as Jenkins refuses it in an item's name (``Character.isISOControl``); its other
+    unsafe characters are not, since Jenkins gives some items such names itself (a multibranch job's branch
+    ``feature/x`` is the item ``feature%2Fx``). A ``.`` or ``..`` segment is refused: Jenkins forbids such item names (``Jenkins.checkGoodName``), and an HTTP
     client resolves them before sending (``job/a/job/../job/b/`` goes out as ``job/a/job/b/``), so ``a/../b`` would
     trigger job ``a/b`` behind the back of ``a/b``'s per-job cap. Percent-encoding them is no way out: requests
     decodes ``%2E`` (an unreserved character) back to ``.`` and then removes the segment.
     """
+    if found := control_character(job_name):
+        return f"invalid Jenkins job name {job_name!r}: it holds a control character ({found}), which Jenkins refuses"
     segments = job_name.split("/") if job_name else [""]
     if "" in segments:
         return f"invalid Jenkins job name {job_name!r}: folders are separated by single '/'"
     if "." in segments or ".." in segments:
         return f"invalid Jenkins job name {job_name!r}: Jenkins forbids '.' and '..' as job or folder names"
     return None
+
+
+JOB_NAME_LONGEST = 1024  # the job_name columns' bound, on both engines
+
+
+def job_name_error(job_name: object) -> str | None:
+    """Why the queue cannot take ``job_name`` for a row, a cap, a rate, a pause or a schedule (None: it can): empty
+    or blank, longer than the tables hold, or no name a Jenkins item can have (``job_path_error``)."""
+    if not isinstance(job_name, str) or not job_name.strip():
+        return "job name must not be empty"
+    if len(job_name) > JOB_NAME_LONGEST:
+        return f"job name must be at most {JOB_NAME_LONGEST} characters, got {len(job_name)}"
+    return job_path_error(job_name)
 
 
 def job_path(job_name: str) -> str:

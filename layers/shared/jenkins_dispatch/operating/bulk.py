@@ -26,6 +26,7 @@ from ..errors import (
     NotFound,
     SchemaMissing,
 )
+from ..inputs import parameter_name_error
 from ..jenkins.controllers import controller_name
 from ..store.queue import Queue
 from .transitions import CANCEL, ELIGIBLE_STATUSES, RETRY
@@ -90,6 +91,8 @@ def parse_key_value(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
         raise InvalidInput(f"bad parameter {text!r}: expected KEY=VALUE")
+    if error := parameter_name_error(key.strip()):
+        raise InvalidInput(error)
     return key.strip(), value
 
 

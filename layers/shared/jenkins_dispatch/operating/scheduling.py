@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from .. import inputs
 from ..dispatching.cron import DEFAULT_TIMEZONE, check_expression, next_tick, zone
 from ..errors import Conflict, InvalidInput, NotFound
-from ..jenkins.jobs import job_path_error
+from ..jenkins.jobs import job_name_error
 from ..store.db import Row
 from ..store.schedules import DEFAULT_CONTROLLER, Schedules, check_name
 
@@ -28,25 +29,26 @@ def add_schedule(schedules: Schedules, name: str, job_name: str, parameters: dic
                  timezone: str = DEFAULT_TIMEZONE, priority: int = 0,
                  controller: str = DEFAULT_CONTROLLER, no_overlap: bool = False) -> ScheduleChange:
     """Store a schedule whose first tick is the first after now. Conflict when the name is taken; InvalidInput
-    (nothing stored) for a bad name, job, cron expression, time zone or controller. ``no_overlap``: a tick that
-    comes while the previous run is still pending or processing is skipped."""
+    (nothing stored) for a bad name, job, parameter name, priority, cron expression, time zone or controller name
+    (whether the controller is configured is the caller's to check: it holds the configuration). ``no_overlap``: a
+    tick that comes while the previous run is still pending or processing is skipped."""
     check_name(name)
-    if not isinstance(job_name, str) or not job_name.strip():
-        raise InvalidInput("job name must not be empty")
-    if error := job_path_error(job_name):
-        raise InvalidInput(error)
     parameters = {} if parameters is None else parameters
-    if not isinstance(parameters, dict):
-        raise InvalidInput("parameters must be a JSON object")
+    if error := (job_name_error(job_name) or inputs.parameters_error(parameters) or _priority_error(priority)
+                 or inputs.controller_name_error(controller)):
+        raise InvalidInput(error)
     cron = check_expression(cron)
     zone(timezone)
-    if not isinstance(controller, str) or not controller.strip():
-        raise InvalidInput("controller must not be empty")
     first = next_tick(cron, timezone, schedules.now())  # also refuses an expression that never matches
     if not schedules.add(name, job_name, parameters, cron=cron, timezone=timezone, priority=priority,
                          controller=controller, next_tick=first, no_overlap=no_overlap):
         raise Conflict(f"a schedule named {name!r} exists already: `jenkins-dispatch schedule rm {name}` first")
     return ScheduleChange(name=name, changed=True, next_tick=first)
+
+
+def _priority_error(priority: int) -> str | None:
+    """The rows' priority, held to the column's range (the schedule's and its rows')."""
+    return None if (error := inputs.PRIORITY.error(priority)) is None else f"priority: {error}"
 
 
 def remove_schedule(schedules: Schedules, name: str) -> None:
@@ -68,9 +70,11 @@ def change_schedule(schedules: Schedules, name: str, *, cron: str | None = None,
     """Change a schedule in place (its ticks, skips and last row stay), from its next tick on: the fields given
     (None: as it is); a new cron or zone moves its next tick to the first after now. Naming what it is already
     changes nothing. NotFound when there is no such schedule; InvalidInput (nothing changed) for a bad cron
-    expression or zone, or when nothing is given."""
+    expression, zone or priority, or when nothing is given."""
     if cron is None and timezone is None and priority is None and no_overlap is None:
         raise InvalidInput("nothing to change: give --cron, --timezone, --priority, --no-overlap or --overlap")
+    if priority is not None and (error := _priority_error(priority)):
+        raise InvalidInput(error)
     if cron is not None:
         cron = check_expression(cron)
     if timezone is not None:

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
 
+from .. import inputs
 from ..config import DEFAULT_CONTROLLER, default_of
 from ..errors import Conflict, DatabaseBusy, InvalidInput, NotFound
-from ..jenkins.jobs import dumps_parameters, job_path_error, loads_parameters
+from ..jenkins.jobs import dumps_parameters, job_name_error, loads_parameters
 from ..moments import from_iso
 from . import statements
 from .db import DatabaseError, Row, Session
@@ -337,6 +338,17 @@ def _check_buckets(window_seconds: int, bucket_seconds: int) -> None:
         raise InvalidInput("a bucket must be a multiple of 300 s and the window at least one bucket")
 
 
+def _named(argument: str, error: str | None) -> str | None:
+    """An ``inputs`` refusal naming the argument it is about."""
+    return None if error is None else f"{argument}: {error}"
+
+
+def _refuse(*errors: str | None) -> None:
+    """InvalidInput with the first of ``errors`` (None: no error), before anything is stored."""
+    if first := next((e for e in errors if e is not None), None):
+        raise InvalidInput(first)
+
+
 class Queue:
     """Queue operations on one database session. Every method is one round trip unless it says so."""
 
@@ -377,12 +389,10 @@ class Queue:
         """Add a pending row for ``controller``; with ``dedupe_key``, return the unfinished row with that key
         instead."""
         parameters = {} if parameters is None else parameters
-        if not isinstance(parameters, dict):
-            raise InvalidInput("parameters must be a JSON object (a dict)")
-        if not isinstance(job_name, str) or not job_name.strip():
-            raise InvalidInput("job name must not be empty")
-        if error := job_path_error(job_name):
-            raise InvalidInput(error)
+        _refuse(job_name_error(job_name), inputs.parameters_error(parameters),
+                _named("priority", inputs.PRIORITY.error(priority)),
+                _named("max_attempts", inputs.ATTEMPTS.error(max_attempts)),
+                None if dedupe_key is None else inputs.dedupe_key_error(dedupe_key))
         scheduled_at = _scheduled_at(scheduled_at)
         rows = self._run(
             "enqueue",
@@ -761,8 +771,7 @@ class Queue:
         """Set a job's cap of rows in flight on ``controller`` (0 holds it back), recorded in the caps' history
         with ``changed_by``. Returns the cap (``job_name``, ``max_in_flight``) and the one it replaced
         (``previous``, None when there was none)."""
-        if max_in_flight < 0:
-            raise InvalidInput("a cap must be 0 or more (0 holds the job back)")
+        _refuse(job_name_error(job_name), _named("max_in_flight", inputs.CAP.error(max_in_flight)))
         return self._run("set_limit", job_name=job_name, max_in_flight=max_in_flight, controller=controller,
                          changed_by=changed_by)[0]
 
@@ -777,11 +786,8 @@ class Queue:
         """Set a job's rate on ``controller``: no set of dispatchers starts more than ``per_minute`` of its rows in
         any 60 s (enforced by the capped claim, as caps are). Its cap, if any, stays. Recorded in the caps' history
         with ``changed_by``. Returns the rate (``job_name``, ``per_minute``) and the one it replaced (``previous``,
-        None when there was none)."""
-        if per_minute < 1:
-            raise InvalidInput("a rate must be 1 or more starts per minute (a cap of 0 holds a job back)")
-        if error := job_path_error(job_name):
-            raise InvalidInput(error)
+        None when there was none); a cap of 0, not a rate, holds a job back."""
+        _refuse(job_name_error(job_name), _named("per_minute", inputs.RATE.error(per_minute)))
         return self._run("set_rate", job_name=job_name, per_minute=per_minute, controller=controller,
                          changed_by=changed_by)[0]
 
@@ -833,7 +839,7 @@ class Queue:
         holds back; rows already claimed carry on. Pausing a paused job keeps the pause in force (``created``
         False). A pause on every controller and one on a single controller are two pauses."""
         key = _pause_key(job_name)
-        if job_name is not None and (error := job_path_error(job_name)):
+        if job_name is not None and (error := job_name_error(job_name)):
             raise InvalidInput(error)  # as enqueue: no row of it could ever be dispatched
         try:
             rows = self._run("pause_job", job_name=key, paused_by=paused_by, reason=reason, controller=controller)

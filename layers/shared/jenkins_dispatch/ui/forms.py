@@ -3,14 +3,14 @@ field) and never touch the database."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import urlencode
 
-from .. import moments
-from ..config import CONTROLLER_NAME
+from .. import inputs, moments
 from ..errors import InvalidInput
+from ..jenkins.jobs import job_name_error
 from ..operating import bulk
 from ..store.queue import MAX_PARAMETER_FILTERS, PARAMETER_KEY, STATUSES
 
@@ -36,13 +36,23 @@ def one(query: Query, name: str) -> str | None:
     return value
 
 
+def whole(text: str, name: str, allowed: inputs.Range, hint: str = "") -> int:
+    """Field ``name`` as a whole number in ``allowed`` (the rule the command line's options follow), its refusal
+    naming the field, then ``hint``."""
+    try:
+        return inputs.whole_number(text, allowed)
+    except InvalidInput as exc:
+        raise InvalidInput(f"{name}: {exc}{hint}") from None
+
+
 def positive_id(text: str | None, name: str) -> int | None:
-    """A job id (or ``before`` cursor): a whole number, 1 or more."""
+    """A job id (or ``before`` cursor): a whole number, 1 or more (an id's column holds it)."""
     if text is None:
         return None
-    if not text.isdigit() or int(text) < 1 or len(text) > 18:
-        raise InvalidInput(f"{name}: expected a job id (a whole number, 1 or more), got {text!r}")
-    return int(text)
+    try:
+        return inputs.whole_number(text, inputs.ID)
+    except InvalidInput:
+        raise InvalidInput(f"{name}: expected a job id ({inputs.ID.expected()}), got {text!r}") from None
 
 
 def parameter_pair(text: str) -> tuple[str, str]:
@@ -111,24 +121,18 @@ def job_filters(query: Query) -> JobFilters:
     if len(parameters) > MAX_PARAMETER_FILTERS:
         raise InvalidInput(f"param: at most {MAX_PARAMETER_FILTERS} parameter filters at once")
     limit_text = one(query, "limit")
-    limit = PAGE_SIZE
-    if limit_text is not None:
-        if not limit_text.isdigit() or not 1 <= int(limit_text) <= MAX_PAGE_SIZE:
-            raise InvalidInput(f"limit: expected a whole number from 1 to {MAX_PAGE_SIZE}, got {limit_text!r}")
-        limit = int(limit_text)
+    limit = PAGE_SIZE if limit_text is None else whole(limit_text, "limit", inputs.Range(1, MAX_PAGE_SIZE))
     return JobFilters(status=status, job_name=one(query, "job"), since_text=since_text, since=since,
                       error_like=one(query, "error"), parameters=parameters,
                       before=positive_id(one(query, "before"), "before"), limit=limit)
 
 
 def cap(text: str | None) -> int | None:
-    """A job's cap from the form: a whole number, 0 or more; blank means no cap (remove it)."""
+    """A job's cap from the form: a whole number, 0 or more (as `limits set JOB N`); blank means no cap (remove
+    it)."""
     if text is None or not text.strip():
         return None
-    text = text.strip()
-    if not text.isdigit() or len(text) > 9:
-        raise InvalidInput(f"cap: expected a whole number, 0 or more (blank removes the cap), got {text!r}")
-    return int(text)
+    return whole(text.strip(), "cap", inputs.CAP, " (blank removes the cap)")
 
 
 def rate(text: str | None) -> int | None:
@@ -136,10 +140,7 @@ def rate(text: str | None) -> int | None:
     back); blank means no rate (remove it)."""
     if text is None or not text.strip():
         return None
-    text = text.strip()
-    if not text.isdigit() or len(text) > 9 or int(text) < 1:
-        raise InvalidInput(f"per_minute: expected a whole number, 1 or more (blank removes the rate), got {text!r}")
-    return int(text)
+    return whole(text.strip(), "per_minute", inputs.RATE, " (blank removes the rate)")
 
 
 def bulk_action(text: str | None) -> str:
@@ -149,10 +150,13 @@ def bulk_action(text: str | None) -> str:
     return text
 
 
-def job_name(text: str | None, name: str = "job") -> str:
-    """A job name a lever names (required)."""
+def job_name(text: str | None, name: str = "job", *, to_store: bool = True) -> str:
+    """A job name a lever names (required). One it stores something for (a cap, a rate, a pause) must be a name
+    the queue takes (``to_store``); one whose cap or rate it removes may be any, as stored before."""
     if text is None:
         raise InvalidInput(f"{name}: a job name is required")
+    if to_store and (error := job_name_error(text)):
+        raise InvalidInput(f"{name}: {error}")
     return text
 
 
@@ -163,13 +167,14 @@ def schedule_name(text: str | None) -> str:
     return text
 
 
-def controller_name(text: str | None) -> str:
-    """The controller a lever names (required), by the rule of JENKINS_CONTROLLERS' names."""
+def controller_name(text: str | None, configured: Collection[str] | None = None) -> str:
+    """The controller a lever names (required), by the rule of JENKINS_CONTROLLERS' names; one it stores something
+    for (a pause) must be among the ``configured`` ones."""
     if not text:
         raise InvalidInput("controller: a controller name is required")
-    if not CONTROLLER_NAME.match(text):
-        raise InvalidInput(f"controller: bad controller name {text!r}: lower-case letters, digits, '_' and '-', "
-                           "starting with a letter or digit (at most 64 characters)")
+    error = inputs.controller_name_error(text) if configured is None else inputs.controller_error(text, configured)
+    if error:
+        raise InvalidInput(f"controller: {error}")
     return text
 
 

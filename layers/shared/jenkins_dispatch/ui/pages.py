@@ -151,6 +151,8 @@ class Pages:
     def pause(self, form: forms.Query, actor: str) -> Done | Page:
         """Pause one job (``job``) or, without one, everything (as `pause [JOB]`)."""
         job = forms.one(form, "job")
+        if job is not None:
+            forms.job_name(job)
         with self.queue() as queue:
             if not confirmed(form):
                 pending = queue.pending_count(job)
@@ -182,8 +184,9 @@ class Pages:
 
     def pause_controller(self, form: forms.Query, actor: str) -> Done | Page:
         """Pause a whole controller for maintenance (as `pause --controller C`): none of its rows is claimed
-        until resumed; its lane keeps reconciling, cancelling and settling the rows already in its Jenkins."""
-        controller = forms.controller_name(forms.one(form, "controller"))
+        until resumed; its lane keeps reconciling, cancelling and settling the rows already in its Jenkins. Only a
+        configured one (as the command): a controller no dispatcher serves fails its rows anyway."""
+        controller = forms.controller_name(forms.one(form, "controller"), self.settings.controllers_by_name())
         with self.queue() as queue:
             if not confirmed(form):
                 # Its backlog as `stats` counts it (the same statement): no other read needed.
@@ -229,9 +232,12 @@ class Pages:
         return Done(self._back(form), message)
 
     def set_cap(self, form: forms.Query, actor: str) -> Done | Page:
-        """Set a job's cap (as `limits set JOB N`), or remove it when the cap is blank (`limits rm JOB`)."""
-        job = forms.job_name(forms.one(form, "job"))
+        """Set a job's cap (as `limits set JOB N`, on the default controller, which must be configured), or remove
+        it when the cap is blank (`limits rm JOB`)."""
         cap = forms.cap(forms.one(form, "cap"))
+        job = forms.job_name(forms.one(form, "job"), to_store=cap is not None)
+        if cap is not None:
+            self._configured(DEFAULT_CONTROLLER)
         with self.queue() as queue:
             current = queue.limit_of(job)
             if cap == current:
@@ -256,9 +262,12 @@ class Pages:
 
     def set_rate(self, form: forms.Query, actor: str) -> Done | Page:
         """Set a job's rate, starts per minute (as `limits set JOB --per-minute N`), or remove it when blank (`limits
-        rm JOB --per-minute`); its cap stays either way. Asked first, naming the job's starts of the last minute."""
-        job = forms.job_name(forms.one(form, "job"))
+        rm JOB --per-minute`); its cap stays either way. Asked first, naming the job's starts of the last minute.
+        The default controller's, as the cap's lever."""
         per_minute = forms.rate(forms.one(form, "per_minute"))
+        job = forms.job_name(forms.one(form, "job"), to_store=per_minute is not None)
+        if per_minute is not None:
+            self._configured(DEFAULT_CONTROLLER)
         with self.queue() as queue:
             # The rate and its last minute as the claim counts them (job names compare ignoring case).
             current = queue.waiting_context([(DEFAULT_CONTROLLER, job)]).rates.get((DEFAULT_CONTROLLER, job))
@@ -294,6 +303,10 @@ class Pages:
                                        "failure": bulk.failure_line(action, outcomes)}, refresh=False)
 
     # ------------------------------------------------------------------ helpers
+
+    def _configured(self, controller: str) -> None:
+        """Refuse (400) a lever that would store something for a controller not configured here."""
+        forms.controller_name(controller, self.settings.controllers_by_name())
 
     @staticmethod
     def _bulk_allowed(filters: forms.JobFilters) -> bool:
