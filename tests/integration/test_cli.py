@@ -62,7 +62,8 @@ def controllers(monkeypatch):
 
 def test_limits_and_stats(capsys, queue, controllers):
     assert run_json(capsys, "limits", "set", "deploy", "2") == {"job_name": "deploy", "controller": "default",
-                                                                 "max_in_flight": 2, "per_minute": None}
+                                                                 "max_in_flight": 2, "per_minute": None,
+                                                                 "changed": True, "cap_changed": True}
     assert run_json(capsys, "limits", "ls") == [{"controller": "default", "job_name": "deploy", "max_in_flight": 2,
                                                  "in_flight": 0, "per_minute": None, "started_last_minute": 0}]
     queue.enqueue("deploy")
@@ -83,7 +84,7 @@ def test_limits_rate_beside_the_cap(capsys, queue, controllers):
     (row,) = run_json(capsys, "limits", "ls")
     assert (row["max_in_flight"], row["per_minute"], row["started_last_minute"]) == (2, 5, 0)
     assert run_json(capsys, "limits", "rm", "deploy", "--per-minute") == {
-        "job_name": "deploy", "controller": "default", "removed": True, "rate_removed": True}
+        "job_name": "deploy", "controller": "default", "removed": True, "changed": True, "rate_removed": True}
     assert [(r["max_in_flight"], r["per_minute"]) for r in run_json(capsys, "limits", "ls")] == [(2, None)]
     code, out, _ = run(capsys, "limits", "rm", "deploy", "--per-minute")
     assert code == 0 and out.strip() == "deploy had no rate; nothing changed"

@@ -139,6 +139,57 @@ def test_rate_changes_are_kept_in_the_caps_history_with_who_and_from_what(db):
     ]
 
 
+def test_setting_the_cap_or_rate_a_job_already_has_changes_nothing_and_records_nothing(db):
+    """Issue 33: `limits set J 2` when the cap already was 2 wrote a `2 → 2` entry in the caps' history."""
+    queue = Queue(db)
+    assert queue.set_limit("deploy", 2, changed_by="alice").changed
+    assert queue.set_rate("deploy", 5, changed_by="alice").changed
+    updated = db.run("SELECT updated_at FROM jenkins_job_limits")
+    again = queue.set_limit("Deploy", 2, changed_by="bob")  # another spelling: the same job's cap
+    assert (again.changed, again.previous) == (False, 2)
+    assert not queue.set_rate("DEPLOY", 5, changed_by="bob").changed
+    assert not queue.set_rate("deploy", 5, "default", changed_by="bob").changed
+    assert db.run("SELECT updated_at FROM jenkins_job_limits") == updated
+    assert [c["changed_by"] for c in queue.limit_history()] == ["alice", "alice"]
+    changed = queue.set_limit("deploy", 3, changed_by="carol")
+    assert (changed.changed, changed.previous) == (True, 2)
+    assert queue.set_limit("deploy", 2, "eu", changed_by="dave").changed  # another controller: another job
+    assert _changes(queue)[:2] == [("cap", "deploy", None, 2, None, None, "dave"),
+                                   ("cap", "deploy", 2, 3, None, None, "carol")]
+
+
+def _set_cap(url, barrier, job, cap, results):
+    try:
+        with Database(parse_database_url(url)) as db:
+            queue = Queue(db)
+            db.connection()  # connected before the race: the race is the statements'
+            barrier.wait(timeout=30)
+            results.append(queue.set_limit(job, cap, changed_by=threading.current_thread().name).changed)
+    except BaseException as exc:  # noqa: BLE001 - told to the test below
+        results.append(exc)
+
+
+@pytest.mark.parametrize("before", [None, 2], ids=["no-cap-yet", "another-cap"])
+def test_operators_setting_the_same_cap_at_once_record_one_change(db, database_url, before):
+    """Six sessions set deploy's cap to 5 at the same moment: one of them changes it (and records it); the others
+    find it already so, whether the job had no limits row yet (six inserts race) or another cap."""
+    queue = Queue(db)
+    if before is not None:
+        queue.set_limit("deploy", before, changed_by="seed")
+    barrier, results = threading.Barrier(6), []
+    threads = [threading.Thread(target=_set_cap, args=(database_url, barrier, "deploy", 5, results), name=f"op{n}")
+               for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not [r for r in results if isinstance(r, BaseException)], results
+    assert sorted(results) == [False] * 5 + [True]
+    assert queue.limit_of("deploy") == 5
+    changes = [c for c in _changes(queue) if c[6] != "seed"]
+    assert [(c[2], c[3]) for c in changes] == [(before, 5)]
+
+
 def test_limits_set_and_rm_of_a_rate_record_the_operator_and_limits_history_shows_them(db, database_url, capsys,
                                                                                       monkeypatch):
     configure_default_controller(monkeypatch)

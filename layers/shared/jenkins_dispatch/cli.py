@@ -489,7 +489,7 @@ def cmd_pause(ctx: Context, args) -> None:
         ctx.configured(args.controller)
     result = ctx.queue.pause(args.job, reason=args.reason, paused_by=_operator_name(), controller=args.controller)
     if args.json:
-        print_json(dict(result.as_dict(), created=result.created, pending=result.pending))
+        print_json(dict(result.as_dict(), created=result.created, changed=result.created, pending=result.pending))
         return
     target = _pause_target(args.job, args.controller)
     resume = ("`jenkins-dispatch resume" + (f" {args.job}" if args.job else "")
@@ -509,7 +509,7 @@ def cmd_resume(ctx: Context, args) -> None:
     result = ctx.queue.resume(args.job, controller=args.controller)
     if args.json:
         print_json({"job_name": args.job, "everything": args.job is None, "controller": args.controller,
-                    "resumed": result.resumed, "pending": result.pending,
+                    "resumed": result.resumed, "changed": result.resumed, "pending": result.pending,
                     "still_paused": [p.as_dict() for p in result.still_paused]})
         return
     target = _pause_target(args.job, args.controller)
@@ -650,25 +650,33 @@ def _on(controller: str) -> str:
 
 def cmd_limits_set(ctx: Context, args) -> None:
     """`limits set JOB [N] [--per-minute M] [--controller C]`: at most N of the job in flight, at most M started in
-    any minute, on that controller (one configured here); what is not given stays as it was."""
+    any minute, on that controller (one configured here); what is not given stays as it was, and a cap or rate the
+    job already has changes nothing (and says so)."""
     if args.n is None and args.per_minute is None:
         raise InvalidInput("give a cap (N, jobs in flight at most) or --per-minute M (starts per minute), or both")
     ctx.configured(args.controller)
     where = _on(args.controller)
+    changed = {}
     if args.per_minute is not None:
-        ctx.queue.set_rate(args.job, args.per_minute, args.controller, changed_by=_operator_name())
+        changed["rate"] = ctx.queue.set_rate(args.job, args.per_minute, args.controller,
+                                             changed_by=_operator_name()).changed
     if args.n is not None:
-        ctx.queue.set_limit(args.job, args.n, args.controller, changed_by=_operator_name())
+        changed["cap"] = ctx.queue.set_limit(args.job, args.n, args.controller, changed_by=_operator_name()).changed
     if args.json:
         print_json({"job_name": args.job, "controller": args.controller, "max_in_flight": args.n,
-                    "per_minute": args.per_minute})
+                    "per_minute": args.per_minute, "changed": any(changed.values()),
+                    **{f"{kind}_changed": was for kind, was in changed.items()}})
         return
-    if args.n is not None:
+    if args.n is not None and not changed["cap"]:
+        print(f"{args.job}{where}: the cap is already {args.n}; nothing changed")
+    elif args.n is not None:
         pause = f"pause {args.job}" + (f" --controller {args.controller}" if where else "")
         print(f"{args.job}{where}: at most {args.n} in flight"
               + (" (held back until the cap is raised or removed; to stop a job for a while, `jenkins-dispatch "
                  f"{pause}` says so everywhere)" if args.n == 0 else ""))
-    if args.per_minute is not None:
+    if args.per_minute is not None and not changed["rate"]:
+        print(f"{args.job}{where}: the rate is already {args.per_minute} per minute; nothing changed")
+    elif args.per_minute is not None:
         print(f"{args.job}{where}: at most {args.per_minute} started in any minute, by all dispatchers together")
 
 
@@ -683,7 +691,7 @@ def cmd_limits_rm(ctx: Context, args) -> None:
     # none to remove: already as asked, exit 0 and say so
     if args.json:
         print_json({"job_name": args.job, "controller": args.controller, "removed": any(removed.values()),
-                    **{f"{kind}_removed": gone for kind, gone in removed.items()}})
+                    "changed": any(removed.values()), **{f"{kind}_removed": gone for kind, gone in removed.items()}})
         return
     name = f"{args.job}{_on(args.controller)}"
     gone = [kind for kind, was in removed.items() if was]
@@ -817,7 +825,8 @@ def cmd_schedule_add(ctx: Context, args) -> None:
     result = add_schedule(_schedules(ctx), args.name, args.job, parameters, cron=args.cron, timezone=args.timezone,
                           priority=args.priority, controller=args.controller, no_overlap=args.no_overlap)
     if args.json:
-        print_json({"name": result.name, "next_tick": result.next_tick, "no_overlap": args.no_overlap})
+        print_json({"name": result.name, "changed": result.changed, "next_tick": result.next_tick,
+                    "no_overlap": args.no_overlap})
     else:
         print(f"schedule {result.name}: {args.job} at '{' '.join(args.cron.split())}' ({args.timezone}); "
               f"next tick {when(result.next_tick) if result.next_tick else '-'}"

@@ -349,6 +349,15 @@ def _refuse(*errors: str | None) -> None:
         raise InvalidInput(first)
 
 
+@dataclass(frozen=True)
+class LimitSet:
+    """What setting a job's cap (or rate) did: ``changed`` False when it already was that (nothing written,
+    nothing recorded in the caps' history); ``previous`` the cap (rate) it had, None for none."""
+
+    changed: bool
+    previous: int | None
+
+
 class Queue:
     """Queue operations on one database session. Every method is one round trip unless it says so."""
 
@@ -767,13 +776,14 @@ class Queue:
         return int(self._run("prune_aggregates", seconds=int(older_than_seconds))[0]["deleted"])
 
     def set_limit(self, job_name: str, max_in_flight: int, controller: str = DEFAULT_CONTROLLER, *,
-                  changed_by: str | None = None) -> Row:
+                  changed_by: str | None = None) -> LimitSet:
         """Set a job's cap of rows in flight on ``controller`` (0 holds it back), recorded in the caps' history
-        with ``changed_by``. Returns the cap (``job_name``, ``max_in_flight``) and the one it replaced
-        (``previous``, None when there was none)."""
+        with ``changed_by``: whether it changed, and the cap it replaced. A cap the job already has (under any
+        spelling of its name) changes nothing and records nothing."""
         _refuse(job_name_error(job_name), _named("max_in_flight", inputs.CAP.error(max_in_flight)))
-        return self._run("set_limit", job_name=job_name, max_in_flight=max_in_flight, controller=controller,
-                         changed_by=changed_by)[0]
+        rows = self._run("set_limit", job_name=job_name, max_in_flight=max_in_flight, controller=controller,
+                         changed_by=changed_by)
+        return LimitSet(changed=True, previous=rows[0]["previous"]) if rows else LimitSet(False, max_in_flight)
 
     def remove_limit(self, job_name: str, controller: str = DEFAULT_CONTROLLER, *,
                      changed_by: str | None = None) -> bool:
@@ -782,14 +792,15 @@ class Queue:
         return bool(self._run("remove_limit", job_name=job_name, controller=controller, changed_by=changed_by))
 
     def set_rate(self, job_name: str, per_minute: int, controller: str = DEFAULT_CONTROLLER, *,
-                 changed_by: str | None = None) -> Row:
+                 changed_by: str | None = None) -> LimitSet:
         """Set a job's rate on ``controller``: no set of dispatchers starts more than ``per_minute`` of its rows in
         any 60 s (enforced by the capped claim, as caps are). Its cap, if any, stays. Recorded in the caps' history
-        with ``changed_by``. Returns the rate (``job_name``, ``per_minute``) and the one it replaced (``previous``,
-        None when there was none); a cap of 0, not a rate, holds a job back."""
+        with ``changed_by``: whether it changed, and the rate it replaced. A rate the job already has changes
+        nothing and records nothing (a cap of 0, not a rate, holds a job back)."""
         _refuse(job_name_error(job_name), _named("per_minute", inputs.RATE.error(per_minute)))
-        return self._run("set_rate", job_name=job_name, per_minute=per_minute, controller=controller,
-                         changed_by=changed_by)[0]
+        rows = self._run("set_rate", job_name=job_name, per_minute=per_minute, controller=controller,
+                         changed_by=changed_by)
+        return LimitSet(changed=True, previous=rows[0]["previous"]) if rows else LimitSet(False, per_minute)
 
     def remove_rate(self, job_name: str, controller: str = DEFAULT_CONTROLLER, *,
                     changed_by: str | None = None) -> bool:

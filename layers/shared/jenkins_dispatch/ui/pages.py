@@ -255,9 +255,10 @@ class Pages:
             if cap is None:
                 queue.remove_limit(job, changed_by=actor)
                 message = f"{job}: no cap"
-            else:
-                queue.set_limit(job, cap, changed_by=actor)
+            elif queue.set_limit(job, cap, changed_by=actor).changed:
                 message = f"{job}: at most {cap} in flight"
+            else:  # another operator set it meanwhile
+                message = f"{job}: the cap is already {cap}; nothing changed"
         return Done(self._back(form), message)
 
     def set_rate(self, form: forms.Query, actor: str) -> Done | Page:
@@ -284,9 +285,10 @@ class Pages:
             if per_minute is None:
                 queue.remove_rate(job, changed_by=actor)
                 message = f"{job}: no rate"
-            else:
-                queue.set_rate(job, per_minute, changed_by=actor)
+            elif queue.set_rate(job, per_minute, changed_by=actor).changed:
                 message = f"{job}: at most {per_minute} started in any minute, by all dispatchers together"
+            else:  # another operator set it meanwhile
+                message = f"{job}: the rate is already {per_minute} per minute; nothing changed"
         return Done(self._back(form), message)
 
     def bulk_act(self, form: forms.Query, actor: str) -> Page:

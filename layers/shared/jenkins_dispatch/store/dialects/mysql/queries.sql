@@ -748,17 +748,24 @@ UNHEX(SHA2(LOWER(:job_name), 256))
 -- name: set_limit
 -- VALUES(col) rather than MySQL 8.0.20's row alias, which MariaDB does not know. No trigger wakes the
 -- dispatcher on MySQL: it sees a raised cap at its next poll.
--- The cap's history is written in the same block, the cap as it was read under the row's lock first.
+-- The cap's history is written in the same block, the cap as it was read under the row's lock first. A cap the
+-- job already has is left as it is and recorded nowhere: no row comes back. The caps lock (a capped claim's) is
+-- taken first: under READ COMMITTED a locking read of a job with no limits row yet locks nothing, and two
+-- sessions setting its first cap would both see none and both record a change; so they take turns, the first
+-- changes it, the others find it so.
+SELECT name FROM jenkins_dispatch_locks WHERE name = 'caps' FOR UPDATE;
 SET @jd_previous = NULL;
 SELECT max_in_flight INTO @jd_previous FROM jenkins_job_limits
 WHERE job_key = {{op_job_key}} AND controller = :controller FOR UPDATE;
-INSERT INTO jenkins_job_limits (controller, job_name, max_in_flight) VALUES (:controller, :job_name, :max_in_flight)
+SET @jd_changed = NOT (@jd_previous <=> :max_in_flight);
+INSERT INTO jenkins_job_limits (controller, job_name, max_in_flight)
+SELECT :controller, :job_name, :max_in_flight FROM DUAL WHERE @jd_changed
 ON DUPLICATE KEY UPDATE max_in_flight = VALUES(max_in_flight), updated_at = NOW(6);
 INSERT INTO jenkins_job_limit_events (controller, job_name, previous, max_in_flight, changed_by)
 SELECT controller, job_name, @jd_previous, max_in_flight, :changed_by FROM jenkins_job_limits
-WHERE job_key = {{op_job_key}} AND controller = :controller;
+WHERE job_key = {{op_job_key}} AND controller = :controller AND @jd_changed;
 SELECT controller, job_name, max_in_flight, @jd_previous AS previous FROM jenkins_job_limits
-WHERE job_key = {{op_job_key}} AND controller = :controller;
+WHERE job_key = {{op_job_key}} AND controller = :controller AND @jd_changed;
 
 -- name: remove_limit
 -- Removes a job's cap; its rate, if it has one, stays (the limits row goes with the last of the two).
@@ -777,16 +784,21 @@ SELECT :job_name AS job_name, @jd_previous AS previous FROM DUAL WHERE @jd_remov
 -- name: set_rate
 -- As set_limit, for the rate: VALUES(col) rather than a row alias (MariaDB); the rate it replaced, read under the
 -- row's lock first, and recorded with the new one in the caps' history as a 'rate' event (0013_rate_history.sql).
+-- A rate the job already has is left as it is, recorded nowhere, and no row comes back; the caps lock first, as
+-- set_limit takes it and for its reason.
+SELECT name FROM jenkins_dispatch_locks WHERE name = 'caps' FOR UPDATE;
 SET @jd_previous = NULL;
 SELECT per_minute INTO @jd_previous FROM jenkins_job_limits
 WHERE job_key = {{op_job_key}} AND controller = :controller FOR UPDATE;
-INSERT INTO jenkins_job_limits (controller, job_name, per_minute) VALUES (:controller, :job_name, :per_minute)
+SET @jd_changed = NOT (@jd_previous <=> :per_minute);
+INSERT INTO jenkins_job_limits (controller, job_name, per_minute)
+SELECT :controller, :job_name, :per_minute FROM DUAL WHERE @jd_changed
 ON DUPLICATE KEY UPDATE per_minute = VALUES(per_minute), updated_at = NOW(6);
 INSERT INTO jenkins_job_limit_events (controller, job_name, kind, previous_per_minute, per_minute, changed_by)
 SELECT controller, job_name, 'rate', @jd_previous, per_minute, :changed_by FROM jenkins_job_limits
-WHERE job_key = {{op_job_key}} AND controller = :controller;
+WHERE job_key = {{op_job_key}} AND controller = :controller AND @jd_changed;
 SELECT controller, job_name, per_minute, @jd_previous AS previous FROM jenkins_job_limits
-WHERE job_key = {{op_job_key}} AND controller = :controller;
+WHERE job_key = {{op_job_key}} AND controller = :controller AND @jd_changed;
 
 -- name: remove_rate
 -- As remove_limit, for the rate; its cap, if it has one, stays. Its recorded starts stay until the claims drop

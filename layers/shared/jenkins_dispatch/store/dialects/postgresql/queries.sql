@@ -741,13 +741,16 @@ SELECT (SELECT count(*) FROM stats) + (SELECT count(*) FROM bins) + (SELECT coun
 -- name: set_limit
 -- One cap per job and controller: set under another spelling of its name, it changes that cap (which keeps
 -- its first spelling, as on MySQL). The cap's history is written by the same statement (``before`` reads the
--- snapshot the statement started from: the cap as it was).
+-- snapshot the statement started from: the cap as it was). A cap the job already has is left as it is and
+-- recorded nowhere: no row comes back. The WHERE is judged on the row as the conflict locked it, so of several
+-- sessions setting the same cap at once, one changes it and the others find it so.
 WITH before AS (
     SELECT max_in_flight FROM jenkins_job_limits
     WHERE controller = :controller AND lower(job_name) = lower(CAST(:job_name AS text))
 ), changed AS (
     INSERT INTO jenkins_job_limits (controller, job_name, max_in_flight) VALUES (:controller, :job_name, :max_in_flight)
     ON CONFLICT (controller, (lower(job_name))) DO UPDATE SET max_in_flight = EXCLUDED.max_in_flight, updated_at = now()
+    WHERE jenkins_job_limits.max_in_flight IS DISTINCT FROM EXCLUDED.max_in_flight
     RETURNING controller, job_name, max_in_flight
 ), logged AS (
     INSERT INTO jenkins_job_limit_events (controller, job_name, previous, max_in_flight, changed_by)
@@ -777,13 +780,15 @@ SELECT job_name, max_in_flight AS previous FROM target;
 -- name: set_rate
 -- One rate per job and controller, beside its cap if it has one (set under another spelling of its name, it
 -- changes that job's limits row). Returns the rate it replaced (``previous``, NULL: none). Recorded in the caps'
--- history as a 'rate' event (0016_rate_history.sql), by the same statement, as set_limit records a cap.
+-- history as a 'rate' event (0016_rate_history.sql), by the same statement, as set_limit records a cap; a rate
+-- the job already has, as set_limit's cap, is left as it is, recorded nowhere, and no row comes back.
 WITH before AS (
     SELECT per_minute FROM jenkins_job_limits
     WHERE controller = :controller AND lower(job_name) = lower(CAST(:job_name AS text))
 ), changed AS (
     INSERT INTO jenkins_job_limits (controller, job_name, per_minute) VALUES (:controller, :job_name, :per_minute)
     ON CONFLICT (controller, (lower(job_name))) DO UPDATE SET per_minute = EXCLUDED.per_minute, updated_at = now()
+    WHERE jenkins_job_limits.per_minute IS DISTINCT FROM EXCLUDED.per_minute
     RETURNING controller, job_name, per_minute
 ), logged AS (
     INSERT INTO jenkins_job_limit_events (controller, job_name, kind, previous_per_minute, per_minute, changed_by)
