@@ -440,6 +440,55 @@ def test_the_same_header_from_an_untrusted_address_is_ignored(make_ui, queue, db
     assert queue.pauses()[0].paused_by == "ui"
 
 
+def _post_with_headers(client: UiClient, path: str, form: dict, headers: list[tuple[str, str]]):
+    """POST ``form`` with the page's token and cookie, sending ``headers`` line by line (a header may come twice,
+    which requests cannot send): the status and the page."""
+    import http.client
+    from urllib.parse import urlencode, urlsplit
+
+    client.get("/")
+    body = urlencode({**form, "csrf": client.csrf}).encode()
+    where = urlsplit(client.base_url)
+    connection = http.client.HTTPConnection(where.hostname, where.port, timeout=30)
+    try:
+        connection.putrequest("POST", path)
+        cookie = "; ".join(f"{c.name}={c.value}" for c in client.http.cookies)
+        for name, value in [("Content-Type", "application/x-www-form-urlencoded"), ("Content-Length", str(len(body))),
+                            ("Cookie", cookie), *headers]:
+            connection.putheader(name, value)
+        connection.endheaders(body)
+        answer = connection.getresponse()
+        return answer.status, html.unescape(answer.read().decode())
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("headers", [
+    [("X-Forwarded-User", "alice"), ("X-Forwarded-User", "mallory")],  # waitress joins them: "alice, mallory"
+    [("X-Forwarded-User", "alice, mallory")],
+], ids=["two-lines", "one-line-two-names"])
+def test_a_trusted_header_naming_two_operators_refuses_the_lever(make_ui, queue, db, headers):
+    """Issue 33: two values of UI_TRUSTED_USER_HEADER from a trusted proxy were merged and recorded as
+    `ui:alice, mallory`. The lever is refused (400, one line, nothing changed); pages still show."""
+    server = make_ui(plain_settings(UI_TRUSTED_USER_HEADER="X-Forwarded-User", UI_TRUSTED_PROXIES="127.0.0.0/8",
+                                    **DEFAULT_JENKINS))
+    proxy = UiClient(server.url)
+    job_id = put(queue, db, "deploy", "failed", "HTTP 404")
+    before = history(queue, job_id)
+    for path, form in ((f"/jobs/{job_id}/retry", {"confirm": "yes"}), ("/pause", {"job": "deploy", "confirm": "yes"}),
+                       ("/caps", {"job": "deploy", "cap": "2", "confirm": "yes"})):
+        status, page = _post_with_headers(proxy, path, form, headers)
+        assert status == 400, (path, page)
+        assert "x-forwarded-user: the login proxy named more than one operator" in page.lower(), path
+    assert history(queue, job_id) == before and queue.pauses() == [] and queue.limit_history() == []
+    shown = proxy.http.get(f"{proxy.base_url}/jobs/{job_id}", headers={"X-Forwarded-User": "alice, mallory"},
+                           timeout=30)
+    assert shown.status_code == 200 and "HTTP 404" in shown.text  # a page records nothing: it still shows
+    status, page = _post_with_headers(proxy, "/pause", {"job": "deploy", "confirm": "yes"},
+                                      [("X-Forwarded-User", "alice")])
+    assert status == 303 and queue.pauses()[0].paused_by == "ui:alice"
+
+
 @pytest.mark.parametrize(("path", "form"), [
     ("/pause", {"job": "de\tploy"}),
     ("/caps", {"job": "de\tploy", "cap": "2"}),

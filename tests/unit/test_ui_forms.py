@@ -3,6 +3,7 @@ Jenkins's state and controllers, moments as operators type them."""
 
 from __future__ import annotations
 
+import ipaddress
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -213,3 +214,21 @@ def test_operator_name_only_from_a_trusted_proxy(header, proxies, peer, sent, ex
     name = security.operator_name(header, networks, peer, {"x-forwarded-user": sent})
     assert name == expected
     assert security.actor(name) == (f"ui:{expected}" if expected else "ui")
+
+
+PROXY = (ipaddress.ip_network("127.0.0.0/8"),)
+
+
+@pytest.mark.parametrize("sent", ["alice, mallory", "alice,mallory", "alice, ", ", alice"])
+def test_a_trusted_header_naming_several_operators_is_refused(sent):
+    """Waitress joins a header sent twice with ", ": two X-Forwarded-User lines arrive as one value with a comma.
+    They were recorded as `ui:alice, mallory`; the action is refused instead."""
+    with pytest.raises(InvalidInput) as refused:
+        security.operator_name("x-forwarded-user", PROXY, "127.0.0.1", {"x-forwarded-user": sent})
+    assert "x-forwarded-user" in str(refused.value) and "exactly one" in str(refused.value)
+    assert "\n" not in str(refused.value)
+
+
+def test_the_same_header_from_anyone_else_is_still_ignored_and_one_name_still_counts():
+    assert security.operator_name("x-forwarded-user", PROXY, "10.0.0.1", {"x-forwarded-user": "a, b"}) is None
+    assert security.operator_name("x-forwarded-user", PROXY, "127.0.0.1", {"x-forwarded-user": "alice"}) == "alice"

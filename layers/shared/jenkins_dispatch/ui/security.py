@@ -19,7 +19,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from ..errors import ConfigError
+from ..errors import ConfigError, InvalidInput
 
 SESSION_COOKIE = "jd_ui_session"
 VISITOR_COOKIE = "jd_ui_visitor"  # a browser without a session: the nonce its CSRF token is derived from
@@ -145,7 +145,9 @@ _OPERATOR_NAME = re.compile("[^\\x00-\\x1f\\x7f]{1," + str(MAX_OPERATOR_NAME) + 
 def operator_name(header: str | None, proxies: tuple, peer: str | None, headers: dict[str, str]) -> str | None:
     """The operator a login proxy names in ``header``, believed only when the request came from one of
     ``proxies`` (an address anyone else sends it from is ignored); None when nobody is named, or the name is
-    empty, too long or holds control characters."""
+    empty, too long or holds control characters. InvalidInput when it names more than one: the server joins a
+    header sent twice with ", " (a proxy that adds its own line to the client's, say), and which of them the proxy
+    vouched for cannot be told, so the action is refused rather than recorded under both."""
     if not header or not peer:
         return None
     try:
@@ -155,6 +157,9 @@ def operator_name(header: str | None, proxies: tuple, peer: str | None, headers:
     if not any(address in network for network in proxies):
         return None
     name = headers.get(header, "").strip()
+    if "," in name:
+        raise InvalidInput(f"{header}: the login proxy named more than one operator; nothing was changed (it must "
+                           "send exactly one name, in one header line)")
     return name if _OPERATOR_NAME.fullmatch(name) else None
 
 

@@ -138,8 +138,13 @@ class UiApp:
                 return self.problem(421, "Wrong host", "This page answers only at its own loopback address "
                                     "(set UI_TOKEN to serve it under other names).", None)
             session, visitor_cookie = self._session(headers)
-            actor = security.actor(security.operator_name(self.settings.ui_identity.header,
-                                                          self.settings.ui_identity.proxies, peer, headers))
+            try:
+                actor = security.actor(security.operator_name(self.settings.ui_identity.header,
+                                                              self.settings.ui_identity.proxies, peer, headers))
+            except InvalidInput as ambiguous:
+                if method == "POST":  # a lever would record who pulled it: refused
+                    return self.problem(400, "Refused: who is the operator?", str(ambiguous), session)
+                actor = security.ACTOR  # a page only shows: nothing is recorded
             answer = self._route(method, path, parse_qs(url.query, keep_blank_values=True), headers, body, session,
                                  actor)
             if visitor_cookie:
