@@ -144,3 +144,27 @@ def test_a_cell_shows_a_value_one_way(value, shown) -> None:
 def test_an_age_is_a_duration_or_nothing_and_a_moment_says_its_zone() -> None:
     assert (age(None), age(3 * 3600 + 300)) == ("-", "3h05m")
     assert (moment(None), moment(datetime(2026, 1, 31, 9, tzinfo=UTC))) == ("-", "2026-01-31 09:00:00 UTC")
+
+
+# --------------------------------------------------------------------------- what an operator may give
+
+def _powers_of_two(tree: ast.Module) -> list[int]:
+    """The exponents of every ``2**N`` written in ``tree``."""
+    return [node.right.value for node in ast.walk(tree)
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and isinstance(node.left, ast.Constant)
+            and node.left.value == 2 and isinstance(node.right, ast.Constant)]
+
+
+def test_the_columns_ranges_are_written_once() -> None:
+    """Issue 33: each command checked its numbers its own way, or not at all (the database answered SQLSTATE 22003);
+    the webhook held build numbers and queue ids to the same columns with ranges of its own. inputs.py has them."""
+    assert [m for m, tree in _sources() if {31, 63} & set(_powers_of_two(tree))] == ["inputs.py"]
+
+
+def test_control_characters_are_told_in_one_place() -> None:
+    """Job names, parameter names, dedupe keys and the login proxy's operator name refuse the same characters
+    (the operator's name once left out C1, U+0080 to U+009F)."""
+    assert [m for m, tree in _sources() if any("\\x1f" in text or "\x1f" in text for text in _string_constants(tree))
+            ] == []
+    assert [m for m, tree in _sources() if any(isinstance(node, ast.FunctionDef) and node.name == "control_character"
+                                               for node in ast.walk(tree))] == ["inputs.py"]

@@ -202,6 +202,7 @@ def test_a_lever_names_a_controller_by_the_configurations_rule(text, message):
     (None, ("127.0.0.0/8",), "127.0.0.1", "alice", None),  # no header configured
     ("x-forwarded-user", ("127.0.0.0/8",), "127.0.0.1", "", None),
     ("x-forwarded-user", ("127.0.0.0/8",), "127.0.0.1", "a\x1bb", None),  # control characters
+    ("x-forwarded-user", ("127.0.0.0/8",), "127.0.0.1", "a\x85b", None),  # a C1 one (NEL) too
     ("x-forwarded-user", ("127.0.0.0/8",), "127.0.0.1", "x" * 61, None),  # longer than the history holds
     ("x-forwarded-user", ("127.0.0.0/8",), "not-an-address", "alice", None),
 ])

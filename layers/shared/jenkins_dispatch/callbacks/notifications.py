@@ -31,6 +31,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from ..dispatching.decisions import build_error, final_status
 from ..errors import RejectedNotification
+from ..inputs import BIGINT_HIGHEST, INT_HIGHEST
 from ..jenkins.answers import DISPATCH_ID_PARAMETER, header_value
 from ..jenkins.jobs import job_path_from_url
 
@@ -38,8 +39,8 @@ MAX_BODY_BYTES = 256 * 1024
 # Sanity bounds on single fields: far above anything Jenkins sends, far below what could hurt us.
 MAX_TEXT_CHARS = 8192  # job names, URLs
 MAX_DISPATCH_ID_CHARS = 256
-MAX_BUILD_NUMBER = 2**31 - 1  # the build_number column is an integer
-MAX_QUEUE_ID = 2**63 - 1  # jenkins_queue_id is a bigint
+MAX_BUILD_NUMBER = INT_HIGHEST  # the build_number column is an integer
+MAX_QUEUE_ID = BIGINT_HIGHEST  # jenkins_queue_id is a bigint
 
 PROGRESS_PHASES = ("QUEUED", "STARTED")
 FINAL_PHASES = ("COMPLETED", "FINALIZED")

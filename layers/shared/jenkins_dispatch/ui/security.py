@@ -20,6 +20,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError, InvalidInput
+from ..inputs import control_character
 
 SESSION_COOKIE = "jd_ui_session"
 VISITOR_COOKIE = "jd_ui_visitor"  # a browser without a session: the nonce its CSRF token is derived from
@@ -139,7 +140,6 @@ class Sessions:
 
 ACTOR = "ui"  # who the history names for an action from the page when no login proxy names the operator
 MAX_OPERATOR_NAME = 60  # the history's actor column holds "ui:" and this many characters (MySQL: VARCHAR(63))
-_OPERATOR_NAME = re.compile("[^\\x00-\\x1f\\x7f]{1," + str(MAX_OPERATOR_NAME) + "}")
 
 
 def operator_name(header: str | None, proxies: tuple, peer: str | None, headers: dict[str, str]) -> str | None:
@@ -160,7 +160,7 @@ def operator_name(header: str | None, proxies: tuple, peer: str | None, headers:
     if "," in name:
         raise InvalidInput(f"{header}: the login proxy named more than one operator; nothing was changed (it must "
                            "send exactly one name, in one header line)")
-    return name if _OPERATOR_NAME.fullmatch(name) else None
+    return name if 0 < len(name) <= MAX_OPERATOR_NAME and control_character(name) is None else None
 
 
 def actor(name: str | None) -> str:
