@@ -55,7 +55,7 @@ ID = Range(1, BIGINT_HIGHEST)  # every table's id
 HOW_MANY = Range(1, BIGINT_HIGHEST)  # a statement's LIMIT: --limit, --batch, --last, --max-jobs
 PORT = Range(0, 65_535)  # 0: any free port
 SECONDS = Range(0, INT_HIGHEST)  # a period a page or a loop waits (the page's refresh)
-# `prune --older-than`: up to a century back (MySQL cannot compare a time before the year 1000; no row is older).
+# `prune --older-than`: up to a century back (no finished row is older; 1e300 overflowed MySQL's time arithmetic).
 AGE_DAYS = Range(0.0, 36_500.0)
 DEDUPE_KEY_LONGEST = 255  # MySQL's VARCHAR(255); PostgreSQL's text is held to it too, so both take the same keys
 
