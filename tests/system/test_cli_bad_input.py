@@ -14,6 +14,9 @@ import sys
 
 import pytest
 
+from jenkins_dispatch.operating.scheduling import add_schedule
+from jenkins_dispatch.store.schedules import Schedules
+
 from ..conftest import TABLES
 
 pytestmark = pytest.mark.both_engines
@@ -85,13 +88,13 @@ def _everything(db) -> dict[str, list]:
 
 
 @pytest.fixture
-def seeded(queue, db, database_url):
+def seeded(queue, db):
     """A row, a schedule, a cap and a rate with their history: what a bad input must leave as it is."""
     queue.enqueue("deploy", {"ENV": "prod"})
     queue.set_limit("deploy", 2, changed_by="seed")
     queue.set_rate("deploy", 5, "eu", changed_by="seed")
     queue.pause("build", reason="seed")
-    assert _cli(["schedule", "add", "nightly", "deploy", "--cron", "0 3 * * *"], database_url).returncode == 0
+    add_schedule(Schedules(db), "nightly", "deploy", cron="0 3 * * *")
     return _everything(db)
 
 
