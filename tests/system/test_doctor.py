@@ -48,7 +48,7 @@ def test_doctor_command_against_serve_exits_0_and_the_probe_changes_nothing(data
         webhook = {c["name"]: c for c in report["checks"]}["webhook"]
         assert report["ok"] is False and [c["name"] for c in report["checks"] if c["status"] == FAIL] == ["webhook"]
         assert "HTTP 401" in webhook["detail"] and "WEBHOOK_SECRET" in webhook["fix"]
-        assert re.fullmatch(r"jenkins-dispatch: error: 1 of (9|10) checks failed: webhook\n", proc.stderr), proc.stderr
+        assert re.fullmatch(r"jenkins-dispatch: error: 1 of (10|11) checks failed: webhook\n", proc.stderr), proc.stderr
 
         checks = by_name(run_checks(DoctorOptions(webhook_url=served.base + "/wrong/path"), env))
         assert checks["webhook"].status == FAIL and "/jenkins/notify" in checks["webhook"].fix
