@@ -46,6 +46,21 @@ def test_parse_refuses_what_cannot_be_meant(text, message) -> None:
         parse(text)
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("-- name: a\n-- not run on this engine: b takes its lock itself\nSELECT 1;\n-- name: b\nSELECT 2;\n",
+     {"a": "b takes its lock itself"}),
+    ("-- name: a\n-- why a exists\n  -- not run on this engine:   spaced out  \nSELECT 1;\n", {"a": "spaced out"}),
+    ("-- name: a\n-- not run on this engine:\nSELECT 1;\n", {}),  # no reason: not a declaration
+    # After a statement's end it heads the next block, which is not declared by it.
+    ("-- name: a\nSELECT 1;\n-- not run on this engine: too late\n\n-- name: b\nSELECT 2;\n", {}),
+    # A fragment's opening comments document the fragment: the statements including it are not declared.
+    ("-- fragment: f\n-- not run on this engine: the fragment's\nx = 1\n-- name: a\nSELECT {{f}};\n", {}),
+    ("-- name: a\nSELECT '-- not run on this engine: a string';\n", {}),
+])
+def test_a_statement_declared_not_run_on_its_engine_says_why(text, expected) -> None:
+    assert statements.not_run(parse(text)) == expected
+
+
 def test_statements_come_from_the_dialect_file_by_name() -> None:
     loaded = statements.load(DIALECT)
     assert loaded == parse(DIALECT_FILE.read_text())

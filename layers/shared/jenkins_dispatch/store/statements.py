@@ -10,7 +10,10 @@ A file is a sequence of blocks, each opened by a header line:
   ``{{NAME}}``, replaced by the fragment's text (without the comment lines that open it, which document
   it) when the file is loaded; a fragment may include another, never itself;
 * ``-- lock: NAME = KEY`` (a line, anywhere before the first block) an advisory-lock key, the only place
-  it is written; a statement or fragment says ``{{lock:NAME}}``.
+  it is written; a statement or fragment says ``{{lock:NAME}}``;
+* ``-- not run on this engine: WHY`` (a comment line above a statement, in its own block) the package never
+  runs this statement on this file's engine, for the reason given. Nothing here acts on it: a run of the
+  whole test suite fails unless every other statement ran on its engine (tests/statement_coverage.py).
 
 Including is plain text substitution at load time: the server receives the whole statement, exactly as
 if it had been written out in full.
@@ -28,6 +31,8 @@ SQL_DIR = Path(__file__).with_name("dialects")
 _HEADER = re.compile(r"^-- (name|fragment): *(\S+) *$", re.M)
 _LOCK = re.compile(r"^-- lock: *(\w+) *= *(\d+) *$", re.M)
 _INCLUDE = re.compile(r"\{\{(lock:)?(\w+)\}\}")
+# Read by the test suite only: compiled on first use (re's own cache), not at every process's import.
+_NOT_RUN = r"^[ \t]*-- not run on this engine: *(\S.*?) *$"
 
 
 def parse(text: str) -> dict[str, str]:
@@ -89,3 +94,10 @@ def dialect_dir(dialect: str) -> Path:
 def load(dialect: str) -> dict[str, str]:
     """Every statement of ``dialect``, by name (read once per process)."""
     return parse((dialect_dir(dialect) / "queries.sql").read_text())
+
+
+def not_run(loaded: dict[str, str]) -> dict[str, str]:
+    """Of ``loaded`` statements (one engine's, as ``load`` or ``parse`` gives them), those declared never run on
+    that engine, each with the reason given. Read from the statements' text, so that a declaration goes with its
+    statement whichever file holds it."""
+    return {name: found.group(1) for name, sql in loaded.items() if (found := re.search(_NOT_RUN, sql, re.M))}
