@@ -1,6 +1,7 @@
-"""Exactly once and caps, proven with several real processes racing on the real database."""
+"""Exactly once and caps, proven with several real processes (or sessions on threads) racing on the real database."""
 
 import random
+import threading
 import time
 from collections import Counter
 
@@ -8,10 +9,11 @@ import pytest
 
 from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.store.db import Database
-from jenkins_dispatch.store.queue import Queue, Settlement
+from jenkins_dispatch.store.queue import EnqueueResult, Queue, Settlement
 
 from ..child_processes import SPAWN, start_together, stop_all
-from ..engines import numbers, sql_for
+from ..dispatch_helpers import wait_for
+from ..engines import numbers, row_lock_waiters, sql_for
 
 pytestmark = pytest.mark.both_engines
 
@@ -139,3 +141,32 @@ def test_dispatchers_failing_batches_at_once_never_deadlock(db, database_url):
     assert len(counts) == 6000 and set(counts.values()) == {1}
     assert db.run("SELECT count(*) AS n FROM jenkins_jobs_queue WHERE status <> 'failed'")[0]["n"] == 0
     assert db.run("SELECT sum(failed) AS n FROM jenkins_job_stats")[0]["n"] == 6000
+
+
+def test_an_enqueue_waiting_on_the_same_dedupe_key_answers_with_the_row_that_committed(db, database_url):
+    """Two sessions enqueue one dedupe key at once: the second waits on the first's uncommitted row and, once it
+    commits, answers with that row (created: False), never a second one. On PostgreSQL the waiting statement's
+    snapshot predates that commit, so it reads the row again (find_open_by_dedupe_key); MySQL's block finds it in
+    its duplicate-key update."""
+    url = parse_database_url(database_url)
+    answers: list = []
+    with Database(url, application_name="jd-tests-first") as first_db, \
+            Database(url, application_name="jd-tests-second") as second_db:
+
+        def enqueue_the_same_key() -> None:
+            try:
+                answers.append(Queue(second_db).enqueue("deploy", {"n": 2}, dedupe_key="release-7"))
+            except Exception as exc:  # noqa: BLE001 (the test reports it)
+                answers.append(exc)
+
+        second = threading.Thread(target=enqueue_the_same_key)
+        with first_db.transaction():
+            first = Queue(first_db).enqueue("deploy", {"n": 1}, dedupe_key="release-7")
+            second.start()
+            waited = wait_for(lambda: row_lock_waiters(db, application_name="jd-tests-second") == 1, timeout=20)
+        second.join(timeout=30)
+    assert waited, f"the second enqueue never waited on the first: {answers}"
+    assert first.created and answers == [EnqueueResult(id=first.id, created=False)]
+    rows = db.run("SELECT id, parameters FROM jenkins_jobs_queue")
+    assert [r["id"] for r in rows] == [first.id]
+    assert [e["event"] for e in Queue(db).events(first.id)] == ["enqueued"]

@@ -75,6 +75,9 @@ FROM jenkins_jobs_queue WHERE id = @jd_id AND @jd_created = 1;
 SELECT @jd_id AS id, @jd_created AS created;
 
 -- name: find_open_by_dedupe_key
+-- not run on this engine: enqueue always answers with a row here (the duplicate-key update finds the open one)
+-- Queue.enqueue looks again only when its statement answered nothing, as PostgreSQL's may after a concurrent
+-- enqueue of the same key committed.
 SELECT id FROM jenkins_jobs_queue WHERE open_dedupe_key = :dedupe_key;
 
 -- fragment: claim_paused_lock
