@@ -1,10 +1,13 @@
 """The reconciler against the ways real Jenkins installations misbehave (issue 11): requests Jenkins acts
 on long after the client gave up, queue items a person cancelled and Jenkins then forgot, re-sends that
-meet their late original. Real PostgreSQL, the emulator over real HTTP, a continuous dispatcher loop."""
+meet their late original. Real PostgreSQL (and MySQL for the tests marked both_engines), the emulator over real
+HTTP, a continuous dispatcher loop."""
 
 from __future__ import annotations
 
 import time
+
+import pytest
 
 from jenkins_dispatch.jenkins.client import CancelResult, JenkinsClient
 from jenkins_dispatch.store.queue import Queue
@@ -167,6 +170,7 @@ def _claimed_row_whose_trigger_outcome_is_unknown(queue, db, job_name: str = "de
     return queue.get(job.id)
 
 
+@pytest.mark.both_engines  # the one test here whose re-send is not taken (resend_not_taken): on MySQL too
 def test_a_re_send_that_meets_a_jenkins_wide_failure_keeps_its_dispatch_id(make_jenkins, db):
     """A re-send answered 503 was released to pending: its next claim drew a NEW dispatch id, so a late
     original (sent under the old one) could no longer merge with it — the job could run twice. The row
