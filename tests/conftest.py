@@ -21,6 +21,7 @@ from .emulator_fixtures import *  # noqa: E402,F401,F403
 from .engines import ENGINES, scratch_database  # noqa: E402
 from .mysql_server import NO_SERVER, mysql_admin_url  # noqa: E402
 from .pg_server import postgres_server  # noqa: E402
+from .statement_coverage import PLUGIN_NAME, StatementCoverage  # noqa: E402
 
 # Every table a test may fill; the migrations' own table (and MySQL's lock rows) stay.
 TABLES = ("jenkins_job_events", "jenkins_jobs_queue", "jenkins_job_limits", "jenkins_job_pauses", "jenkins_dispatchers",
@@ -33,7 +34,9 @@ IDENTITY_TABLES = ("jenkins_job_events", "jenkins_jobs_queue")
 
 
 def pytest_configure(config):
-    """The engine markers (pyproject's --strict-markers refuses unknown ones)."""
+    """The engine markers (pyproject's --strict-markers refuses unknown ones); which statement ran on which
+    engine (tests/statement_coverage.py)."""
+    config.pluginmanager.register(StatementCoverage(config), PLUGIN_NAME)
     config.addinivalue_line("markers", "both_engines: run each database test once on PostgreSQL and once on "
                                        "MySQL/MariaDB, ids [postgresql] / [mysql] (module, class or function)")
     config.addinivalue_line("markers", "postgresql_only(reason): in a both_engines module, a test whose subject "

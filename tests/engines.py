@@ -63,6 +63,16 @@ def numbers(engine, count: int) -> str:
     return f"(SELECT {value} + 1 AS g FROM {joined} HAVING g <= {int(count)}) AS numbers"
 
 
+def has_server(engine: str) -> bool:
+    """Whether this run has a server of ``engine`` to test on: PostgreSQL always (an embedded one at worst), MySQL
+    when one answers (else its tests are skipped)."""
+    if engine == "postgresql":
+        return True
+    if engine == "mysql":
+        return mysql_server.mysql_admin_url() is not None
+    raise ValueError(f"no test server known for the engine {engine!r}: teach tests/engines.py where to find one")
+
+
 @contextmanager
 def server(engine: str):
     """Yields the admin URL of a server of this engine we may create databases on (skips when MySQL has none)."""
