@@ -99,9 +99,11 @@ def test_a_stop_signal_arriving_inside_the_loops_wait_stops_serve():
 def test_sigusr1_prints_every_threads_stack_and_serve_goes_on(serve_process):
     """Where a serve that does not stop is waiting: `kill -USR1` prints its threads' stacks (stderr), nothing else."""
     proc, base, log_path = serve_process
+    assert wait_for(lambda: "pass finished" in log_path.read_text(), timeout=20)  # dispatch_forever is running
     proc.send_signal(signal.SIGUSR1)
-    assert wait_for(lambda: "Current thread" in log_path.read_text() and "dispatch_forever" in log_path.read_text(),
-                    timeout=10), log_path.read_text()[-2000:]
+    assert wait_for(lambda: "most recent call first" in log_path.read_text()
+                    and "dispatch_forever" in log_path.read_text(), timeout=10), \
+        (proc.poll(), log_path.read_text()[-2000:])
     assert proc.poll() is None and _get(base + "/healthz")[0] == 200
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=20) == 0, log_path.read_text()[-2000:]

@@ -184,6 +184,10 @@ def serve(settings: Settings, host: str = SERVE_HOST, port: int = SERVE_PORT, in
     registry = metrics.enable_prometheus()
     assert metrics.prometheus is not None  # enable_prometheus has just set it
     metrics.prometheus.also_collect(lambda: health_families(health))
+    # Before the server answers: whoever sees /healthz answer may signal at once (a SIGTERM or SIGUSR1 that came
+    # earlier took the default action and killed the process without a word).
+    stop_on_signals(stop, lambda heard: logger.info("stop requested: finishing the current batch",
+                                                   extra={"signal": heard.name}))
     try:
         server = WebhookServer(settings, host, port, health, registry, page).start()
     except (OSError, OverflowError) as exc:  # port taken or out of range, address not ours
@@ -198,8 +202,6 @@ def serve(settings: Settings, host: str = SERVE_HOST, port: int = SERVE_PORT, in
     else:
         print(json.dumps({"message": "serving", **serving}), flush=True)
 
-    stop_on_signals(stop, lambda heard: logger.info("stop requested: finishing the current batch",
-                                                   extra={"signal": heard.name}))
     try:
         dispatch_forever(settings, interval, stop, health)
     finally:
