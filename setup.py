@@ -1,7 +1,7 @@
 """The one packaging rule pyproject.toml cannot state (everything else is there).
 
-The Jenkins emulator (jenkins_emulator/) is for development: an editable install — `pip install -e .[dev]`, which
-DESIGN.md names, and `make install` — gets it, so `python -m jenkins_emulator` works from any folder; a built wheel
+The Jenkins emulator (jenkins_emulator/) is for development: an editable install — `pip install -e .[dev]` (docs/development.md)
+and `make install` — gets it, so `python -m jenkins_emulator` works from any folder; a built wheel
 (`pip install jenkins-dispatch`) never carries it. setuptools builds an editable install through its
 ``editable_wheel`` command, and a wheel through ``bdist_wheel``: that is how the two are told apart.
 tests/system/test_dependencies.py checks both.

@@ -179,7 +179,7 @@ def test_the_wheel_ships_the_package_alone(tmp_path):
 
 
 def test_a_development_install_runs_the_emulator_from_any_folder(tmp_path):
-    """DESIGN.md's contract: `pip install -e .[dev]` installs the emulator (this suite's own environment is such an
+    """docs/development.md's promise: `pip install -e .[dev]` installs the emulator (this suite's own environment is such an
     install): `python -m jenkins_emulator --port 0` prints its base URL first, run away from the checkout."""
     proc = subprocess.Popen([sys.executable, "-m", "jenkins_emulator", "--port", "0"], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
