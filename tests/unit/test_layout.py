@@ -229,10 +229,11 @@ def test_third_party_sides_stay_in_their_folder() -> None:
 
 # Engine names as code spells them. Outside the engine folders nothing compares with them: an engine difference
 # is a method or a capability of the session (store/session.py), so a third engine is a folder, not an edit
-# everywhere. config.py is the one exception: it turns what URLs, secrets and DB_ENGINE say into an engine name.
+# everywhere. config/database.py is the one exception: it turns what URLs, secrets and DB_ENGINE say into an engine
+# name.
 ENGINE_WORDS = {"postgresql", "postgres", "mysql", "mariadb"}
 ENGINE_HOME = "store/dialects/"
-ENGINE_WORDS_READ_IN = ("config.py",)
+ENGINE_WORDS_READ_IN = ("config/database.py",)
 
 
 def _names_an_engine(node: ast.expr) -> bool:
@@ -298,7 +299,7 @@ def test_the_engine_folders_hold_every_engine() -> None:
 # the same number). Only configuration and the dispatcher's lanes, built per controller, may read them; everyone
 # else resolves a row's own controller through jenkins/controllers.py.
 DEFAULT_CONTROLLER_SHORTCUTS = {"jenkins", "require_jenkins"}
-SHORTCUT_HOMES = ("config.py", "dispatching/dispatcher.py", "dispatching/dispatch_loop.py", "dispatching/reconciler.py",
+SHORTCUT_HOMES = ("config/settings.py", "dispatching/dispatcher.py", "dispatching/dispatch_loop.py", "dispatching/reconciler.py",
                   "dispatching/breaker.py")
 
 
