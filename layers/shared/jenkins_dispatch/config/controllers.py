@@ -109,6 +109,22 @@ def _controller(name: str, entry: object, timeout: float, env: Mapping[str, str]
     unknown = sorted(set(entry) - set(CONTROLLER_KEYS))
     if unknown:
         problems.append(f"{where} has unknown keys {unknown}: use {', '.join(CONTROLLER_KEYS)}")
+    texts = _controller_texts(entry, where, problems)
+    cap = _controller_cap(entry, where, problems)
+    hook = _controller_webhook_secret(entry, where, problems)
+    if len(problems) > before:
+        return None
+    return JenkinsSettings(
+        url=texts["url"].rstrip("/") + "/", user=texts["user"], api_token=texts["api_token"],
+        timeout_seconds=timeout, verify_tls=_bool(env, "JENKINS_VERIFY_TLS"),
+        search_window=_int(env, "JENKINS_SEARCH_WINDOW"), name=name, max_in_flight=cap,
+        webhook_secret=hook,
+    )
+
+
+def _controller_texts(entry: dict, where: str, problems: list[str]) -> dict[str, str]:
+    """An entry's url, user and api_token, stripped ('' when absent or not a string, with the problem appended);
+    each must be given and the url be a Jenkins base URL."""
     texts: dict[str, str] = {}
     for key in ("url", "user", "api_token"):
         value = entry.get(key)
@@ -121,21 +137,24 @@ def _controller(name: str, entry: object, timeout: float, env: Mapping[str, str]
             problems.append(f"{where} has no {key}")
     if texts["url"] and (problem := _url_problem(texts["url"], f"{where}'s url")):
         problems.append(problem)
+    return texts
+
+
+def _controller_cap(entry: dict, where: str, problems: list[str]) -> int | None:
+    """An entry's own max_in_flight (None: none), a whole number within CONTROLLER_MAX_IN_FLIGHT."""
     cap = entry.get("max_in_flight")
     low, high = CONTROLLER_MAX_IN_FLIGHT
     if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or not low <= cap <= high):
         problems.append(f"{where}: max_in_flight must be a whole number from {low} to {high}")
+    return cap
+
+
+def _controller_webhook_secret(entry: dict, where: str, problems: list[str]) -> str | None:
+    """An entry's own webhook secret, stripped (None when left out: the shared WEBHOOK_SECRET then)."""
     hook = entry.get("webhook_secret")
     if "webhook_secret" in entry and (not isinstance(hook, str) or not hook.strip()):
         problems.append(f"{where}: webhook_secret must be a non-empty string (or left out: WEBHOOK_SECRET then)")
-    if len(problems) > before:
-        return None
-    return JenkinsSettings(
-        url=texts["url"].rstrip("/") + "/", user=texts["user"], api_token=texts["api_token"],
-        timeout_seconds=timeout, verify_tls=_bool(env, "JENKINS_VERIFY_TLS"),
-        search_window=_int(env, "JENKINS_SEARCH_WINDOW"), name=name, max_in_flight=cap,
-        webhook_secret=hook.strip() if isinstance(hook, str) else None,
-    )
+    return hook.strip() if isinstance(hook, str) else None
 
 
 def _check_webhook_secrets(controllers: tuple[JenkinsSettings, ...], shared: str | None) -> None:
@@ -161,13 +180,7 @@ def _controllers(env: Mapping[str, str], fetch: SecretFetcher | None, timeout: f
                  default: JenkinsSettings | None) -> tuple[JenkinsSettings, ...]:
     """Every controller: ``default`` (JENKINS_URL & co.) and JENKINS_CONTROLLERS' (or its secret's). Every problem
     is found before any is reported: ConfigError holds one line per problem, each naming the variable."""
-    raw = _text(env, "JENKINS_CONTROLLERS")
-    given = "JENKINS_CONTROLLERS"
-    if not raw and (arn := _text(env, "JENKINS_CONTROLLERS_SECRET_ARN")):
-        if fetch is None:
-            raise ConfigError("JENKINS_CONTROLLERS_SECRET_ARN is set but no secrets source is available")
-        raw = json.dumps(_secret_json(fetch, "JENKINS_CONTROLLERS_SECRET_ARN", arn))
-        given = "the secret named by JENKINS_CONTROLLERS_SECRET_ARN"
+    raw, given = _controllers_json(env, fetch)
     if not raw:
         return () if default is None else (default,)
     try:
@@ -188,16 +201,36 @@ def _controllers(env: Mapping[str, str], fetch: SecretFetcher | None, timeout: f
         controller = _controller(name, entry, timeout, env, problems)
         if controller is not None:
             found.append(controller)
+    problems.extend(_same_url_problems(found))
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return tuple(sorted(found, key=lambda c: (c.name != DEFAULT_CONTROLLER, c.name)))
+
+
+def _controllers_json(env: Mapping[str, str], fetch: SecretFetcher | None) -> tuple[str, str]:
+    """JENKINS_CONTROLLERS' text, else its secret's JSON ('' when neither is set), and where it was given (for
+    the messages)."""
+    raw = _text(env, "JENKINS_CONTROLLERS")
+    given = "JENKINS_CONTROLLERS"
+    if not raw and (arn := _text(env, "JENKINS_CONTROLLERS_SECRET_ARN")):
+        if fetch is None:
+            raise ConfigError("JENKINS_CONTROLLERS_SECRET_ARN is set but no secrets source is available")
+        raw = json.dumps(_secret_json(fetch, "JENKINS_CONTROLLERS_SECRET_ARN", arn))
+        given = "the secret named by JENKINS_CONTROLLERS_SECRET_ARN"
+    return raw, given
+
+
+def _same_url_problems(controllers: list[JenkinsSettings]) -> list[str]:
+    """One line per controller whose Jenkins another one already is (two spellings of one URL count as one)."""
+    problems = []
     seen: dict[str, str] = {}
-    for controller in found:
+    for controller in controllers:
         key = same_jenkins_key(controller.url)
         if key in seen:
             problems.append(f"JENKINS_CONTROLLERS: controllers {seen[key]!r} and {controller.name!r} have the same "
                             "url: each Jenkins is one controller")
         seen.setdefault(key, controller.name)
-    if problems:
-        raise ConfigError("\n".join(problems))
-    return tuple(sorted(found, key=lambda c: (c.name != DEFAULT_CONTROLLER, c.name)))
+    return problems
 
 
 def load_jenkins_settings(env: Mapping[str, str] | None = None,

@@ -81,28 +81,35 @@ def parse_database_url(url: str, name: str = "DATABASE_URL") -> DatabaseSettings
     host = parts.hostname or ("" if socket_dir else "127.0.0.1")
     dbname = unquote(parts.path.lstrip("/")) or "postgres"
     sslmode = query.get("sslmode", "disable" if (socket_dir or host in ("127.0.0.1", "localhost", "::1")) else "verify-full")
-    if sslmode in ("disable", "allow", "prefer"):
-        tls = "disable"
-    elif sslmode in ("require", "verify-ca", "verify-full"):
-        # We never do unverified TLS: "require" is upgraded to full verification.
-        tls = "verify"
-    else:
-        raise ConfigError(f"{name} has an unknown sslmode {sslmode!r} (use disable or verify-full)")
-    unix_socket = None
-    if socket_dir:
-        unix_socket = socket_dir if socket_dir.endswith(".s.PGSQL." + str(port or 5432)) else (
-            os.path.join(socket_dir, f".s.PGSQL.{port or 5432}")
-        )
+    tls = _postgres_tls(sslmode, name)
     return DatabaseSettings(
         host=host or "localhost",
         port=port or 5432,
         user=unquote(parts.username) if parts.username else "postgres",
         password=unquote(parts.password) if parts.password else None,
         dbname=dbname,
-        unix_socket=unix_socket,
+        unix_socket=_postgres_socket(socket_dir, port),
         tls=tls,
         ca_bundle=query.get("sslrootcert"),
     )
+
+
+def _postgres_tls(sslmode: str, name: str) -> str:
+    """``disable`` or ``verify`` for a PostgreSQL ``sslmode``: we never do unverified TLS, so ``require`` is
+    upgraded to full verification."""
+    if sslmode in ("disable", "allow", "prefer"):
+        return "disable"
+    if sslmode in ("require", "verify-ca", "verify-full"):
+        return "verify"
+    raise ConfigError(f"{name} has an unknown sslmode {sslmode!r} (use disable or verify-full)")
+
+
+def _postgres_socket(socket_dir: str | None, port: int | None) -> str | None:
+    """The Unix socket of a ``?host=/socket/dir`` URL: the directory's ``.s.PGSQL.<port>``, unless it names one."""
+    if not socket_dir:
+        return None
+    socket_name = f".s.PGSQL.{port or 5432}"
+    return socket_dir if socket_dir.endswith(socket_name) else os.path.join(socket_dir, socket_name)
 
 
 def _parse_mysql_url(parts: SplitResult, port: int | None, name: str) -> DatabaseSettings:
@@ -116,12 +123,7 @@ def _parse_mysql_url(parts: SplitResult, port: int | None, name: str) -> Databas
     socket_path = query.get("unix-socket")
     mode = (query.get("ssl-mode") or query.get("sslmode")
             or ("disabled" if (socket_path or host in LOCAL_HOSTS) else "verify_identity")).lower().replace("-", "_")
-    if mode in ("disabled", "disable", "preferred", "prefer", "allow"):
-        tls = "disable"
-    elif mode in ("required", "require", "verify_ca", "verify_identity", "verify_full"):
-        tls = "verify"  # never unverified TLS: REQUIRED is upgraded to full verification, as for PostgreSQL
-    else:
-        raise ConfigError(f"{name} has an unknown ssl-mode {mode!r} (use DISABLED or VERIFY_IDENTITY)")
+    tls = _mysql_tls(mode, name)
     return DatabaseSettings(
         engine="mysql",
         host=host,
@@ -133,6 +135,16 @@ def _parse_mysql_url(parts: SplitResult, port: int | None, name: str) -> Databas
         tls=tls,
         ca_bundle=query.get("ssl-ca") or query.get("sslrootcert"),
     )
+
+
+def _mysql_tls(mode: str, name: str) -> str:
+    """``disable`` or ``verify`` for a MySQL ``ssl-mode`` (lower case, '_' for '-'): never unverified TLS, REQUIRED
+    is upgraded to full verification, as for PostgreSQL."""
+    if mode in ("disabled", "disable", "preferred", "prefer", "allow"):
+        return "disable"
+    if mode in ("required", "require", "verify_ca", "verify_identity", "verify_full"):
+        return "verify"
+    raise ConfigError(f"{name} has an unknown ssl-mode {mode!r} (use DISABLED or VERIFY_IDENTITY)")
 
 
 class _DatabaseTimeouts(TypedDict):
@@ -156,47 +168,15 @@ def _database(env: Mapping[str, str], fetch: SecretFetcher | None) -> DatabaseSe
         db = parse_database_url(url)
         return replace(db, ca_bundle=ca_bundle or db.ca_bundle, **timeouts)
     if arn or iam:
-        secret: dict = {}
-        if arn:
-            if fetch is None:
-                raise ConfigError("DB_SECRET_ARN is set but no secrets source is available")
-            secret = _secret_json(fetch, "DB_SECRET_ARN", arn)
-        host = _text(env, "DB_HOST") or secret.get("host")
-        user = _text(env, "DB_USER") or secret.get("username")
-        if not host:
-            raise ConfigError("no database host: set DB_HOST or put 'host' in the secret named by DB_SECRET_ARN")
-        if not user:
-            raise ConfigError("no database user: set DB_USER or put 'username' in the secret named by DB_SECRET_ARN")
-        password = None if iam else secret.get("password")
-        if not iam and not password:
-            raise ConfigError("the secret named by DB_SECRET_ARN has no 'password' (or set DB_IAM_AUTH=true)")
-        named = engine_of(_text(env, "DB_ENGINE"), "DB_ENGINE") if _text(env, "DB_ENGINE") else None
-        stored = (engine_of(str(secret["engine"]), "the secret named by DB_SECRET_ARN ('engine')")
-                  if secret.get("engine") else None)
-        if named and stored and named != stored:
-            # The template always sets DB_ENGINE: a MySQL secret under the default would otherwise be spoken to
-            # in PostgreSQL's protocol and fail with a driver's error.
-            raise ConfigError(f"DB_ENGINE is {named} but the secret named by DB_SECRET_ARN says engine "
-                              f"{secret['engine']!r}: make them agree (the template's DatabaseEngine parameter)")
-        engine = named or stored or "postgresql"
-        dbname = _text(env, "DB_NAME") or secret.get("dbname") or (
-            default_of("DB_NAME") if engine == "postgresql" else None)
-        if not dbname:  # MySQL has no default database to fall back on
-            raise ConfigError("no database name: set DB_NAME or put 'dbname' in the secret named by DB_SECRET_ARN")
-        port = _optional_int(env, "DB_PORT")
-        if port is None:
-            try:
-                port = int(secret.get("port") or DEFAULT_PORTS[engine])
-            except (TypeError, ValueError):
-                port = 0
-            if not 1 <= port <= 65535:
-                raise ConfigError("the secret named by DB_SECRET_ARN has a 'port' that is not a whole number from "
-                                  "1 to 65535 (or set DB_PORT)")
+        secret = _database_secret(fetch, arn)
+        host, user, password = _database_login(env, secret, iam)
+        engine = _database_engine(env, secret)
+        dbname = _database_name(env, secret, engine)
         return DatabaseSettings(
             engine=engine,
-            host=str(host),
-            port=port,
-            user=str(user),
+            host=host,
+            port=_database_port(env, secret, engine),
+            user=user,
             password=password,
             dbname=dbname,
             tls="verify",
@@ -208,6 +188,67 @@ def _database(env: Mapping[str, str], fetch: SecretFetcher | None) -> DatabaseSe
         )
     raise ConfigError("no database configured: set DATABASE_URL (or DB_SECRET_ARN on AWS)")
 
+
+def _database_secret(fetch: SecretFetcher | None, arn: str) -> dict:
+    """The JSON of the secret named by DB_SECRET_ARN (an empty dict when none is named: IAM authentication alone)."""
+    if not arn:
+        return {}
+    if fetch is None:
+        raise ConfigError("DB_SECRET_ARN is set but no secrets source is available")
+    return _secret_json(fetch, "DB_SECRET_ARN", arn)
+
+
+def _database_login(env: Mapping[str, str], secret: dict,
+                    iam: bool) -> tuple[str, str, str | None]:
+    """Host, user and password (None with IAM authentication, which signs a token instead): DB_HOST and DB_USER
+    over the secret's; the password only ever from the secret."""
+    host = _text(env, "DB_HOST") or secret.get("host")
+    user = _text(env, "DB_USER") or secret.get("username")
+    if not host:
+        raise ConfigError("no database host: set DB_HOST or put 'host' in the secret named by DB_SECRET_ARN")
+    if not user:
+        raise ConfigError("no database user: set DB_USER or put 'username' in the secret named by DB_SECRET_ARN")
+    password = None if iam else secret.get("password")
+    if not iam and not password:
+        raise ConfigError("the secret named by DB_SECRET_ARN has no 'password' (or set DB_IAM_AUTH=true)")
+    return str(host), str(user), password
+
+
+def _database_engine(env: Mapping[str, str], secret: dict) -> str:
+    """DB_ENGINE and the secret's ``engine``, which must agree when both are given; neither: PostgreSQL."""
+    named = engine_of(_text(env, "DB_ENGINE"), "DB_ENGINE") if _text(env, "DB_ENGINE") else None
+    stored = (engine_of(str(secret["engine"]), "the secret named by DB_SECRET_ARN ('engine')")
+              if secret.get("engine") else None)
+    if named and stored and named != stored:
+        # The template always sets DB_ENGINE: a MySQL secret under the default would otherwise be spoken to
+        # in PostgreSQL's protocol and fail with a driver's error.
+        raise ConfigError(f"DB_ENGINE is {named} but the secret named by DB_SECRET_ARN says engine "
+                          f"{secret['engine']!r}: make them agree (the template's DatabaseEngine parameter)")
+    return named or stored or "postgresql"
+
+
+def _database_name(env: Mapping[str, str], secret: dict, engine: str) -> str:
+    """DB_NAME, else the secret's ``dbname``, else PostgreSQL's default database (MySQL has none to fall back on)."""
+    dbname = _text(env, "DB_NAME") or secret.get("dbname") or (
+        default_of("DB_NAME") if engine == "postgresql" else None)
+    if not dbname:
+        raise ConfigError("no database name: set DB_NAME or put 'dbname' in the secret named by DB_SECRET_ARN")
+    return dbname
+
+
+def _database_port(env: Mapping[str, str], secret: dict, engine: str) -> int:
+    """DB_PORT, else the secret's ``port``, else the engine's default port."""
+    port = _optional_int(env, "DB_PORT")
+    if port is not None:
+        return port
+    try:
+        port = int(secret.get("port") or DEFAULT_PORTS[engine])
+    except (TypeError, ValueError):
+        port = 0
+    if not 1 <= port <= 65535:
+        raise ConfigError("the secret named by DB_SECRET_ARN has a 'port' that is not a whole number from "
+                          "1 to 65535 (or set DB_PORT)")
+    return port
 
 
 def load_database_settings(env: Mapping[str, str] | None = None,
