@@ -195,6 +195,38 @@ def test_trigger_answers_are_classified(status, body, headers, expected) -> None
         assert outcome == expected
 
 
+@pytest.mark.parametrize(
+    ("status", "body", "headers", "expected"),
+    [
+        (303, "", {}, OutcomeUnknown("Jenkins answered 303 for team/app without a queue item Location (None)")),
+        (201, "", {"location": "/queue/item/7/"}, Accepted(7)),  # a header's name in any case
+        (301, "", {"Location": "http://x/job/team/job/app/"}, Refused),
+        (307, "", {"Location": "http://x/login"}, AuthRejected),
+        (308, "", {}, Refused("Jenkins refused to queue team/app (HTTP 308 to None): a queue plugin vetoed it")),
+        (100, "", {}, OutcomeUnknown("Jenkins answered the trigger of team/app with an unexpected HTTP 100")),
+        (304, "", {}, OutcomeUnknown("Jenkins answered the trigger of team/app with an unexpected HTTP 304")),
+        (600, "", {}, OutcomeUnknown("something in front of Jenkins answered HTTP 600 while triggering team/app")),
+        (502, "", {}, OutcomeUnknown("a proxy in front of Jenkins answered HTTP 502 while triggering team/app")),
+        (400, "", {}, BadRequest("Jenkins refused the parameters for team/app: HTTP 400")),
+        (422, "<p>bad</p>", {}, BadRequest("Jenkins refused the trigger of team/app: HTTP 422 bad")),
+        (429, "", {}, Unavailable("a proxy in front of Jenkins answered HTTP 429 (busy or rate limited)")),
+        (500, "", {}, ServerError(500, "Jenkins failed with HTTP 500 while triggering team/app:")),
+        (500, "<b>Illegal number of parameter values</b>", {},
+         BadRequest("Jenkins refused the parameters for team/app: Illegal number of parameter values")),
+        (503, "<h1>Down</h1>", {}, ServerError(503, "Jenkins answered HTTP 503 while triggering team/app: Down")),
+        (409, "", {}, Disabled("team/app")),
+    ],
+)
+def test_every_kind_of_trigger_answer_and_its_words(status, body, headers, expected) -> None:
+    """The answers the table above leaves out: a 303 without a Location, every redirect, statuses no Jenkins sends,
+    and the exact detail of each refusal."""
+    outcome = classify(status, body, **headers)
+    if isinstance(expected, type):
+        assert isinstance(outcome, expected)
+    else:
+        assert outcome == expected
+
+
 def test_auth_rejection_names_the_user_and_the_settings_to_check() -> None:
     outcome = classify(401)
     assert outcome == AuthRejected("Jenkins rejected the credentials of user bot: check JENKINS_USER / JENKINS_API_TOKEN")
