@@ -192,26 +192,39 @@ def classify_trigger_answer(
 ) -> TriggerOutcome:
     """Map the answer to ``POST job/…/buildWithParameters`` (redirects not followed) to an outcome."""
     location = header_value(headers, "Location")
-    if status == 201:
-        queue_id = queue_id_from_location(location)
-        if queue_id is None:
-            # Accepted, but we cannot tell which item: the reconciler will find it by DISPATCH_ID.
-            return OutcomeUnknown(f"Jenkins accepted the trigger of {job_name} without a queue item Location ({location!r})")
-        return Accepted(queue_id)
-    if status == 303:
-        queue_id = queue_id_from_location(location)
-        if queue_id is None:
-            return OutcomeUnknown(f"Jenkins answered 303 for {job_name} without a queue item Location ({location!r})")
-        return Merged(queue_id)
+    if status in (201, 303):
+        return _queued_answer(status, location, job_name)
     if status in (301, 302, 307, 308):
         if location and "login" in location.lower():
             return AuthRejected(credentials_rejected_detail(user))
         return Refused(f"Jenkins refused to queue {job_name} (HTTP {status} to {location!r}): a queue plugin vetoed it")
-    excerpt = answer_text(body)
+    if 400 <= status < 500:
+        return _client_error_answer(status, headers, body, job_name=job_name, user=user)
+    if status >= 500:
+        return _server_error_answer(status, body, job_name)
+    return OutcomeUnknown(f"Jenkins answered the trigger of {job_name} with an unexpected HTTP {status}")
+
+
+def _queued_answer(status: int, location: str | None, job_name: str) -> Accepted | Merged | OutcomeUnknown:
+    """201 (a new queue item) or 303 (merged into one already queued): which item, from the Location."""
+    queue_id = queue_id_from_location(location)
+    if status == 201:
+        if queue_id is None:
+            # Accepted, but we cannot tell which item: the reconciler will find it by DISPATCH_ID.
+            return OutcomeUnknown(f"Jenkins accepted the trigger of {job_name} without a queue item Location ({location!r})")
+        return Accepted(queue_id)
+    if queue_id is None:
+        return OutcomeUnknown(f"Jenkins answered 303 for {job_name} without a queue item Location ({location!r})")
+    return Merged(queue_id)
+
+
+def _client_error_answer(status: int, headers: Mapping[str, str], body: str, *, job_name: str,
+                         user: str) -> TriggerOutcome:
+    """A 4xx: about this job (not found, not parameterized, disabled, refused), our credentials, or a proxy."""
     if status == 400:
         if "is not parameterized" in body:
             return NotParameterized(job_name)
-        return BadRequest(f"Jenkins refused the parameters for {job_name}: HTTP 400 {excerpt}".rstrip())
+        return BadRequest(f"Jenkins refused the parameters for {job_name}: HTTP 400 {answer_text(body)}".rstrip())
     if status == 401:
         return AuthRejected(credentials_rejected_detail(user))
     if status == 403:
@@ -220,6 +233,16 @@ def classify_trigger_answer(
         return JobNotFound(job_name)
     if status == 409:
         return Disabled(job_name)
+    if status in (408, 429):
+        # Jenkins core sends neither: a proxy refused the request before Jenkins saw it.
+        return Unavailable(f"a proxy in front of Jenkins answered HTTP {status} (busy or rate limited)")
+    return BadRequest(f"Jenkins refused the trigger of {job_name}: HTTP {status} {answer_text(body)}".rstrip())
+
+
+def _server_error_answer(status: int, body: str, job_name: str) -> TriggerOutcome:
+    """A 5xx: Jenkins's own 500 (an old Jenkins's way to refuse a job, or a failure) or 503 (restarting, starting,
+    or failing), else whatever stands in front of it, which may have forwarded the request."""
+    excerpt = answer_text(body)
     if status == 500:
         # Jenkins before 2.524 (not parameterized) and before 2.14 (disabled) answered these with a 500.
         if "is not parameterized" in body:
@@ -229,25 +252,18 @@ def classify_trigger_answer(
         if "Illegal number of parameter values" in body:
             return BadRequest(f"Jenkins refused the parameters for {job_name}: {excerpt}")
         return ServerError(500, f"Jenkins failed with HTTP 500 while triggering {job_name}: {excerpt}".rstrip())
-    if status in (502, 504):
-        # A proxy answered: it may have forwarded the request before giving up on Jenkins.
-        return OutcomeUnknown(f"a proxy in front of Jenkins answered HTTP {status} while triggering {job_name}")
     if status == 503:
         if "restarting" in body:
             return Unavailable("Jenkins is restarting (HTTP 503)")
         if "getting ready" in body:
             return Unavailable("Jenkins is starting (HTTP 503)")
         return ServerError(503, f"Jenkins answered HTTP 503 while triggering {job_name}: {excerpt}".rstrip())
-    if status >= 500:
-        # Not Jenkins's own answer (it sends 500 and 503): a proxy or CDN, which may have forwarded the
-        # request (Cloudflare's 524 says the origin got it and was slow): never assume it was not acted upon.
-        return OutcomeUnknown(f"something in front of Jenkins answered HTTP {status} while triggering {job_name}")
-    if status in (408, 429):
-        # Jenkins core sends neither: a proxy refused the request before Jenkins saw it.
-        return Unavailable(f"a proxy in front of Jenkins answered HTTP {status} (busy or rate limited)")
-    if 400 <= status < 500:
-        return BadRequest(f"Jenkins refused the trigger of {job_name}: HTTP {status} {excerpt}".rstrip())
-    return OutcomeUnknown(f"Jenkins answered the trigger of {job_name} with an unexpected HTTP {status}")
+    if status in (502, 504):
+        # A proxy answered: it may have forwarded the request before giving up on Jenkins.
+        return OutcomeUnknown(f"a proxy in front of Jenkins answered HTTP {status} while triggering {job_name}")
+    # Not Jenkins's own answer (it sends 500 and 503): a proxy or CDN, which may have forwarded the
+    # request (Cloudflare's 524 says the origin got it and was slow): never assume it was not acted upon.
+    return OutcomeUnknown(f"something in front of Jenkins answered HTTP {status} while triggering {job_name}")
 
 
 # --------------------------------------------------------------------------------------------------------------
