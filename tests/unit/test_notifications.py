@@ -262,6 +262,46 @@ def test_malformed_bodies_are_rejected_with_one_clear_line(raw, reason):
     assert "\n" not in str(caught.value)
 
 
+MORE_MALFORMED = {
+    "build null": (b'{"build": null}', "the body has no 'build' object"),
+    "build a string": (b'{"build": "x"}', "'build' must be a JSON object, got a JSON string"),
+    "phase lower case": (b'{"build": {"phase": "started"}}', "build.phase 'started' is unknown"),
+    "parameters a number": (b'{"build": {"phase": "STARTED", "parameters": 3}}', "got a JSON number"),
+    "dispatch id with NUL": (b'{"build": {"phase": "STARTED", "parameters": {"DISPATCH_ID": "jd-1\\u0000"}}}',
+                             "build.parameters.DISPATCH_ID contains a NUL character"),
+    "dispatch id a lone surrogate": (b'{"build": {"phase": "STARTED", "parameters": {"DISPATCH_ID": "\\ud800"}}}',
+                                     "build.parameters.DISPATCH_ID is not valid Unicode"),
+    "dispatch id a list": (b'{"build": {"phase": "STARTED", "parameters": {"dispatch_id": []}}}',
+                           "DISPATCH_ID must be a string, got list"),
+    "status a number": (b'{"build": {"phase": "COMPLETED", "status": 1}}', "build.status must be a string, got int"),
+    "name a list": (b'{"name": [], "build": {"phase": "STARTED"}}', "name must be a string, got list"),
+    "full_url a number": (b'{"build": {"phase": "STARTED", "full_url": 1}}', "build.full_url must be a string"),
+    "queue id too big": (b'{"build": {"phase": "STARTED", "queue_id": 9223372036854775808}}',
+                         "build.queue_id must be between 1 and"),
+}
+
+
+@pytest.mark.parametrize("raw, reason", MORE_MALFORMED.values(), ids=MORE_MALFORMED.keys())
+def test_each_field_of_a_notification_is_checked(raw, reason):
+    """The checks the table above leaves out, each field's own."""
+    with pytest.raises(RejectedNotification) as caught:
+        parse_notification(raw)
+    assert caught.value.http_status == 400 and reason in str(caught.value), str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(("parameters", "dispatch_id"), [
+    ({"DISPATCH_ID": "  jd-7-abc  "}, "jd-7-abc"),
+    ({"DISPATCH_ID": "x" * 256}, "x" * 256),
+    ({"DISPATCH_ID": None}, None),
+    ({"OTHER": "jd-7-abc"}, None),
+    ({"Dispatch_Id": "jd-8-abc", "BRANCH": "main"}, "jd-8-abc"),
+])
+def test_the_dispatch_id_parameter(parameters, dispatch_id):
+    notification = parse_notification(encoded(plugin_payload("STARTED", parameters=parameters)))
+    assert notification.dispatch_id == dispatch_id and notification.parameters == parameters
+
+
 @pytest.mark.parametrize("phase", ["COMPLETED", "FINALIZED"])
 @pytest.mark.parametrize(
     "status, reason",
