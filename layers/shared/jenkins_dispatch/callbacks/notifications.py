@@ -348,38 +348,10 @@ def parse_notification(raw: bytes) -> Notification:
     payload = _decode_json(raw)
     if not isinstance(payload, dict):
         raise RejectedNotification(f"the body must be a JSON object, got a JSON {_json_kind(payload)}: {EXPECTED_FORMAT}")
-    build = payload.get("build")
-    if build is None:
-        raise RejectedNotification(f"the body has no 'build' object: {EXPECTED_FORMAT}")
-    if not isinstance(build, dict):
-        raise RejectedNotification(f"'build' must be a JSON object, got a JSON {_json_kind(build)}")
-
-    phase = build.get("phase")
-    if not isinstance(phase, str):
-        raise RejectedNotification(
-            f"build.phase is {'missing' if phase is None else 'not a string'}: expected one of {', '.join(PHASES)}"
-        )
-    if phase not in PHASES:
-        raise RejectedNotification(f"build.phase {_short(phase)} is unknown: expected one of {', '.join(PHASES)}")
-
-    parameters = build.get("parameters")
-    if parameters is None:
-        parameters = {}
-    if not isinstance(parameters, dict):
-        raise RejectedNotification(f"build.parameters must be a JSON object, got a JSON {_json_kind(parameters)}")
-    dispatch_id = _parameter(parameters, DISPATCH_ID_PARAMETER)
-    if dispatch_id is not None and not isinstance(dispatch_id, str):
-        raise RejectedNotification(
-            f"build.parameters.{DISPATCH_ID_PARAMETER} must be a string, got {type(dispatch_id).__name__}"
-        )
-    dispatch_id = (dispatch_id or "").strip() or None  # an empty default means: not dispatched by us
-    if dispatch_id is not None and len(dispatch_id) > MAX_DISPATCH_ID_CHARS:
-        raise RejectedNotification(
-            f"build.parameters.{DISPATCH_ID_PARAMETER} is longer than {MAX_DISPATCH_ID_CHARS} characters"
-        )
-    if dispatch_id is not None:
-        _check_storable(dispatch_id, f"build.parameters.{DISPATCH_ID_PARAMETER}")
-
+    build = _build_of(payload)
+    phase = _phase_of(build)
+    parameters = _parameters_of(build)
+    dispatch_id = _dispatch_id_of(parameters)
     status = _optional_text(build, "status", "build.")
     job_url = _optional_url(payload, "url", "")
     relative_build_url = _optional_url(build, "url", "build.")
@@ -396,6 +368,57 @@ def parse_notification(raw: bytes) -> Notification:
         dispatch_id=dispatch_id,
         parameters=parameters,
     )
+
+
+def _build_of(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The payload's ``build`` object, which every notification of the plugin carries."""
+    build = payload.get("build")
+    if build is None:
+        raise RejectedNotification(f"the body has no 'build' object: {EXPECTED_FORMAT}")
+    if not isinstance(build, dict):
+        raise RejectedNotification(f"'build' must be a JSON object, got a JSON {_json_kind(build)}")
+    return build
+
+
+def _phase_of(build: Mapping[str, Any]) -> str:
+    """``build.phase``: one of PHASES."""
+    phase = build.get("phase")
+    if not isinstance(phase, str):
+        raise RejectedNotification(
+            f"build.phase is {'missing' if phase is None else 'not a string'}: expected one of {', '.join(PHASES)}"
+        )
+    if phase not in PHASES:
+        raise RejectedNotification(f"build.phase {_short(phase)} is unknown: expected one of {', '.join(PHASES)}")
+    return phase
+
+
+def _parameters_of(build: Mapping[str, Any]) -> dict[str, Any]:
+    """``build.parameters`` (absent or null: none)."""
+    parameters = build.get("parameters")
+    if parameters is None:
+        return {}
+    if not isinstance(parameters, dict):
+        raise RejectedNotification(f"build.parameters must be a JSON object, got a JSON {_json_kind(parameters)}")
+    return parameters
+
+
+def _dispatch_id_of(parameters: Mapping[str, Any]) -> str | None:
+    """The build's DISPATCH_ID parameter, stripped; None when absent or blank (an empty default means: not
+    dispatched by us)."""
+    dispatch_id = _parameter(parameters, DISPATCH_ID_PARAMETER)
+    if dispatch_id is not None and not isinstance(dispatch_id, str):
+        raise RejectedNotification(
+            f"build.parameters.{DISPATCH_ID_PARAMETER} must be a string, got {type(dispatch_id).__name__}"
+        )
+    dispatch_id = (dispatch_id or "").strip() or None
+    if dispatch_id is None:
+        return None
+    if len(dispatch_id) > MAX_DISPATCH_ID_CHARS:
+        raise RejectedNotification(
+            f"build.parameters.{DISPATCH_ID_PARAMETER} is longer than {MAX_DISPATCH_ID_CHARS} characters"
+        )
+    _check_storable(dispatch_id, f"build.parameters.{DISPATCH_ID_PARAMETER}")
+    return dispatch_id
 
 
 def _json_kind(value: Any) -> str:
