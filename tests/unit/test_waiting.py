@@ -9,7 +9,8 @@ import pytest
 from jenkins_dispatch.operating.display import duration
 from jenkins_dispatch.operating.operator import Caps
 from jenkins_dispatch.operating.waiting import JenkinsOutage, held_back, why_waiting
-from jenkins_dispatch.store.queue import Pause
+from jenkins_dispatch.store.queue import Pause, RateWindow
+from jenkins_dispatch.store.session import OddTime
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 LATER = NOW + timedelta(minutes=12)
@@ -98,6 +99,46 @@ def test_why_waiting(what, the_row, conditions, code, text):
     assert waiting.code == code, waiting
     if text is not None:
         assert waiting.text == text
+
+
+MORE_CASES = [
+    # (what, row, conditions, code, text): the branches the table above leaves out
+    ("rate full", row(), dict(FREE, rate=RateWindow(2, 2, 23.2)), "rate_limit",
+     "rate limit 2/min: 2 started in the last minute; next start in ~24s"),
+    ("rate full, next start unknown", row(), dict(FREE, rate=RateWindow(2, 3)), "rate_limit",
+     "rate limit 2/min: 3 started in the last minute"),
+    ("rate full, next start within a second", row(), dict(FREE, rate=RateWindow(1, 1, 0.2)), "rate_limit",
+     "rate limit 1/min: 1 started in the last minute; next start in ~1s"),
+    ("rate with room", row(), dict(FREE, rate=RateWindow(2, 1)), "due", None),
+    ("job cap beats rate", row(), dict(FREE, job_cap=1, job_in_flight=1, rate=RateWindow(1, 1)), "job_cap", None),
+    ("rate beats global cap", row(), dict(FREE, rate=RateWindow(1, 1), global_cap=1, total_in_flight=1),
+     "rate_limit", None),
+    ("job cap of 0 says so", row(), dict(FREE, job_cap=0), "job_cap",
+     "job cap full (0/0): a cap of 0 holds this job back"),
+    ("backing off without an error", row(scheduled_at=NOW + timedelta(seconds=40), attempts=1), FREE, "backing_off",
+     "backing off until 2026-11-30 12:00:40 UTC (in 40s) after attempt 1 of 3"),
+    ("scheduled past 9999", row(scheduled_at=OddTime("10000-01-01 00:00:00+00")), dict(FREE, job_cap=0),
+     "not_due", "not due until 10000-01-01 00:00:00+00, later than any time this tool can show: never taken "
+                "(give it a scheduled_at up to 9999-12-31, or cancel it)"),
+    ("a zero date is due", row(scheduled_at=OddTime("0000-00-00 00:00:00")), FREE, "due",
+     "due since 0000-00-00 00:00:00: the next dispatcher pass takes it"),
+    ("a zero date, no dispatcher", row(scheduled_at=OddTime("0000-00-00 00:00:00")), dict(FREE, dispatchers_live=0),
+     "no_dispatcher", None),
+    ("its named controller not configured", dict(row(), controller="eu"), dict(FREE, controller_configured=False),
+     "controller_not_configured", "controller eu is not configured: the next dispatcher pass fails it, nothing sent "
+                                  "(configure it in JENKINS_CONTROLLERS first to have it run)"),
+    ("its controller's Jenkins unavailable", dict(row(), controller="eu"),
+     dict(FREE, jenkins_unavailable=JenkinsOutage(NOW - timedelta(minutes=2), "HTTP 503", "eu")),
+     "jenkins_unavailable", "Jenkins unavailable (controller eu) since 2026-11-30 11:58:00 UTC: HTTP 503"),
+    ("Jenkins unavailable beats no dispatcher", row(), dict(FREE, jenkins_unavailable=OUTAGE, dispatchers_live=0),
+     "jenkins_unavailable", None),
+    ("due exactly now", row(scheduled_at=NOW), FREE, "due", "due for 0s: the next dispatcher pass takes it"),
+]
+
+
+@pytest.mark.parametrize(("what", "the_row", "conditions", "code", "text"), MORE_CASES, ids=[c[0] for c in MORE_CASES])
+def test_why_waiting_more(what, the_row, conditions, code, text):
+    test_why_waiting(what, the_row, conditions, code, text)
 
 
 def test_a_wait_until_a_time_says_the_time():
