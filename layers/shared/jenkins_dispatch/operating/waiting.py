@@ -186,20 +186,10 @@ def why_waiting(
         return None
     if pause is not None:
         return _paused(pause)
-    scheduled_at = row["scheduled_at"]
-    readable = isinstance(scheduled_at, datetime)
-    if not readable and getattr(scheduled_at, "later", False):  # an OddTime past the year 9999
-        return Waiting("not_due", f"not due until {when(scheduled_at)}, later than any time this tool can show: "
-                                  "never taken (give it a scheduled_at up to 9999-12-31, or cancel it)")
-    if readable and scheduled_at > now:
-        left = duration((scheduled_at - now).total_seconds())
-        if row["attempts"] > 0:
-            error = f": {row['last_error']}" if row.get("last_error") else ""
-            return Waiting("backing_off", f"backing off until {when(scheduled_at)} (in {left}) after attempt "
-                                          f"{row['attempts']} of {row['max_attempts']}{error}", scheduled_at)
-        return Waiting("not_due", f"not due until {when(scheduled_at)} (in {left})", scheduled_at)
+    if (not_yet := _not_due_yet(row, now)) is not None:
+        return not_yet
+    controller = row.get("controller") or DEFAULT_CONTROLLER
     if not controller_configured:
-        controller = row.get("controller") or DEFAULT_CONTROLLER
         return Waiting("controller_not_configured",
                        f"controller {controller} is not configured: the next dispatcher pass fails it, nothing sent "
                        "(configure it in JENKINS_CONTROLLERS first to have it run)")
@@ -212,14 +202,41 @@ def why_waiting(
     if cap_full(global_cap, total_in_flight):
         return Waiting("global_cap", f"global cap full ({total_in_flight}/{global_cap} in flight, MAX_IN_FLIGHT)")
     if cap_full(controller_cap, controller_in_flight):
-        controller = row.get("controller") or DEFAULT_CONTROLLER
         return Waiting("controller_cap", f"controller {controller}'s cap full ({controller_in_flight}/{controller_cap} "
                                          "in flight, max_in_flight in JENKINS_CONTROLLERS)")
     if jenkins_unavailable is not None:
-        which = f" (controller {jenkins_unavailable.controller})" if jenkins_unavailable.controller else ""
-        return Waiting("jenkins_unavailable", f"Jenkins unavailable{which} since {when(jenkins_unavailable.since)}: "
-                                              f"{jenkins_unavailable.reason}")
-    since = f"for {duration((now - scheduled_at).total_seconds())}" if readable else f"since {when(scheduled_at)}"
+        return _jenkins_down(jenkins_unavailable)
+    return _due(row["scheduled_at"], now, dispatchers_live)
+
+
+def _not_due_yet(row: Mapping[str, Any], now: datetime) -> Waiting | None:
+    """Not due yet: scheduled later (a first attempt) or backing off after a failed one; or scheduled past any
+    time this tool can show (never taken). None when it is due."""
+    scheduled_at = row["scheduled_at"]
+    if not isinstance(scheduled_at, datetime):
+        if getattr(scheduled_at, "later", False):  # an OddTime past the year 9999
+            return Waiting("not_due", f"not due until {when(scheduled_at)}, later than any time this tool can show: "
+                                      "never taken (give it a scheduled_at up to 9999-12-31, or cancel it)")
+        return None
+    if scheduled_at <= now:
+        return None
+    left = duration((scheduled_at - now).total_seconds())
+    if row["attempts"] > 0:
+        error = f": {row['last_error']}" if row.get("last_error") else ""
+        return Waiting("backing_off", f"backing off until {when(scheduled_at)} (in {left}) after attempt "
+                                      f"{row['attempts']} of {row['max_attempts']}{error}", scheduled_at)
+    return Waiting("not_due", f"not due until {when(scheduled_at)} (in {left})", scheduled_at)
+
+
+def _jenkins_down(outage: JenkinsOutage) -> Waiting:
+    which = f" (controller {outage.controller})" if outage.controller else ""
+    return Waiting("jenkins_unavailable", f"Jenkins unavailable{which} since {when(outage.since)}: {outage.reason}")
+
+
+def _due(scheduled_at: Any, now: datetime, dispatchers_live: int | None) -> Waiting:
+    """Nothing holds it back: the next pass takes it, if a dispatcher is live to run one."""
+    since = (f"for {duration((now - scheduled_at).total_seconds())}" if isinstance(scheduled_at, datetime)
+             else f"since {when(scheduled_at)}")
     if dispatchers_live == 0:
         return Waiting("no_dispatcher", f"due {since}, but no dispatcher is running (none has recorded a pass "
                                         "lately): start `jenkins-dispatch serve`, or check the dispatcher function's "
