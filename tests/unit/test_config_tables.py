@@ -187,3 +187,79 @@ def test_two_spellings_of_one_jenkins_are_one_controller() -> None:
         _controllers({"eu": EU, "eu2": {**EU, "url": "HTTPS://EU.example.com"}, "us": {**EU, "url": "https://us/"}})
     assert str(refused.value).splitlines() == [
         "JENKINS_CONTROLLERS: controllers 'eu' and 'eu2' have the same url: each Jenkins is one controller"]
+
+
+JENKINS_SECRET = {"url": "https://ci.example.com/jenkins", "user": "bot", "api_token": "tok-S3cret"}
+
+
+def _jenkins(env: dict[str, str], secret: dict | None = None):
+    """The default controller ``env`` gives, the secret named by JENKINS_SECRET_ARN being ``secret``."""
+    if secret is not None:
+        env = {"JENKINS_SECRET_ARN": "arn:jenkins", **env}
+    return load_settings({**BASE, **env}, fetch_secret=lambda arn: json.dumps(secret)).jenkins
+
+
+@pytest.mark.parametrize(("env", "secret", "expected"), [
+    ({}, JENKINS_SECRET, dict(url="https://ci.example.com/jenkins/", user="bot", api_token="tok-S3cret")),
+    ({"JENKINS_USER": "other", "JENKINS_VERIFY_TLS": "false", "JENKINS_SEARCH_WINDOW": "50"}, JENKINS_SECRET,
+     dict(user="other", api_token="tok-S3cret", verify_tls=False, search_window=50, name="default")),
+    ({"JENKINS_URL": "http://127.0.0.1:8080", "JENKINS_USER": "u", "JENKINS_API_TOKEN": "t",
+      "JENKINS_TIMEOUT_SECONDS": "3"}, None, dict(url="http://127.0.0.1:8080/", timeout_seconds=3.0)),
+])
+def test_the_default_controller_from_its_variables_or_its_secret(env, secret, expected) -> None:
+    jenkins = _jenkins(env, secret)
+    assert {key: getattr(jenkins, key) for key in expected} == expected
+
+
+def test_no_jenkins_variable_no_default_controller() -> None:
+    assert _jenkins({}) is None and _jenkins({"JENKINS_VERIFY_TLS": "false"}) is None
+
+
+@pytest.mark.parametrize(("env", "secret", "message"), [
+    ({"JENKINS_USER": "u"}, None, "JENKINS_URL is not set (nor 'url' in the secret named by JENKINS_SECRET_ARN)"),
+    ({}, {"user": "u", "api_token": "t"}, "JENKINS_URL is not set"),
+    ({"JENKINS_URL": "https://u:tok-S3cret@ci/"}, None, "JENKINS_URL must not carry credentials: use JENKINS_USER"),
+    ({"JENKINS_URL": "ftp://ci.example.com/", "JENKINS_USER": "u", "JENKINS_API_TOKEN": "t"}, None,
+     "JENKINS_URL must be an http(s) URL"),
+    ({"JENKINS_URL": "https://[ci/", "JENKINS_USER": "u", "JENKINS_API_TOKEN": "t"}, None,
+     "JENKINS_URL must be an http(s) URL"),
+    ({"JENKINS_URL": "https://ci/", "JENKINS_API_TOKEN": "t"}, None, "JENKINS_USER is not set"),
+    ({}, {"url": "https://ci/", "user": "u"}, "JENKINS_API_TOKEN is not set (nor 'api_token' in the secret"),
+    # Checked in this order: the url before the user before the token.
+    ({"JENKINS_URL": "ftp://ci/"}, None, "JENKINS_URL must be an http(s) URL"),
+    ({"JENKINS_URL": "https://ci/", "JENKINS_API_TOKEN": ""}, {"api_token": ""}, "JENKINS_USER is not set"),
+])
+def test_a_default_controller_that_cannot_be_reached_is_refused(env, secret, message) -> None:
+    with pytest.raises(ConfigError) as refused:
+        _jenkins(env, secret)
+    said = str(refused.value)
+    assert said.startswith(message) and "\n" not in said and "tok-S3cret" not in said, said
+
+
+@pytest.mark.parametrize(("env", "header", "proxies"), [
+    ({}, None, []),
+    ({"UI_TRUSTED_USER_HEADER": "X-Remote-User", "UI_TRUSTED_PROXIES": " , 10.0.0.7,, fd00::/8 "},
+     "x-remote-user", ["10.0.0.7/32", "fd00::/8"]),
+    ({"UI_TRUSTED_USER_HEADER": "X-User", "UI_TRUSTED_PROXIES": "10.0.0.9/24"}, "x-user", ["10.0.0.0/24"]),
+])
+def test_a_login_proxy(env, header, proxies) -> None:
+    identity = load_settings({**BASE, **env}).ui_identity
+    assert (identity.header, [str(p) for p in identity.proxies]) == (header, proxies)
+
+
+@pytest.mark.parametrize(("env", "lines"), [
+    # A bad header alone: the missing proxies are not asked for on top.
+    ({"UI_TRUSTED_USER_HEADER": "X User"}, ["UI_TRUSTED_USER_HEADER must be an HTTP header name"]),
+    ({"UI_TRUSTED_USER_HEADER": "X-User", "UI_TRUSTED_PROXIES": " , "},
+     ["UI_TRUSTED_PROXIES is required with UI_TRUSTED_USER_HEADER"]),
+    ({"UI_TRUSTED_USER_HEADER": "X-User", "UI_TRUSTED_PROXIES": "proxy.local"},
+     ["UI_TRUSTED_PROXIES: 'proxy.local' is not an address or CIDR"]),
+    ({"UI_TRUSTED_PROXIES": "nope"}, ["UI_TRUSTED_PROXIES: 'nope' is not an address or CIDR"]),
+    ({"UI_TRUSTED_PROXIES": "nope, 10.0.0.1"}, ["UI_TRUSTED_PROXIES: 'nope' is not an address or CIDR",
+                                               "UI_TRUSTED_USER_HEADER is required with UI_TRUSTED_PROXIES"]),
+])
+def test_a_login_proxy_refused_one_line_per_problem(env, lines) -> None:
+    with pytest.raises(ConfigError) as refused:
+        load_settings({**BASE, **env})
+    said = str(refused.value).splitlines()
+    assert len(said) == len(lines) and all(s.startswith(line) for s, line in zip(said, lines, strict=True)), said
