@@ -41,17 +41,35 @@ class JenkinsSettings:
 
 
 def _jenkins(env: Mapping[str, str], fetch: SecretFetcher | None, timeout: float) -> JenkinsSettings | None:
-    arn = _text(env, "JENKINS_SECRET_ARN")
-    secret: dict = {}
-    if arn:
-        if fetch is None:
-            raise ConfigError("JENKINS_SECRET_ARN is set but no secrets source is available")
-        secret = _secret_json(fetch, "JENKINS_SECRET_ARN", arn)
+    secret = _jenkins_secret(fetch, _text(env, "JENKINS_SECRET_ARN"))
     url = _text(env, "JENKINS_URL") or secret.get("url") or ""
     user = _text(env, "JENKINS_USER") or secret.get("user") or ""
     token = _text(env, "JENKINS_API_TOKEN") or secret.get("api_token") or ""
     if not (url or user or token):
         return None
+    _check_default_controller(url, user, token)
+    return JenkinsSettings(
+        url=url.rstrip("/") + "/",
+        user=user,
+        api_token=token,
+        timeout_seconds=timeout,
+        verify_tls=_bool(env, "JENKINS_VERIFY_TLS"),
+        search_window=_int(env, "JENKINS_SEARCH_WINDOW"),
+    )
+
+
+def _jenkins_secret(fetch: SecretFetcher | None, arn: str) -> dict:
+    """The JSON of the secret named by JENKINS_SECRET_ARN (an empty dict when none is named)."""
+    if not arn:
+        return {}
+    if fetch is None:
+        raise ConfigError("JENKINS_SECRET_ARN is set but no secrets source is available")
+    return _secret_json(fetch, "JENKINS_SECRET_ARN", arn)
+
+
+def _check_default_controller(url: str, user: str, token: str) -> None:
+    """The default controller needs a Jenkins base URL without credentials, a user and a token, checked in
+    that order; the messages say where each may be given."""
     if not url:
         raise ConfigError("JENKINS_URL is not set (nor 'url' in the secret named by JENKINS_SECRET_ARN)")
     if "@" in url:  # checked first, and the URL never echoed: it may hold a password or token
@@ -62,14 +80,6 @@ def _jenkins(env: Mapping[str, str], fetch: SecretFetcher | None, timeout: float
         raise ConfigError("JENKINS_USER is not set (nor 'user' in the secret named by JENKINS_SECRET_ARN)")
     if not token:
         raise ConfigError("JENKINS_API_TOKEN is not set (nor 'api_token' in the secret named by JENKINS_SECRET_ARN)")
-    return JenkinsSettings(
-        url=url.rstrip("/") + "/",
-        user=user,
-        api_token=token,
-        timeout_seconds=timeout,
-        verify_tls=_bool(env, "JENKINS_VERIFY_TLS"),
-        search_window=_int(env, "JENKINS_SEARCH_WINDOW"),
-    )
 
 
 def _url_problem(url: str, name: str) -> str | None:

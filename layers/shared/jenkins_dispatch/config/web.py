@@ -37,18 +37,10 @@ def load_ui_identity(env: Mapping[str, str] | None = None) -> UiIdentity:
     """UI_TRUSTED_USER_HEADER and UI_TRUSTED_PROXIES, both or neither; ConfigError with one line per problem."""
     env = os.environ if env is None else env
     header = _text(env, "UI_TRUSTED_USER_HEADER") or None
-    proxies_text = _text(env, "UI_TRUSTED_PROXIES") or ""
     problems: list[str] = []
     if header is not None and not _HEADER_NAME.fullmatch(header):
         problems.append(f"UI_TRUSTED_USER_HEADER must be an HTTP header name (e.g. X-Forwarded-User), got {header!r}")
-    proxies: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
-    for part in (p.strip() for p in proxies_text.split(",")):
-        if not part:
-            continue
-        try:
-            proxies.append(ipaddress.ip_network(part, strict=False))
-        except ValueError:
-            problems.append(f"UI_TRUSTED_PROXIES: {part!r} is not an address or CIDR (e.g. 10.0.0.0/24)")
+    proxies = _trusted_proxies(_text(env, "UI_TRUSTED_PROXIES"), problems)
     if header is not None and not proxies and not problems:
         problems.append("UI_TRUSTED_PROXIES is required with UI_TRUSTED_USER_HEADER: the addresses of the login "
                         "proxies whose header is believed (a header from anyone else is ignored)")
@@ -58,6 +50,20 @@ def load_ui_identity(env: Mapping[str, str] | None = None) -> UiIdentity:
     if problems:
         raise ConfigError("\n".join(problems))
     return UiIdentity(header.lower() if header else None, tuple(proxies))
+
+
+def _trusted_proxies(text: str, problems: list[str]) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    """UI_TRUSTED_PROXIES' comma-separated addresses and CIDRs (empty parts skipped), a problem appended for each
+    that is neither."""
+    proxies: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        try:
+            proxies.append(ipaddress.ip_network(part, strict=False))
+        except ValueError:
+            problems.append(f"UI_TRUSTED_PROXIES: {part!r} is not an address or CIDR (e.g. 10.0.0.0/24)")
+    return proxies
 
 
 def _token(name: str, arn_name: str, env: Mapping[str, str] | None,
