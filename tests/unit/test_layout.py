@@ -349,3 +349,13 @@ def test_every_public_function_class_and_method_has_a_docstring() -> None:
     missing = [f"{path.relative_to(PACKAGE).as_posix()}: {name}" for path in _modules()
                for name, node in _public_definitions(_tree(path)) if not ast.get_docstring(node)]
     assert missing == [], f"{len(missing)} undocumented:\n" + "\n".join(missing)
+
+
+def test_the_configuration_is_imported_through_its_public_face() -> None:
+    """``config/__init__.py`` re-exports what the rest of the package uses: a module of ``config/`` imported from
+    outside would tie its callers to how the settings happen to be split into groups."""
+    reached_inside = [f"{_dotted(path)} imports {target}" for path in _modules()
+                      if _group(_dotted(path)) != "config"
+                      for target in sorted(_package_imports(path)) if target.startswith("config.")]
+    assert reached_inside == []
+    assert "config.reading" in _package_imports(PACKAGE / "config/database.py")  # the rule above reads something
