@@ -984,3 +984,28 @@ class Queue:
         rows = cast(list[CutoverWindow], self._run("cutover_window"))
         return rows[0] if rows else None
 
+
+    # ------------------------------------------------------------------ the pruner duty
+    # (dispatching/duties/pruner.py; the statements under "Pruning (the pruner duty)" at the end of queries.sql)
+    def take_duty(self, name: str, holder: str, hold_seconds: float) -> DutyTurn:
+        """Take duty ``name``'s turn for ``holder`` until ``hold_seconds`` from now if it is due, or renew it if
+        ``holder`` has it (one statement, a compare-and-set: of several dispatchers racing, one takes it)."""
+        row = self._run("take_duty", duty=name, holder=holder, hold_seconds=float(hold_seconds))[0]
+        due_in = row["due_in_seconds"]
+        return DutyTurn(taken=bool(row["taken"]), due_in_seconds=None if due_in is None else float(due_in))
+
+    def duty_done(self, name: str, holder: str, every_seconds: float) -> bool:
+        """Hand duty ``name``'s turn back, due again in ``every_seconds``; False when ``holder`` no longer held it."""
+        return bool(self._run("duty_done", duty=name, holder=holder, every_seconds=float(every_seconds)))
+
+    def prune_one_batch(self, older_than_seconds: float, batch: int) -> int:
+        """Delete up to ``batch`` final rows (and their history) finished more than ``older_than_seconds`` ago, in
+        one statement (``prune``'s); returns how many went."""
+        return int(self._run("prune_batch", days=float(older_than_seconds) / 86400, batch=batch)[0]["deleted"])
+
+
+@dataclass(frozen=True)
+class DutyTurn:
+    """What ``take_duty`` answered: whether the caller holds the turn, and when the duty is due (None: no such duty)."""
+    taken: bool
+    due_in_seconds: float | None

@@ -1410,3 +1410,27 @@ FROM (
     LIMIT :limit
 ) recent
 GROUP BY CAST(job_name AS BINARY);
+
+-- Pruning (the pruner duty)
+-- ---------------------------------------------------------------------------------------------------------------
+-- PostgreSQL's take_duty and duty_done (dispatching/duties/pruner.py; 0018_duties.sql). The UPDATE is the
+-- compare-and-set: of several dispatchers racing, the first wins; the others wait for its row lock, find due_at
+-- moved on and update nothing.
+
+-- name: take_duty
+UPDATE jenkins_dispatch_duties
+SET holder = :holder, due_at = NOW(6) + INTERVAL CAST(:hold_seconds * 1000000 AS SIGNED) MICROSECOND,
+    updated_at = NOW(6)
+WHERE name = :duty AND (due_at <= NOW(6) OR holder = :holder);
+SET @jd_taken = ROW_COUNT();
+SELECT @jd_taken > 0 AS taken,
+       (SELECT TIMESTAMPDIFF(MICROSECOND, NOW(6), d.due_at) / 1000000.0
+        FROM jenkins_dispatch_duties d WHERE d.name = :duty) AS due_in_seconds;
+
+-- name: duty_done
+UPDATE jenkins_dispatch_duties
+SET holder = NULL, due_at = NOW(6) + INTERVAL CAST(:every_seconds * 1000000 AS SIGNED) MICROSECOND,
+    updated_at = NOW(6)
+WHERE name = :duty AND holder = :holder;
+SET @jd_changed = ROW_COUNT();
+SELECT name FROM jenkins_dispatch_duties WHERE name = :duty AND @jd_changed > 0;

@@ -1367,3 +1367,34 @@ FROM (
     LIMIT :limit
 ) recent
 GROUP BY job_name;
+
+-- Pruning (the pruner duty)
+-- ---------------------------------------------------------------------------------------------------------------
+-- dispatching/duties/pruner.py: one dispatcher at a time deletes the final rows older than PRUNE_FINISHED_AFTER, a
+-- batch a pass (prune_batch), then the time page's aggregates past its window (prune_aggregates). The turn is a row
+-- of jenkins_dispatch_duties (0020_duties.sql).
+
+-- name: take_duty
+-- Takes duty :duty's turn for :holder until :hold_seconds from now, if it is due (due_at passed) or :holder already
+-- holds it (a batch after the first): the compare-and-set. Of several dispatchers racing, the first UPDATE wins; the
+-- others wait for its row lock, find due_at moved on and update nothing. `taken`: whether this caller holds the turn;
+-- `due_in_seconds`: for the others, how long until it is due (NULL: no such duty row).
+WITH taken AS (
+    UPDATE jenkins_dispatch_duties
+    SET holder = CAST(:holder AS text), due_at = now() + make_interval(secs => CAST(:hold_seconds AS float8)),
+        updated_at = now()
+    WHERE name = CAST(:duty AS text) AND (due_at <= now() OR holder = CAST(:holder AS text))
+    RETURNING due_at
+)
+SELECT EXISTS (SELECT 1 FROM taken) AS taken,
+       coalesce((SELECT CAST(extract(epoch FROM due_at - now()) AS float8) FROM taken),
+                (SELECT CAST(extract(epoch FROM d.due_at - now()) AS float8)
+                 FROM jenkins_dispatch_duties d WHERE d.name = CAST(:duty AS text))) AS due_in_seconds;
+
+-- name: duty_done
+-- :holder hands duty :duty's turn back, due again :every_seconds from now. Nothing changes if the turn is no longer
+-- its own (its hold ended and another dispatcher took it): no row back.
+UPDATE jenkins_dispatch_duties
+SET holder = NULL, due_at = now() + make_interval(secs => CAST(:every_seconds AS float8)), updated_at = now()
+WHERE name = CAST(:duty AS text) AND holder = CAST(:holder AS text)
+RETURNING name;
