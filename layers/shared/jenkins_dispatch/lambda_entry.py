@@ -12,11 +12,14 @@ from typing import TYPE_CHECKING, Any
 from . import runtime
 from .dispatching.dispatch_loop import DispatchLoop
 from .dispatching.dispatcher import run_pass
+from .dispatching.duties.pruner import Pruner
 from .dispatching.heartbeat import Heartbeat
 from .dispatching.wakeup import work_signal
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from .config import Settings
 
 # A continuous invocation still runs a full pass (the reconciler's turn) at least this often.
 LAMBDA_INTERVAL_SECONDS = 10.0
@@ -36,10 +39,22 @@ def run_invocation(context: LambdaContext, max_jobs: int | None = None) -> dict[
     db = runtime.database()
     if settings.dispatcher_mode == "single" or max_jobs is not None or remaining is None:
         return run_pass(settings, max_jobs=max_jobs, remaining_ms=remaining, db=db,
-                        heartbeat=_lambda_heartbeat(context, None))
+                        heartbeat=_lambda_heartbeat(context, None), pruner=_lambda_pruner(settings))
     loop = DispatchLoop(settings, db, work_signal(db, poll_seconds=settings.poll_seconds), interval=LAMBDA_INTERVAL_SECONDS,
-                        heartbeat=_lambda_heartbeat(context, LAMBDA_INTERVAL_SECONDS))
+                        heartbeat=_lambda_heartbeat(context, LAMBDA_INTERVAL_SECONDS), pruner=_lambda_pruner(settings))
     return loop.run(seconds_left=lambda: remaining() / 1000)
+
+
+# This container's pruner, kept between warm invocations like its heartbeat: it remembers when the pruner is due
+# again, so an invocation asks the database only then (a fresh container asks once).
+_pruners: list[Pruner] = []
+
+
+def _lambda_pruner(settings: Settings) -> Pruner:
+    """This container's pruner (PRUNE_FINISHED_AFTER), made on first use."""
+    if not _pruners:
+        _pruners.append(Pruner(settings.prune_finished_after_seconds))
+    return _pruners[0]
 
 
 # This container's heartbeats, by instance: a module global on purpose, since a warm container keeps its

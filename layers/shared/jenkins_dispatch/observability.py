@@ -106,6 +106,7 @@ CATALOGUE: dict[str, tuple[MetricUnit, str]] = {
     "TicksSkipped": (MetricUnit.Count, "Schedule ticks not enqueued: missed while no dispatcher ran (only the "
                      "latest missed tick of a schedule is), or skipped by a --no-overlap schedule whose previous run "
                      "was still in flight."),
+    "RowsPruned": (MetricUnit.Count, "Finished jobs the pruner deleted with their history (PRUNE_FINISHED_AFTER)."),
     "PassDurationMs": (MetricUnit.Milliseconds, "How long dispatcher passes took."),
     "InFlight": (MetricUnit.Count, "Jobs processing (claimed, queued or running in Jenkins), after the last pass."),
     "Pending": (MetricUnit.Count, "Jobs pending (due or scheduled later), after the last pass."),

@@ -14,6 +14,7 @@ from the modules below, one per settings group:
 - ``controllers``: ``JenkinsSettings`` of the default controller and of JENKINS_CONTROLLERS;
 - ``web``: the webhook's secret, the page's token and login proxy, `serve`'s and `ui`'s option defaults;
 - ``tuning``: the dispatcher's batch sizes, caps, lease, retries, breaker, polling, cutover window;
+- ``pruning``: PRUNE_FINISHED_AFTER, how long the dispatchers' pruner keeps finished jobs;
 - ``telemetry``: logs, metrics and traces, asked before any Settings exist;
 - ``settings``: ``Settings`` and ``load_settings``, which reads every group once.
 """
@@ -37,6 +38,7 @@ from .database import (
     load_database_settings,
     parse_database_url,
 )
+from .pruning import PRUNE_DEFAULT_SECONDS
 from .reading import SecretFetcher
 from .settings import Settings, load_settings
 from .telemetry import emf_wanted, log_format_wanted, set_powertools_defaults, tracing_wanted
@@ -65,7 +67,8 @@ from .web import (
 __all__ = [
     "CLAIM_ROOM_SECONDS", "CONTROLLER_KEYS", "CONTROLLER_MAX_IN_FLIGHT", "CONTROLLER_NAME", "DEFAULT_CONTROLLER",
     "DEFAULT_PORTS", "DISPATCHER_MODES", "ENGINE_NAMES", "ENVIRONMENT", "LEASE_SAFETY_SECONDS", "LOCAL_HOSTS",
-    "RESEND_QUIET_LEASES", "SERVE_HOST", "SERVE_INTERVAL_SECONDS", "SERVE_PORT", "UI_PORT", "UI_REFRESH_SECONDS",
+    "PRUNE_DEFAULT_SECONDS", "RESEND_QUIET_LEASES", "SERVE_HOST", "SERVE_INTERVAL_SECONDS", "SERVE_PORT", "UI_PORT",
+    "UI_REFRESH_SECONDS",
     "VARIABLES", "DatabaseSettings", "JenkinsSettings", "SecretFetcher", "Settings", "Tuning", "UiIdentity",
     "Variable", "default_of", "emf_wanted", "engine_of", "load_controllers", "load_cutover_window",
     "load_database_settings", "load_jenkins_settings", "load_settings", "load_tuning", "load_ui_identity",

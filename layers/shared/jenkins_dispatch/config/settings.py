@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from ..errors import ConfigError, ControllerNotConfigured
 from .controllers import JenkinsSettings, _check_webhook_secrets, load_controllers, load_jenkins_settings
 from .database import DatabaseSettings, load_database_settings
+from .pruning import PRUNE_DEFAULT_SECONDS
 from .reading import SecretFetcher, _sources
 from .tuning import load_tuning, resend_quiet_for
 from .variables import default_of
@@ -63,6 +64,8 @@ class Settings:
     poll_seconds: float = default_of("POLL_SECONDS")
     # `migrate` of a seed table: how long the old worker's results for the jobs it holds still count.
     cutover_window_seconds: float = default_of("CUTOVER_WINDOW_SECONDS")
+    # The pruner duty (dispatching/duties/pruner.py): finished rows older than this go; None: never.
+    prune_finished_after_seconds: float | None = PRUNE_DEFAULT_SECONDS
     # Print CloudWatch EMF metric lines (METRICS_EMF; default: only inside Lambda, where CloudWatch reads
     # them). Outside Lambda `serve` exposes Prometheus metrics at GET /metrics instead.
     metrics_emf: bool = False

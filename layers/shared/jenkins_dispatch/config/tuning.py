@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import TypedDict
 
 from ..errors import ConfigError
+from .pruning import prune_finished_after
 from .reading import _base_and_maximum, _bool, _choice, _float, _int
 from .telemetry import emf_wanted
 from .variables import RESEND_QUIET_LEASES
@@ -54,6 +55,7 @@ class Tuning(TypedDict):
     poll_seconds: float
     metrics_emf: bool
     cutover_window_seconds: float
+    prune_finished_after_seconds: float | None
 
 
 def load_tuning(env: Mapping[str, str] | None = None) -> Tuning:
@@ -93,5 +95,6 @@ def load_tuning(env: Mapping[str, str] | None = None) -> Tuning:
         poll_seconds=_float(env, "POLL_SECONDS"),
         metrics_emf=emf_wanted(env),
         cutover_window_seconds=_float(env, "CUTOVER_WINDOW_SECONDS"),
+        prune_finished_after_seconds=prune_finished_after(env),
     )
 

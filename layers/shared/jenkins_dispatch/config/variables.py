@@ -118,6 +118,9 @@ ENVIRONMENT: tuple[Variable, ...] = (
              default_text=f"{RESEND_QUIET_LEASES} x LEASE_SECONDS", minimum=0, maximum=2_592_000),
     Variable("CUTOVER_WINDOW_SECONDS", "`migrate` of a table the old worker still runs: how long its results for "
              "the jobs it holds then still count (docs/cutover.md)", 3600.0, minimum=0, maximum=2_592_000),
+    Variable("PRUNE_FINISHED_AFTER", "the dispatchers delete finished jobs (and their history) this long after they "
+             "finished, and the time page's aggregates past its window: a duration like 30d or 12h (at least 1h), or "
+             "off", "30d"),
     Variable("METRICS_EMF", "print metrics as CloudWatch EMF lines on stdout", default_text="true in Lambda only"),
     Variable("AWS_LAMBDA_FUNCTION_NAME", "set by Lambda: metrics default to EMF there"),
     Variable("LOG_FORMAT", "log lines as `json` (one object a line) or `text` (for a person); `auto`: text when "

@@ -9,6 +9,7 @@ import random
 from dataclasses import dataclass
 from enum import Enum
 
+from ..errors import ConfigError, DatabaseBusy, DatabaseUnavailable, DispatchError
 from ..jenkins.answers import (
     Accepted,
     AuthRejected,
@@ -261,3 +262,44 @@ def backoff_seconds(attempt: int, base: float, maximum: float, rng: random.Rando
         attempt = 1
     ceiling = min(maximum, base * (2 ** min(attempt - 1, 30)))
     return ceiling * (0.5 + 0.5 * (rng or random).random())
+
+
+# --------------------------------------------------------------------------- a pass that failed
+
+BUSY_RETRY_SECONDS = 1.0  # the database was busy (a lock or statement timeout, a deadlock): soon again
+
+
+@dataclass(frozen=True)
+class FailedPass:
+    """What a lane does after a pass that ended on an error: how long it pauses, what it says, what it records.
+
+    ``pause_seconds``: a fixed pause; else the database's retry backoff at ``backoff_attempt`` (None: at the database's
+    own count of failures in a row, which this failure adds to). ``database_ok``: what the failure says of the database
+    (None: nothing). ``beat``: the heartbeat's (outcome, detail), None when the database could not take it anyway."""
+
+    reason: str  # the pass's "stopped because"
+    log: str
+    level: str  # "warning", "error" or "exception" (a defect: with its traceback)
+    database_ok: bool | None
+    beat: tuple[str, str] | None
+    pause_seconds: float | None = None
+    backoff_attempt: int | None = None
+
+
+def after_a_failed_pass(exc: Exception) -> FailedPass | None:
+    """A pass's error → what the lane does; None for a configuration error (nothing will ever work: the loop ends).
+    Failures end a pass, never the loop: callbacks keep arriving meanwhile."""
+    text = str(exc)
+    if isinstance(exc, ConfigError):
+        return None
+    if isinstance(exc, DatabaseBusy):  # it answered: busy is not down
+        return FailedPass("database busy", "pass ended early: the database is busy; trying again shortly", "warning",
+                          database_ok=True, beat=("database_busy", text), pause_seconds=BUSY_RETRY_SECONDS)
+    if isinstance(exc, DatabaseUnavailable):  # nowhere to record it
+        return FailedPass("database unavailable", "pass ended: the database is unavailable; retrying", "error",
+                          database_ok=False, beat=None)
+    if isinstance(exc, DispatchError):
+        return FailedPass(text, "pass failed", "error", database_ok=None, beat=("failed", text), backoff_attempt=1)
+    crash = f"{type(exc).__name__}: {exc}"  # a defect: keep serving callbacks, say what broke, try again later
+    return FailedPass("crashed", "pass crashed", "exception", database_ok=None, beat=("crashed", crash),
+                      backoff_attempt=3)

@@ -1,10 +1,12 @@
-"""One dispatcher pass: enqueue the schedules' due ticks (``ticking.py``), reconcile expired leases
-(``reconciler.py``), then claim and trigger batch after batch.
+"""One dispatcher pass: the due duties (``duties/``: the schedules' ticks, the unknown-controller sweep, the pruner,
+reconciling expired leases), then claim and trigger batch after batch.
 
 The order of a pass, and why:
-0. Due ticks first, whatever Jenkins's state: each becomes an ordinary row (one statement per tick), which this
-   very pass may then claim. Every pass of every dispatcher does it, so no separate timer is needed.
-1. Reconcile first, so rows a crashed worker left behind are settled, adopted or re-sent before new work.
+0. The duties that need no Jenkins first, whatever Jenkins's state: due ticks become ordinary rows (one statement
+   per tick), which this very pass may then claim; rows naming no configured controller fail; the pruner deletes one
+   batch when its turn is this dispatcher's. Every pass of every dispatcher runs them, so no separate timer is needed.
+1. Reconcile (a duty that asks Jenkins) first, so rows a crashed worker left behind are settled, adopted or re-sent
+   before new work.
 2. Claim one batch (one statement), check each job name once per pass, trigger the batch on a bounded
    thread pool sharing one HTTP session, then record what Jenkins answered (one statement for all
    accepted rows). Claimed-but-unsent rows are never more than one batch.
@@ -26,14 +28,13 @@ import math
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..config import DEFAULT_CONTROLLER, LEASE_SAFETY_SECONDS, Settings, default_of
 from ..errors import (
-    DatabaseBusy,
     DatabaseUnavailable,
     DispatchError,
     JenkinsAuthRejected,
@@ -50,6 +51,11 @@ from ..store.schedules import Schedules
 from .breaker import Breaker, breaker_for, weigh
 from .cancelling import settle_stopped, stop_dispatch
 from .decisions import Act, Decision, Evidence, check_job, decide_trigger, retry_delay
+from .duties import Duty, due
+from .duties.pruner import Pruner
+from .duties.reconcile import Reconcile
+from .duties.schedule_ticks import ScheduleTicks
+from .duties.unknown_controllers import UnknownControllers, fail_rows_of_unknown_controllers
 from .heartbeat import Heartbeat
 from .reconciler import Reconciled, Reconciler
 from .ticking import enqueue_due_ticks
@@ -69,6 +75,9 @@ class PassSummary:
     batches: int = 0
     ticks_enqueued: int = 0  # schedule ticks this pass enqueued (ticking.py)
     ticks_skipped: int = 0  # ticks not enqueued: missed while nothing ran, or no-overlap skips
+    pruned: int = 0  # final rows the pruner deleted (duties/pruner.py)
+    aggregates_pruned: int = 0  # rows of the time page's aggregates it deleted
+    prune_batches: int = 0
     stopped_because: str = ""
     jenkins_unavailable: bool = False  # the pass stopped because Jenkins as a whole failed
     duration_ms: int = 0
@@ -115,13 +124,16 @@ class Dispatcher:
         claim_until: float | None = None,
         breaker: Breaker | None = None,
         fail_unknown_controllers: bool = False,
+        duties: Sequence[Duty] | None = None,
     ):
         # One controller's pass: ``settings.jenkins`` is that controller (Settings.for_controller), and only its
         # rows are claimed, triggered and reconciled, with its client and its breaker.
         self.settings = settings
         self.controller = settings.jenkins.name if settings.jenkins else DEFAULT_CONTROLLER
-        # The pass's first controller also fails the rows that name no configured controller (nothing sent).
-        self.fail_unknown_controllers = fail_unknown_controllers
+        # What the pass does besides claiming (duties/): a lane keeps its own across passes (the pruner remembers
+        # when it is due); a single pass gets the ones every pass runs, the sweep of rows naming no configured
+        # controller when it is the pass's first controller.
+        self.duties: Sequence[Duty] = duties if duties is not None else pass_duties(sweeps=fail_unknown_controllers)
         # Whether this Jenkins is down, across passes (`serve` and the continuous Lambda keep one per Jenkins;
         # a single pass starts from a closed one).
         self.breaker = breaker or breaker_for(settings)
@@ -174,12 +186,10 @@ class Dispatcher:
         statements_before = self.db.statements
         self._started_at = self.breaker.now()
         try:
-            self.enqueue_due_ticks()
-            if self.fail_unknown_controllers:
-                self._fail_rows_of_unknown_controllers()
+            self._run_duties(needs_jenkins=False)
             if self.breaker.retry_in() > 0:  # open, and not yet time to try again
                 raise _PassStopped(self.breaker.why or "Jenkins unavailable")
-            self.reconcile()
+            self._run_duties(needs_jenkins=True)
             if not self.summary.stopped_because:
                 self.dispatch(max_jobs)
             self._ask_jenkins_if_still_down()
@@ -202,8 +212,11 @@ class Dispatcher:
         logger.info("pass finished", extra={"summary": self.summary.as_dict()})
         return self.summary.as_dict()
 
-    def _fail_rows_of_unknown_controllers(self) -> None:
-        self.summary.failed += fail_rows_of_unknown_controllers(self.settings, self.queue)
+    def _run_duties(self, needs_jenkins: bool) -> None:
+        """The due duties of one kind, in order; their counts go into the summary as each ends."""
+        for duty in due(self.duties, needs_jenkins=needs_jenkins):
+            for key, value in duty.run(self).items():
+                setattr(self.summary, key, getattr(self.summary, key) + value)
 
     def _emit_counts(self) -> None:
         """What the pass did to jobs, however it ended."""
@@ -550,9 +563,11 @@ def run_pass(
     db: Session | None = None,
     stop: threading.Event | None = None,
     heartbeat: Heartbeat | None = None,
+    pruner: Pruner | None = None,
 ) -> dict[str, Any]:
     """One pass with a fresh HTTP session (and a fresh database session unless one is given); with a
-    ``heartbeat``, the dispatcher's row records how it ended."""
+    ``heartbeat``, the dispatcher's row records how it ended; with a ``pruner`` (the Lambda function's, kept across
+    invocations), the first controller's pass prunes when it is due."""
     own_db = db is None
     db = db or open_database(settings.database, application_name="jenkins-dispatch-dispatcher")
     names = list(settings.controllers_by_name()) or [DEFAULT_CONTROLLER]
@@ -573,8 +588,8 @@ def run_pass(
         name, session = names[n], sessions[n]
         one = settings.for_controller(name) if several else settings
         with lane_client(one) as client:
-            dispatcher = Dispatcher(one, session, client, remaining_ms=remaining_ms, stop=stop,
-                                    breaker=breakers[name], fail_unknown_controllers=len(names) == 1)
+            dispatcher = Dispatcher(one, session, client, remaining_ms=remaining_ms, stop=stop, breaker=breakers[name],
+                                    duties=pass_duties(sweeps=len(names) == 1, pruner=pruner if n == 0 else None))
             try:
                 per_controller[name] = dispatcher.run(max_jobs)
             except DatabaseUnavailable:
@@ -636,22 +651,13 @@ def lane_client(lane: Settings) -> JenkinsClient:
     return jenkins_client(lane.require_jenkins(), lane.max_parallel_triggers)
 
 
-def fail_rows_of_unknown_controllers(settings: Settings, queue: Queue) -> int:
-    """Fail the pending rows that name no configured controller (nothing sent); return how many."""
-    known = list(settings.controllers_by_name())
-    if not known:  # no Jenkins at all: nothing can be told apart (the pass fails on its own)
-        return 0
-    try:
-        failed = queue.fail_unknown_controllers(known)
-    except DatabaseBusy as exc:
-        # Other controllers' claims run beside this one (their own threads; on MySQL the scan can meet them in a
-        # deadlock): housekeeping that the next pass does as well, not a reason to end this one.
-        logger.warning("could not fail rows of unknown controllers yet; next pass", extra={"reason": str(exc)})
-        return 0
-    for row in failed:
-        logger.warning("failed: its controller is not configured",
-                       extra={"job_id": row["id"], "controller": row["controller"]})
-    return len(failed)
+def pass_duties(*, sweeps: bool, pruner: Pruner | None = None) -> list[Duty]:
+    """A lane's duties in the order a pass runs them: the schedules' ticks; on the lane that ``sweeps``, the rows of
+    unknown controllers; the ``pruner`` if given (one lane of a dispatcher has it); then reconciling."""
+    own: list[Duty] = [UnknownControllers()] if sweeps else []
+    if pruner is not None:
+        own.append(pruner)
+    return [ScheduleTicks(), *own, Reconcile()]
 
 
 def combine_summaries(per_controller: dict[str, dict[str, Any]]) -> dict[str, Any]:
