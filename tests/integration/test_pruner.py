@@ -14,8 +14,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from jenkins_dispatch.dispatching.duties.pruner import BATCH_ROWS, NAME, Pruner
 from jenkins_dispatch.dispatching.dispatch_loop import DispatchLoop
+from jenkins_dispatch.dispatching.duties.pruner import BATCH_ROWS, NAME, Pruner
 from jenkins_dispatch.dispatching.wakeup import work_signal
 from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.queue import Queue
