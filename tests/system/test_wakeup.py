@@ -1,6 +1,7 @@
 """Wake on enqueue under `serve` (a process): an idle serve costs the database next to nothing (PostgreSQL: it
-LISTENs; MySQL/MariaDB: one cheap poll every POLL_SECONDS, not a pass), yet a plain-SQL INSERT reaches Jenkins
-within a second (PostgreSQL: a notification; MySQL/MariaDB: the next poll)."""
+LISTENs; MySQL/MariaDB: one cheap poll every POLL_SECONDS, not a pass), yet a plain-SQL INSERT wakes it (PostgreSQL:
+a notification; MySQL/MariaDB: the next poll). How soon is `make bench`'s figure: here the periodic pass and the
+lease are far longer than any wait, so only the wake-up can explain a trigger."""
 
 from __future__ import annotations
 
@@ -11,15 +12,14 @@ import pytest
 from ..integration.test_wakeup import (
     IDLE_WINDOW_SECONDS,
     MAX_IDLE_STATEMENTS_PER_SECOND,
+    PERIODIC_SECONDS,
+    WOKEN_WITHIN_SECONDS,
     insert_plain_sql,
     triggered_within,
 )
 from ..serve_helpers import ServeProcess, serve_env, start_serve
 
 pytestmark = pytest.mark.both_engines
-
-INSERT_TO_TRIGGER_SECONDS = {"postgresql": 1.0, "mysql": 1.0}
-
 
 def _passes(served: ServeProcess) -> int:
     return served.health()[1]["passes"]
@@ -36,9 +36,10 @@ def _settled(served: ServeProcess, quiet: float = 1.6, timeout: float = 10) -> b
     return False
 
 
-def test_an_idle_serve_costs_next_to_nothing_yet_triggers_a_plain_sql_insert_within_a_second(
-        jenkins, database_url, db, engine, tmp_path):
-    served = start_serve(serve_env(database_url, jenkins.base_url), tmp_path / "serve.log", "--interval", "30")
+def test_an_idle_serve_costs_next_to_nothing_yet_a_plain_sql_insert_wakes_it(jenkins, database_url, db, engine,
+                                                                             tmp_path):
+    served = start_serve(serve_env(database_url, jenkins.base_url, LEASE_SECONDS=str(PERIODIC_SECONDS)),
+                         tmp_path / "serve.log", "--interval", str(PERIODIC_SECONDS))
     try:
         assert _settled(served), served.log()[-2000:]
         before, started = served.health()[1], time.monotonic()
@@ -51,9 +52,7 @@ def test_an_idle_serve_costs_next_to_nothing_yet_triggers_a_plain_sql_insert_wit
         for n in range(1, 4):
             insert_plain_sql(database_url, "INSERT INTO jenkins_jobs_queue (job_name, parameters) "
                                            "VALUES ('deploy', '{\"ENV\": \"prod\"}')")
-            took = triggered_within(jenkins, n, 5)
-            assert took is not None and took < INSERT_TO_TRIGGER_SECONDS[engine], (took, served.log()[-2000:])
-            time.sleep(0.3)
+            assert triggered_within(jenkins, n, WOKEN_WITHIN_SECONDS) is not None, (n, served.log()[-2000:])
     finally:
         assert served.stop() == 0
 
@@ -75,6 +74,7 @@ def test_a_polling_serve_reads_the_fingerprint_every_poll_seconds(jenkins, datab
     finally:
         assert served.stop() == 0
     assert after["passes"] == before["passes"], (before, after)
-    per_second = (after["db_statements"] - before["db_statements"]) / took
-    expected = 1 / float(poll_seconds or 0.1)
-    assert 0.6 * expected <= per_second <= 1.2 * expected, per_second
+    # It polled, and never more often than POLL_SECONDS: a busy machine only spaces the polls out, so how close
+    # to every POLL_SECONDS they come is a measure (`make bench`), not a promise this test can check.
+    statements = after["db_statements"] - before["db_statements"]
+    assert 1 <= statements <= 1.2 * took / float(poll_seconds or 0.1), (statements, took)
