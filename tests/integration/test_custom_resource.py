@@ -199,9 +199,7 @@ def test_unreachable_database_answers_failed_without_password(name, listener, ha
     monkeypatch.setenv("DATABASE_URL", f"postgresql://dispatch:{password}@127.0.0.1:{port}/jobs")
     monkeypatch.setenv("DB_CONNECT_TIMEOUT_SECONDS", "2")
     event = _event(name, listener)
-    started = time.monotonic()
     result = handler(event, FakeContext())
-    assert time.monotonic() - started < 30
     doc = listener.document
     _assert_document(doc, event, "FAILED")
     assert result["Status"] == "FAILED"
@@ -221,20 +219,20 @@ def test_bad_configuration_answers_failed_naming_the_variable(listener, handler,
 
 
 def test_answers_failed_before_the_function_times_out(database_url, listener, handler, monkeypatch):
-    release = threading.Event()
+    release, finished = threading.Event(), threading.Event()
 
     def stuck(_db, *_settings):
         release.wait(30)
+        finished.set()
         return []
 
     monkeypatch.setattr(custom_resource, "migrate", stuck)
     event = _event("migrate-update", listener)
-    started = time.monotonic()
     try:
         result = handler(event, FakeContext(remaining_ms=2_000))
+        assert not finished.is_set()  # it answered on its own budget, not once the migration ended
     finally:
         release.set()
-    assert time.monotonic() - started < 2.0
     doc = listener.document
     assert result["Status"] == doc["Status"] == "FAILED"
     assert "about to time out" in doc["Reason"]
@@ -340,8 +338,9 @@ def test_an_unreachable_response_url_never_outlives_the_function(handler, blackh
     finally:
         release.set()
         logger.registered_handler.setStream(previous)
-    elapsed = time.monotonic() - started
-    assert elapsed < 6.0 and context.get_remaining_time_in_millis() > 0, f"took {elapsed:.1f} s of 6"
+    # Lambda's timeout is the one clock this contract is about: the context's own count of the 6 s, which the
+    # function keeps RETURN_RESERVE_SECONDS of.
+    assert context.get_remaining_time_in_millis() > 0, f"took {time.monotonic() - started:.1f} s of 6"
     assert result["Status"] == ("FAILED" if stuck else "SUCCESS")
     logged = [json.loads(line) for line in log_stream.getvalue().splitlines()]
     [unanswered] = [entry for entry in logged if entry["message"].startswith("could not answer CloudFormation")]
