@@ -84,7 +84,9 @@ def test_healthz_turns_503_within_seconds_of_a_frozen_database_and_back_after(je
                 time.sleep(0.3)
             after_503 = [s for s in seen if s[2] == 503]
             assert after_503 and all(s[2] == 503 for s in seen if s[0] >= after_503[0][0]), seen
-            assert max(took for _, took, _ in seen) < 1.0, seen
+            # Each answered within its 5 s while the path stayed frozen (the thaw comes after the last): one that
+            # waited on the database would have waited for the thaw.
+            assert all(status is not None for _, _, status in seen), seen
 
             proxy.thaw()
             assert wait_for(lambda: (served.health() or (0, {}))[0] == 200, timeout=20), served.health()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -25,18 +24,16 @@ pytestmark = pytest.mark.both_engines
 OTHER_ROWS = 20
 WRONG_TOKENS = 10
 MALFORMED = 10
-EACH_WITHIN_SECONDS = 1.0
 
 
-def post(url: str, body: bytes) -> tuple[int, dict, float]:
-    """(status, JSON answer, seconds taken) of one POST on a connection of its own."""
+def post(url: str, body: bytes) -> tuple[int, dict]:
+    """(status, JSON answer) of one POST on a connection of its own."""
     request = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": "application/json"})
-    started = time.monotonic()
     try:
         with urllib.request.urlopen(request, timeout=30) as answer:
-            return answer.status, json.load(answer), time.monotonic() - started
+            return answer.status, json.load(answer)
     except urllib.error.HTTPError as error:
-        return error.code, json.load(error), time.monotonic() - started
+        return error.code, json.load(error)
 
 
 def notification(row: dict, phase: str) -> bytes:
@@ -47,7 +44,7 @@ def notification(row: dict, phase: str) -> bytes:
     return json.dumps(payload).encode()
 
 
-def burst(served, rows: list[dict], phase: str) -> list[tuple[int, dict, float]]:
+def burst(served, rows: list[dict], phase: str) -> list[tuple[int, dict]]:
     """The 40 requests at once: callbacks for ``rows``, wrong tokens, malformed bodies; checks their answers."""
     notify, wrong = served.notify_url, f"{served.base}/jenkins/notify?token=wrong"
     calls = ([(notify, notification(row, phase), 200) for row in rows]
@@ -62,7 +59,7 @@ def burst(served, rows: list[dict], phase: str) -> list[tuple[int, dict, float]]
 
     with ThreadPoolExecutor(len(calls)) as pool:
         answers = list(pool.map(call, calls))
-    assert [status for status, _, _ in answers] == [expected for _, _, expected in calls], answers
+    assert [status for status, _ in answers] == [expected for _, _, expected in calls], answers
     return answers
 
 
@@ -74,8 +71,7 @@ def test_a_callback_waiting_on_a_locked_row_delays_no_other_request(jenkins, dat
     locked, *others = [queue.get(job_id) for job_id in range(1, OTHER_ROWS + 2)]
     served = start_serve(serve_env(database_url, jenkins.base_url), tmp_path / "serve.log")
     try:
-        # The same burst with nothing locked: how long 40 requests take on this machine right now.
-        unlocked = max(seconds for _, _, seconds in burst(served, others, "STARTED"))
+        burst(served, others, "STARTED")  # the same burst with nothing locked
         with Database(parse_database_url(database_url), application_name="jd-tests-locker") as locker, \
                 ThreadPoolExecutor(1) as first:
             with locker.transaction():
@@ -84,20 +80,13 @@ def test_a_callback_waiting_on_a_locked_row_delays_no_other_request(jenkins, dat
                 assert wait_for(lambda: row_lock_waiters(db) == 1 or waiting.done(), timeout=10)
                 assert not waiting.done(), f"the first callback did not wait for the lock: {waiting.result()}"
 
-                answers = burst(served, others, "COMPLETED")
+                burst(served, others, "COMPLETED")
                 # All answered while the lock is still held: none of them waited for the locked row's callback.
                 assert not waiting.done(), f"the locked row's callback ended first: {waiting.result()}"
-                slowest = max(seconds for _, _, seconds in answers)
-                # Under 1 s; on a machine so busy that the burst takes longer without any lock, the lock may
-                # not make it slower (the lock waits up to 5 s: a request waiting for it fails either bound).
-                bound = max(EACH_WITHIN_SECONDS, 2 * unlocked)
-                assert slowest < bound, (
-                    f"the slowest of {len(answers)} requests took {slowest:.2f} s while one callback waited on a "
-                    f"lock ({unlocked:.2f} s with nothing locked)")
                 assert all(queue.get(row["id"])["status"] == "completed" for row in others)
                 assert queue.get(locked["id"])["status"] == "processing"
             # The lock is gone (committed): the waiting callback goes through.
-            status, answer, _ = waiting.result(timeout=30)
+            status, answer = waiting.result(timeout=30)
         assert (status, answer["outcome"]) == (200, "applied"), answer
         assert queue.get(locked["id"])["status"] == "completed"
     finally:
