@@ -22,6 +22,7 @@ def test_serve_prints_only_json_logs_and_exposes_prometheus_metrics(jenkins, dat
     env = serve_env(database_url, jenkins.base_url)
     for name in ("AWS_LAMBDA_FUNCTION_NAME", "METRICS_EMF"):
         env.pop(name, None)
+    started = time.time()
     served = start_serve(env, tmp_path / "serve.log", "--interval", "0.3")
     try:
         job_id = queue.enqueue("deploy").id
@@ -31,6 +32,7 @@ def test_serve_prints_only_json_logs_and_exposes_prometheus_metrics(jenkins, dat
         assert http_post(served.base + "/jenkins/notify?token=wrong", body)[0] == 401
         time.sleep(0.8)  # a few idle passes
         content_type, text = _scrape(served.base)
+        scraped = time.time()
         assert [d["kind"] for d in queue.dispatchers() if d["live"]].count("serve") >= 1  # its heartbeat
     finally:
         assert served.stop() == 0
@@ -48,7 +50,7 @@ def test_serve_prints_only_json_logs_and_exposes_prometheus_metrics(jenkins, dat
     assert _value(families, "jenkins_dispatch_in_flight") == 0
     assert _value(families, "jenkins_dispatch_pending") == 0
     assert _value(families, "jenkins_dispatch_oldest_transaction_age_seconds") >= 0
-    assert time.time() - _value(families, "jenkins_dispatch_last_pass_timestamp_seconds") < 10
+    assert started <= _value(families, "jenkins_dispatch_last_pass_timestamp_seconds") <= scraped  # one of its passes
     assert _value(families, "jenkins_dispatch_pass_duration_seconds",
                   "jenkins_dispatch_pass_duration_seconds_count") >= 3
     assert _value(families, "jenkins_dispatch_jenkins_up") == 1
