@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
 from jenkins_dispatch.errors import InvalidInput
 from jenkins_dispatch.store.db import DatabaseError
 
+from ..cli_process import run_cli
 from ..ui_helpers import *  # noqa: F401,F403 - the fixtures make_ui, ui, client
 from ..ui_helpers import UiClient, plain_settings
 
@@ -24,8 +24,7 @@ BOUND = "jenkins_jobs_queue_scheduled_at_at_most_9999_12_31"
 
 
 def _cli(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "jenkins_dispatch.cli", *argv], env=dict(os.environ),
-                          capture_output=True, text=True, timeout=60)
+    return run_cli(list(argv), dict(os.environ))
 
 
 def test_a_scheduled_at_past_9999_is_refused_in_one_line_naming_the_rule(db, queue, engine):

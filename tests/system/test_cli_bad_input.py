@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
 from jenkins_dispatch.operating.scheduling import add_schedule
 from jenkins_dispatch.store.schedules import Schedules
 
+from ..cli_process import run_cli
 from ..conftest import TABLES
 
 pytestmark = pytest.mark.both_engines
@@ -78,8 +78,7 @@ CASES = [
 
 def _cli(argv: list[str], database_url: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("JENKINS_")}
-    return subprocess.run([sys.executable, "-m", "jenkins_dispatch.cli", *argv], capture_output=True, text=True,
-                          timeout=60, env=dict(env, DATABASE_URL=database_url, JENKINS_CONTROLLERS=CONTROLLERS))
+    return run_cli(argv, dict(env, DATABASE_URL=database_url, JENKINS_CONTROLLERS=CONTROLLERS))
 
 
 def _everything(db) -> dict[str, list]:

@@ -8,14 +8,15 @@ import os
 import subprocess
 import sys
 
+from ..cli_process import run_cli
+
 CONTROLLERS = json.dumps({"default": {"url": "http://127.0.0.1:9/", "user": "u", "api_token": "t"},
                           "eu": {"url": "http://127.0.0.2:9/", "user": "u", "api_token": "t", "max_in_flight": 3}})
 
 
 def cli(*argv: str, database_url: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("JENKINS_")}
-    return subprocess.run([sys.executable, "-m", "jenkins_dispatch.cli", *argv], capture_output=True, text=True,
-                          timeout=30, env=dict(env, DATABASE_URL=database_url, JENKINS_CONTROLLERS=CONTROLLERS))
+    return run_cli(list(argv), dict(env, DATABASE_URL=database_url, JENKINS_CONTROLLERS=CONTROLLERS))
 
 
 def test_stats_shows_each_controller_with_its_cap_and_state(queue, database_url):

@@ -7,11 +7,10 @@ Issue 33: `limits set deploy 2` when the cap already was 2 wrote a `2 → 2` his
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
+from ..cli_process import run_cli
 from ..integration.test_bulk import put, snapshot
 
 pytestmark = pytest.mark.both_engines
@@ -51,8 +50,7 @@ def everything(db):
 def _cli(argv, database_url):
     env = dict(os.environ, DATABASE_URL=database_url, JENKINS_URL="http://127.0.0.1:9/", JENKINS_USER="a",
                JENKINS_API_TOKEN="b")
-    return subprocess.run([sys.executable, "-m", "jenkins_dispatch.cli", *argv], env=env, capture_output=True,
-                          text=True, timeout=60)
+    return run_cli(argv, env)
 
 
 def _prepare(queue, db, state):

@@ -4,10 +4,10 @@ as written, `ls` within 120 columns with the error, the same filters as `retry`/
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
+
+from ..cli_process import run_cli
 
 pytestmark = pytest.mark.both_engines
 
@@ -15,8 +15,7 @@ pytestmark = pytest.mark.both_engines
 def cli(database_url, *argv, code=0):
     env = dict(os.environ, DATABASE_URL=database_url, JENKINS_URL="http://127.0.0.1:9/", JENKINS_USER="a",
                JENKINS_API_TOKEN="b", POWERTOOLS_LOG_LEVEL="ERROR")
-    proc = subprocess.run([sys.executable, "-m", "jenkins_dispatch.cli", *argv], env=env, capture_output=True,
-                          text=True, timeout=60)
+    proc = run_cli(list(argv), env)
     assert proc.returncode == code, proc
     return proc.stdout
 

@@ -6,15 +6,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
-import time
 
+from ..cli_process import run_cli
 from ..integration.test_queue_pauses import _wait
 
 
 def cli(*argv: str, database_url: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "jenkins_dispatch.cli", *argv], capture_output=True, text=True,
-                          timeout=30, env=dict(os.environ, DATABASE_URL=database_url, **env))
+    return run_cli(list(argv), dict(os.environ, DATABASE_URL=database_url, **env))
 
 
 def test_pause_and_resume_from_the_command_line(queue, database_url):
