@@ -44,7 +44,9 @@ def test_a_plain_insert_is_the_default_controllers_and_each_row_goes_to_its_own(
 
     def all_sent() -> bool:  # a later pass sends what a side-by-side claim skipped for an instant (MySQL, see below)
         summaries.append(run_pass(settings))
-        return sum(s["triggered"] for s in summaries) == 3
+        # Counted by Jenkins: a trigger whose answer outlived JENKINS_TIMEOUT_SECONDS (1 s, on a loaded machine) is
+        # an unknown outcome that the reconciler adopts, never "triggered" in a summary.
+        return _items(a) + _items(b) == 3
 
     assert wait_for(all_sent, timeout=20, interval=0.1), summaries
     assert [r["controller"] for r in _rows(queue)] == ["default", "b", "b"]
