@@ -288,7 +288,7 @@ def test_the_engine_folders_hold_every_engine() -> None:
     folders = sorted(p for p in (PACKAGE / ENGINE_HOME).iterdir() if p.is_dir() and p.name != "__pycache__")
     assert [p.name for p in folders] == ["mysql", "postgresql"]
     for folder in folders:
-        missing = [name for name in ("__init__.py", "session.py", "server.py", "queries.sql", "migrations")
+        missing = [name for name in ("__init__.py", "session.py", "server.py", "queries", "migrations")
                    if not (folder / name).exists()]
         assert missing == [], f"{folder.name} lacks {missing}"
 

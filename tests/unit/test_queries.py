@@ -1,5 +1,5 @@
 """The named SQL blocks and the code that runs them agree: every ``-- name:`` block in a dialect's
-``queries.sql`` is run somewhere in the package, and every name the package runs is defined there.
+``queries/*.sql`` is run somewhere in the package, and every name the package runs is defined there.
 
 A block nobody runs is dead SQL that still has to be read and migrated; a name that is not defined fails
 only when that code path runs. Read from the files, not from the loader, so the check holds whatever the
@@ -17,8 +17,8 @@ import pytest
 import jenkins_dispatch
 
 PACKAGE = Path(jenkins_dispatch.__file__).parent
-QUERY_FILES = sorted(p for p in PACKAGE.rglob("dialects/*/queries.sql") if "migrations" not in p.parts)
-# The one method that runs a block by name: Queue._run (queue.py), and any helper of the same name.
+QUERY_FILES = sorted(p for p in PACKAGE.rglob("dialects/*/queries") if p.is_dir())  # a dialect's folder of files
+# The one method that runs a block by name: Store._run (runner.py), and any helper of the same name.
 RUNNER = "_run"
 NAME_HEADER = re.compile(r"^-- name: *(\w+) *$", re.M)
 
@@ -69,13 +69,13 @@ def test_names_are_the_literals_passed_to_the_runner(source, expected):
 
 def test_the_package_runs_named_blocks_at_all():
     """Guards the check itself: if the runner is renamed, say so instead of calling every block dead."""
-    assert QUERY_FILES, f"no dialects/<engine>/queries.sql under {PACKAGE}"
+    assert QUERY_FILES, f"no dialects/<engine>/queries/ under {PACKAGE}"
     assert len(used_names()) > 10, f"no call to {RUNNER}(...) with a block name found: was the runner renamed?"
 
 
 @pytest.mark.parametrize("path", QUERY_FILES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_every_named_query_is_used_and_every_used_name_exists(path: Path):
-    defined = defined_names(path.read_text())
+    defined = [name for file in sorted(path.glob("*.sql")) for name in defined_names(file.read_text())]
     repeated = sorted({name for name in defined if defined.count(name) > 1})
     assert not repeated, f"defined twice in {path.name}: {repeated}"
     used = used_names()

@@ -1,5 +1,5 @@
-"""The SQL files and their loader: named blocks, shared fragments, one home for lock keys, one file per
-dialect. Pure: no database."""
+"""The SQL files and their loader: named blocks, shared fragments, one home for lock keys, one folder per
+dialect with a file per concern, the same files on every engine. Pure: no database."""
 
 import re
 from pathlib import Path
@@ -14,7 +14,7 @@ from jenkins_dispatch.store.statements import parse
 STORE = Path(statements.__file__).parent
 PACKAGE = STORE.parent
 DIALECT = "postgresql"
-DIALECT_FILE = STORE / "dialects" / DIALECT / "queries.sql"
+DIALECT_TEXT = "\n".join(path.read_text() for path in statements.statement_files(DIALECT))  # its files as one
 MIGRATIONS = STORE / "dialects" / DIALECT / "migrations"
 
 
@@ -63,14 +63,49 @@ def test_a_statement_declared_not_run_on_its_engine_says_why(text, expected) -> 
 
 def test_statements_come_from_the_dialect_file_by_name() -> None:
     loaded = statements.load(DIALECT)
-    assert loaded == parse(DIALECT_FILE.read_text())
+    assert loaded == parse(DIALECT_TEXT)
     assert "claim_batch" in loaded and "{{" not in "".join(loaded.values())
     with pytest.raises(StatementError, match="no SQL for dialect 'oracle'"):
         statements.load("oracle")
 
 
+@pytest.mark.parametrize("texts, message", [
+    ({"a.sql": "-- name: q\nSELECT 1;\n", "b.sql": "-- name: q\nSELECT 2;\n"}, "'q' is defined in a.sql and in b.sql"),
+    ({"a.sql": "-- fragment: f\nx\n", "b.sql": "-- name: q\nSELECT 1;\n-- fragment: f\ny\n"},
+     "'f' is defined in a.sql and in b.sql"),
+])
+def test_a_name_is_defined_in_one_file_of_a_dialect(texts, message) -> None:
+    with pytest.raises(StatementError, match=re.escape(message)):
+        statements.parse_files(texts)
+
+
+def test_a_fragment_or_lock_of_one_file_serves_the_statements_of_another() -> None:
+    texts = {"a.sql": "-- lock: k = 7\n-- fragment: f\nlock({{lock:k}})\n", "b.sql": "-- name: q\nSELECT {{f}};\n"}
+    assert statements.parse_files(texts) == {"q": "SELECT lock(7)"}
+
+
+def _names_per_file(dialect: str) -> dict[str, list[str]]:
+    return {path.name: sorted(re.findall(r"^-- name: *(\S+) *$", path.read_text(), re.M))
+            for path in statements.statement_files(dialect)}
+
+
+def test_every_engine_splits_its_statements_into_the_same_files_the_same_way() -> None:
+    """A statement of one concern is found in the file of the same name on every engine."""
+    files = {dialect: _names_per_file(dialect) for dialect in ("postgresql", "mysql")}
+    assert files["postgresql"] == files["mysql"]
+    assert len(files["postgresql"]) > 5, files
+    assert sum(len(names) for names in files["postgresql"].values()) == len(statements.load(DIALECT))
+
+
+def test_every_statement_file_opens_with_a_heading_saying_what_it_holds() -> None:
+    for dialect in ("postgresql", "mysql"):
+        for path in statements.statement_files(dialect):
+            first = path.read_text().splitlines()[0]
+            assert first.startswith("-- ") and not first.startswith(("-- name:", "-- fragment:")), path
+
+
 def test_each_claim_shares_one_definition_of_the_claim_update_and_its_history() -> None:
-    text = DIALECT_FILE.read_text()
+    text = DIALECT_TEXT
     assert text.count("SET status = 'processing'") == 1
     assert text.count("SELECT id, 'claimed', 'pending', 'processing'") == 1
     loaded = statements.load(DIALECT)
@@ -80,7 +115,7 @@ def test_each_claim_shares_one_definition_of_the_claim_update_and_its_history() 
 
 
 def test_each_advisory_lock_key_is_declared_once_and_written_nowhere_else() -> None:
-    text = DIALECT_FILE.read_text()
+    text = DIALECT_TEXT
     declared = {name: int(key) for name, key in re.findall(r"^-- lock: (\w+) = (\d+)", text, flags=re.M)}
     assert set(declared) == {"caps", "migrations", "pauses"}
     for key in declared.values():

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 # Jenkins or database outage backs off between passes; it also covers a one-pass-per-minute schedule.
 MIN_LIVE_SECONDS = 300.0
 LIVE_PERIODS = 3  # ...or three of its periods, for one that passes less often than that
-STOPPED = "stopped"  # the outcome a dispatcher records when it shuts down (queries.sql: never live)
+STOPPED = "stopped"  # the outcome a dispatcher records when it shuts down (queries/shared.sql: never live)
 DETAIL_CHARS = 500  # an exception's text can be long; the table keeps a readable line
 
 

@@ -4,7 +4,7 @@ A dispatch id names one attempt of one row: the claim statement writes it into t
 it to Jenkins as the DISPATCH_ID parameter, which comes back in the build's notifications. Two forms exist:
 
 - ``jd-<row id>-<10 lowercase hex digits>``: what every claim makes, in each dialect's claim statement
-  (``store/sql/<engine>/queries.sql``, ``claim_batch``): the row's id, so a callback can update its row by
+  (``store/dialects/<engine>/queries/claim.sql``, ``claim_batch``): the row's id, so a callback can update its row by
   primary key at once, then 10 hex digits of the MD5 of a random UUID, so each claim of the same row (a retry, a
   release) draws a new id and a late callback of an earlier attempt is told apart (stale).
 - ``legacy-<row id>``: rows a worker of the old schema held when the cutover migration ran.

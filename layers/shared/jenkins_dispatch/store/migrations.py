@@ -1,8 +1,8 @@
 """The schema: applies ``dialects/<engine>/migrations/NNNN_*.sql`` in order and records each in
 ``jenkins_dispatch_migrations``.
 
-Owns only the migration runner; the queue's transitions live in ``queue.py``. Its own statements (the
-lock, the bookkeeping table) are named blocks of the engine's ``queries.sql``, like every other.
+Owns only the migration runner; the queue's transitions live in the stores. Its own statements (the
+lock, the bookkeeping table) are named blocks of the engine's ``queries/migrations.sql``, like every other.
 
 The runner never asks which engine it speaks to; it asks the session. Where DDL is transactional
 (``Session.transactional_ddl``: PostgreSQL) everything applies in one transaction under a lock of that

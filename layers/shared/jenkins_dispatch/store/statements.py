@@ -1,7 +1,11 @@
-"""The SQL files, read by name: ``dialects/<engine>/queries.sql`` holds every statement of one dialect.
+"""The SQL files, read by name: ``dialects/<engine>/queries/*.sql`` hold every statement of one dialect, one file
+per concern (``claim.sql``, ``settle.sql``, ``reports.sql``, ...; ``shared.sql`` what several files share), the
+same file names on every engine.
 
-Owns the file format and nothing else; it never runs a statement (``queue.py`` and ``migrations.py`` do).
-A file is a sequence of blocks, each opened by a header line:
+Owns the file format and nothing else; it never runs a statement (the stores, through ``runner.py``, and
+``migrations.py`` do). A dialect's files are read as one text, in the order of their names, so that a fragment or
+a lock key declared in one file serves statements of the others; a name is defined in one file only. A file is a
+sequence of blocks, each opened by a header line:
 
 * ``-- name: NAME`` a statement, run by that name; its text is everything up to the next header, without
   the final ``;`` and the comment lines after it (those head the next section; the comments above the
@@ -9,8 +13,8 @@ A file is a sequence of blocks, each opened by a header line:
 * ``-- fragment: NAME`` text several statements share, written once; a statement includes it with
   ``{{NAME}}``, replaced by the fragment's text (without the comment lines that open it, which document
   it) when the file is loaded; a fragment may include another, never itself;
-* ``-- lock: NAME = KEY`` (a line, anywhere before the first block) an advisory-lock key, the only place
-  it is written; a statement or fragment says ``{{lock:NAME}}``;
+* ``-- lock: NAME = KEY`` (a comment line between blocks, in any file of the dialect: ``shared.sql`` holds
+  them) an advisory-lock key, the only place it is written; a statement or fragment says ``{{lock:NAME}}``;
 * ``-- not run on this engine: WHY`` (a comment line above a statement, in its own block) the package never
   runs this statement on this file's engine, for the reason given. Nothing here acts on it: a run of the
   whole test suite fails unless every other statement ran on its engine (tests/statement_coverage.py).
@@ -22,12 +26,14 @@ if it had been written out in full.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
 from ..errors import StatementError
 
 SQL_DIR = Path(__file__).with_name("dialects")
+QUERIES = "queries"  # each dialect's folder of statement files, beside its migrations/
 _HEADER = re.compile(r"^-- (name|fragment): *(\S+) *$", re.M)
 _LOCK = re.compile(r"^-- lock: *(\w+) *= *(\d+) *$", re.M)
 _INCLUDE = re.compile(r"\{\{(lock:)?(\w+)\}\}")
@@ -82,18 +88,35 @@ def _trimmed(body: str) -> str:
 
 
 def dialect_dir(dialect: str) -> Path:
-    """The folder of one dialect's SQL: its ``queries.sql`` and its ``migrations/``."""
+    """The folder of one dialect's SQL: its ``queries/`` and its ``migrations/``."""
     folder = SQL_DIR / dialect
-    if not (folder / "queries.sql").is_file():
-        known = ", ".join(sorted(p.parent.name for p in SQL_DIR.glob("*/queries.sql")))
+    if not (folder / QUERIES).is_dir():
+        known = ", ".join(sorted(p.parent.name for p in SQL_DIR.glob(f"*/{QUERIES}") if p.is_dir()))
         raise StatementError(f"no SQL for dialect {dialect!r} (have: {known})")
     return folder
+
+
+def statement_files(dialect: str) -> list[Path]:
+    """The files of one dialect's statements, in the order they are read."""
+    return sorted((dialect_dir(dialect) / QUERIES).glob("*.sql"))
+
+
+def parse_files(texts: Mapping[str, str]) -> dict[str, str]:
+    """The statements of several files (file name → its text) read as one, refusing a name (of a statement or a
+    fragment) that two files define."""
+    where: dict[str, str] = {}
+    for file, text in texts.items():
+        for _kind, name in _HEADER.findall(text):
+            if name in where and where[name] != file:
+                raise StatementError(f"{name!r} is defined in {where[name]} and in {file}")
+            where[name] = file
+    return parse("\n".join(texts.values()))
 
 
 @cache
 def load(dialect: str) -> dict[str, str]:
     """Every statement of ``dialect``, by name (read once per process)."""
-    return parse((dialect_dir(dialect) / "queries.sql").read_text())
+    return parse_files({path.name: path.read_text() for path in statement_files(dialect)})
 
 
 def not_run(loaded: dict[str, str]) -> dict[str, str]:

@@ -1,5 +1,5 @@
 """One folder per database engine, named as ``DatabaseSettings.engine`` names it: its session class
-(``session.py``), its SQL (``queries.sql``, ``migrations/``) and its server policy.
+(``session.py``), its SQL (``queries/``: one file per concern; ``migrations/``) and its server policy.
 
 Everything an engine does differently lives in its folder; the rest of the package sees only the session
 contract (``store/session.py``). The engine's driver is imported in its folder and nowhere else.
@@ -20,8 +20,8 @@ FOLDER = Path(__file__).parent
 
 
 def engines() -> list[str]:
-    """The engines this package can speak to: every folder here with a ``queries.sql``."""
-    return sorted(path.parent.name for path in FOLDER.glob("*/queries.sql"))
+    """The engines this package can speak to: every folder here with a ``queries/`` folder."""
+    return sorted(path.parent.name for path in FOLDER.glob("*/queries") if path.is_dir())
 
 
 def session_class(engine: str) -> type[Session]:

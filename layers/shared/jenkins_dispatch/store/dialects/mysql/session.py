@@ -1,7 +1,7 @@
 """Sessions to MySQL 8 and MariaDB 10.6+ through PyMySQL: TLS that always verifies, UTC sessions in READ
 COMMITTED, time limits, clear errors.
 
-The statements live in ``queries.sql`` and ``migrations/`` beside it (run by name by ``queue.py`` and ``migrations.py``), written for the
+The statements live in ``queries/`` and ``migrations/`` beside it (run by name by the stores and ``migrations.py``), written for the
 way this module runs a block:
 
 * a block may hold several statements, each ending with ``;`` at the end of a line. They go to the server

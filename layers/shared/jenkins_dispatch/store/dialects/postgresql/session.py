@@ -1,7 +1,7 @@
 """Sessions to PostgreSQL through pg8000: TLS that always verifies, session timeouts, clear errors, and
 waiting for notifications (LISTEN).
 
-The statements live in ``queries.sql`` and ``migrations/`` beside it (run by name by ``queue.py`` and
+The statements live in ``queries/`` and ``migrations/`` beside it (run by name by the stores and
 ``migrations.py``); this module only knows how to open, check and close sessions, and fulfils the session
 contract (``store/session.py``). ``db.open_database(settings)`` makes one for PostgreSQL URLs.
 """

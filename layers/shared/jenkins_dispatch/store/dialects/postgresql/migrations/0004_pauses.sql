@@ -9,7 +9,7 @@ CREATE TABLE jenkins_job_pauses (
     reason    text
 );
 
--- The pauses a claim must honour. A pause takes lock 4206101979 exclusively (queries.sql, pause_job);
+-- The pauses a claim must honour. A pause takes lock 4206101979 exclusively (queries/levers.sql, pause_job);
 -- this function takes it shared, and only then reads the pauses, in a query of its own: a VOLATILE
 -- function's query runs on a fresh snapshot, whereas the calling claim's snapshot was taken before it
 -- waited for the lock and could miss a pause that committed meanwhile. Either the claim holds the lock

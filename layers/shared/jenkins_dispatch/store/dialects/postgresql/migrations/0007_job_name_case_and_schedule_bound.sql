@@ -4,7 +4,7 @@
 -- 1. One case rule for job names. Jenkins finds an item whatever the case of its name (Jenkins.items and a
 --    folder's items are maps ordered by String.CASE_INSENSITIVE_ORDER): `slow`, `SLOW` and `Slow` are one job
 --    there, so a cap or a pause must hold every spelling. Caps, pauses and in-flight counts compare
---    lower(job_name) from now on (queries.sql), as MySQL always has (its tables key on LOWER(job_name)).
+--    lower(job_name) from now on (queries/), as MySQL always has (its tables key on LOWER(job_name)).
 --    lower() folds every letter under a UTF-8 locale (the default almost everywhere, RDS included); a database
 --    created with the "C" locale folds ASCII letters only.
 --

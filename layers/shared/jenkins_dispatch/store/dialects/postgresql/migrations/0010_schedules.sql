@@ -1,5 +1,5 @@
 -- Schedules (docs/schedules.md): recurring rows kept as data. Each tick of an enabled schedule becomes ONE
--- ordinary queue row, enqueued by whichever dispatcher pass takes the tick first (queries.sql, take_tick:
+-- ordinary queue row, enqueued by whichever dispatcher pass takes the tick first (queries/schedules.sql, take_tick:
 -- a compare-and-set on next_tick, under a row lock that other takers skip). When the schedule ticks is
 -- computed in Python (dispatching/cron.py) from cron and timezone; the table holds the next tick to enqueue.
 -- Numbered 0010: 0009 is another change's (the queue's controllers); the runner applies any missing number.
