@@ -12,7 +12,7 @@ same run, so that the table gives ratios:
    item, as bench_latency does). Target (the issue): the same as with ``a`` healthy; on PostgreSQL (LISTEN)
    p50 <= 50 ms. MySQL has no notifications: its dispatcher polls once a second, so its p50 is about half a second
    whatever the controllers do (bench_latency); only the ratio says something there.
-2. The claim itself, in-process (``Queue.claim_batch(10, controller="b")``, uncapped and through the capped path
+2. The claim itself, in-process (``DispatcherStore.claim_batch(10, controller="b")``, uncapped and through the capped path
    that MAX_IN_FLIGHT or any cap selects): its p50 with 10 pending rows of ``b`` and BACKLOG of ``a``, vs the same
    with no row of ``a``, in CLAIM_ROUNDS alternating rounds (the machine's load drifts: each case gets its share
    of every moment). Each sample's claimed rows are put back to pending (untimed) before the next. Rows read
@@ -49,9 +49,9 @@ from benchmarks.engines import add_pending, mysql_admin_url, mysql_scratch_datab
 from jenkins_dispatch.config import VARIABLES, default_of, parse_database_url
 from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.migrations import migrate
-from jenkins_dispatch.store.queue import Queue
 from jenkins_dispatch.store.statements import load
 from tests.pg_server import postgres_server, scratch_database
+from tests.stores import Queue
 
 BACKLOG = 10_000
 SAMPLES = 40  # INSERTs of b per case

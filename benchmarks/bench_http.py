@@ -38,9 +38,9 @@ from typing import Any
 from benchmarks.engines import scratch_databases, server_name
 from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.store.db import Database
-from jenkins_dispatch.store.queue import Queue
 from jenkins_emulator.server import JenkinsEmulator
 from tests.engines import row_lock_waiters
+from tests.stores import Queue
 
 SECRET = "bench-http-secret"
 CALLERS = 50

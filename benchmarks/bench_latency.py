@@ -76,8 +76,8 @@ from jenkins_dispatch import runtime  # noqa: E402
 from jenkins_dispatch.config import default_of, parse_database_url  # noqa: E402
 from jenkins_dispatch.observability import logger  # noqa: E402
 from jenkins_dispatch.store.db import Database  # noqa: E402
+from jenkins_dispatch.store.levers import Levers  # noqa: E402
 from jenkins_dispatch.store.migrations import migrate  # noqa: E402
-from jenkins_dispatch.store.queue import Queue  # noqa: E402
 from tests.pg_server import postgres_server, scratch_database  # noqa: E402
 
 SECRET = "bench-latency-secret"
@@ -457,7 +457,7 @@ def _latency_row(engine: str, dispatcher: str, sent: dict[str, float], arrivals:
 
 def _chain(db: Database, prefix: str, n: int, until: float) -> None:
     """Cap `capped` at 1 and insert n rows at once: one runs, the others wait for its slot."""
-    Queue(db).set_limit("capped", 1)
+    Levers(db).set_limit("capped", 1)
     db.run(INSERT_MANY, job="capped", prefix=prefix, n=n)
     if not _wait_for(lambda: _triggered_count(db, prefix) >= n, timeout=max(1.0, until - time.monotonic())):
         raise RuntimeError(f"capped chain {prefix}: only {_triggered_count(db, prefix)} of {n} triggered")
@@ -618,7 +618,7 @@ def _run(workdir: Path) -> dict[str, list[dict]]:
 
             # ---- 2. burst: 1,000 rows in one INSERT, 50 ms per trigger at Jenkins (no cap in force: the
             # one-statement claim; the chain's cap is removed first)
-            Queue(db).remove_limit("capped")
+            Levers(db).remove_limit("capped")
             emulator.control("faults", {"path": "buildWithParameters$", "latency_seconds": TRIGGER_LATENCY_SECONDS})
             time.sleep(0.5)
             log_before, load = serve.log_size(), os.getloadavg()[0]

@@ -26,7 +26,8 @@ from queue import Empty
 from benchmarks.engines import SEED, fill, scratch_databases, server_name
 from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.store.db import Database
-from jenkins_dispatch.store.queue import Queue, Settlement
+from jenkins_dispatch.store.queue import Settlement
+from tests.stores import Queue
 
 CONTEXT = multiprocessing.get_context("fork")
 JOBS = 20_000

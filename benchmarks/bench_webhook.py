@@ -25,8 +25,8 @@ from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.observability import logger
 from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.migrations import migrate
-from jenkins_dispatch.store.queue import Queue
 from tests.pg_server import postgres_server, scratch_database
+from tests.stores import Queue
 
 SECRET = "bench-webhook-secret"
 JOBS = 1000  # each gets STARTED then COMPLETED: 2,000 notifications

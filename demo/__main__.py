@@ -38,8 +38,9 @@ from datetime import UTC, datetime, timedelta
 
 from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.store.db import Database
+from jenkins_dispatch.store.levers import Levers
 from jenkins_dispatch.store.migrations import migrate
-from jenkins_dispatch.store.queue import Queue
+from jenkins_dispatch.store.producers import Producers
 
 WEBHOOK_SECRET = "demo-webhook-secret"
 # (job name, priority, share of the mix, build seconds); the cap applies to the deploy job.
@@ -271,7 +272,7 @@ class Outage:
 # --------------------------------------------------------------------------- the mix
 
 
-def enqueue_mix(queue: Queue, total: int, emulated: bool, controllers: tuple[str, ...] = (DEFAULT,), start: int = 0,
+def enqueue_mix(queue: Producers, total: int, emulated: bool, controllers: tuple[str, ...] = (DEFAULT,), start: int = 0,
                 extras: bool = True) -> dict[int, dict]:
     """≈total jobs: three job names with their priorities, some failing, some scheduled a little later,
     some whose callbacks are lost, one unknown job, one dedupe key enqueued twice (``extras``). Spread over the
@@ -323,7 +324,7 @@ def job_for(i: int, total: int) -> tuple[str, int]:
 # --------------------------------------------------------------------------- progress and verdict
 
 
-def progress_line(queue: Queue, expected: dict[int, dict], peaks: Counter, controllers: tuple[str, ...] = (DEFAULT,),
+def progress_line(queue: Levers, expected: dict[int, dict], peaks: Counter, controllers: tuple[str, ...] = (DEFAULT,),
                   down: str | None = None) -> tuple[str, bool, Counter]:
     """The live line, whether every job is final, and the final jobs per controller. With several controllers,
     each one's final and in-flight jobs, the capped job against its cap there, and the one that is down."""
@@ -357,7 +358,7 @@ def progress_line(queue: Queue, expected: dict[int, dict], peaks: Counter, contr
     return line + f"in flight  {jobs}", done, finals
 
 
-def verdict(queue: Queue, expected: dict[int, dict], peaks: Counter, counters: dict[str, dict] | None, table: bool,
+def verdict(queue: Levers, expected: dict[int, dict], peaks: Counter, counters: dict[str, dict] | None, table: bool,
             outage: Outage | None = None) -> bool:
     """The summary (counts, the cap, the each-built-once verdict, every distinct error in full), the per-job
     table when asked (or the rows that went wrong, always), and the RESULT line .ci/run and the tests read.
@@ -520,12 +521,12 @@ def main(argv: list[str] | None = None) -> int:
             db = stack.enter_context(Database(parse_database_url(db_url), application_name="jenkins-dispatch-demo"))
             applied = migrate(db)
             say(f"schema: {'applied ' + ', '.join(applied) if applied else 'up to date'}")
-            queue = Queue(db)
+            queue = Levers(db)
             for name in controllers:
                 queue.set_limit(CAPPED_JOB, CAP, controller=name)
             # several controllers: a second wave arrives while SECOND is down
             later = round(args.jobs * SECOND_WAVE) if len(controllers) > 1 else 0
-            expected = enqueue_mix(queue, args.jobs - later, emulated=emulator is not None, controllers=controllers)
+            expected = enqueue_mix(Producers(db), args.jobs - later, emulated=emulator is not None, controllers=controllers)
             say(f"queue: enqueued {len(expected)} jobs (cap {CAPPED_JOB} at {CAP}, a few due in 8 s, "
                 f"one unknown job, one dedupe key enqueued twice)"
                 + (f", over controllers {' and '.join(controllers)}; {later} more while {SECOND} is down"
@@ -557,7 +558,7 @@ def main(argv: list[str] | None = None) -> int:
                 if outage is not None and outage.began is None and (finals[SECOND] * 3 >= first_wave or elapsed > 5):
                     # mid-run: a third of SECOND's jobs are done, the rest pending or in flight
                     outage.begin(elapsed, finals[DEFAULT])
-                    wave = enqueue_mix(queue, later, emulated=True, controllers=controllers,
+                    wave = enqueue_mix(Producers(db), later, emulated=True, controllers=controllers,
                                        start=args.jobs - later, extras=False)
                     expected.update(wave)
                     outage.enqueued_during = len(wave)

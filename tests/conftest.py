@@ -15,13 +15,13 @@ import pytest  # noqa: E402
 from jenkins_dispatch.config import parse_database_url  # noqa: E402
 from jenkins_dispatch.store.db import Database  # noqa: E402
 from jenkins_dispatch.store.migrations import migrate  # noqa: E402
-from jenkins_dispatch.store.queue import Queue  # noqa: E402
 
 from .emulator_fixtures import *  # noqa: E402,F401,F403
 from .engines import ENGINES, scratch_database  # noqa: E402
 from .mysql_server import NO_SERVER, mysql_admin_url  # noqa: E402
 from .pg_server import postgres_server  # noqa: E402
 from .statement_coverage import PLUGIN_NAME, StatementCoverage  # noqa: E402
+from .stores import Queue  # noqa: E402
 
 # Every table a test may fill; the migrations' own table (and MySQL's lock rows) stay.
 TABLES = ("jenkins_job_events", "jenkins_jobs_queue", "jenkins_job_limits", "jenkins_job_pauses", "jenkins_dispatchers",

@@ -111,7 +111,8 @@ def test_a_claim_of_another_controller_beside_it_never_makes_a_claim_skip_its_ro
 
     from jenkins_dispatch.config import parse_database_url
     from jenkins_dispatch.store.db import Database
-    from jenkins_dispatch.store.queue import Queue
+
+    from ..stores import Queue
 
     stop, errors = threading.Event(), []
 

@@ -19,9 +19,9 @@ from jenkins_dispatch.dispatching.heartbeat import Heartbeat
 from jenkins_dispatch.dispatching.wakeup import work_signal
 from jenkins_dispatch.errors import DatabaseUnavailable
 from jenkins_dispatch.store.db import Database
-from jenkins_dispatch.store.queue import Queue
 
 from ..dispatch_helpers import dispatch_settings, wait_for
+from ..stores import Queue
 
 
 def ago(**delta) -> datetime:

@@ -15,11 +15,11 @@ from jenkins_dispatch.dispatching.dispatcher import run_pass
 from jenkins_dispatch.store import statements
 from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.migrations import migrate, migration_files
-from jenkins_dispatch.store.queue import Queue
 
 from ..child_processes import SPAWN, start_together, stop_all
 from ..dispatch_helpers import dispatch_settings, expire_leases
 from ..engines import ago, numbers, scratch_database
+from ..stores import Queue
 
 pytestmark = pytest.mark.both_engines
 VARIANTS = ("slow", "SLOW", "Slow", "sLoW")

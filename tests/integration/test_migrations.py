@@ -8,9 +8,9 @@ import pytest
 from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.migrations import migrate, migration_files
-from jenkins_dispatch.store.queue import Queue
 
 from ..engines import scratch_database, sql_for
+from ..stores import Queue
 
 pytestmark = pytest.mark.both_engines
 

@@ -20,10 +20,10 @@ from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.dispatching.dispatcher import run_pass
 from jenkins_dispatch.dispatching.wakeup import WORK, work_signal
 from jenkins_dispatch.store.db import Database
-from jenkins_dispatch.store.queue import Queue
 
 from ..dispatch_helpers import dispatch_settings, expire_leases, wait_for
 from ..engines import row_lock_waiters, sql_for
+from ..stores import Queue
 
 pytestmark = pytest.mark.both_engines
 

@@ -18,9 +18,9 @@ from jenkins_dispatch.dispatching.dispatch_loop import DispatchLoop
 from jenkins_dispatch.dispatching.duties.pruner import BATCH_ROWS, NAME, Pruner
 from jenkins_dispatch.dispatching.wakeup import work_signal
 from jenkins_dispatch.store.db import Database
-from jenkins_dispatch.store.queue import Queue
 
 from ..dispatch_helpers import dispatch_settings, wait_for
+from ..stores import Queue
 
 pytestmark = pytest.mark.both_engines
 

@@ -8,10 +8,11 @@ import pytest
 from jenkins_dispatch.errors import Conflict, InvalidInput, NotFound
 from jenkins_dispatch.jenkins.jobs import JsonNumber
 from jenkins_dispatch.store.db import DatabaseError
-from jenkins_dispatch.store.queue import Queue, Settlement
+from jenkins_dispatch.store.queue import Settlement
 
 from ..dispatch_helpers import expire_leases
 from ..engines import ago, sql_for
+from ..stores import Queue
 
 pytestmark = pytest.mark.both_engines
 

@@ -9,11 +9,12 @@ import pytest
 
 from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.store.db import Database
-from jenkins_dispatch.store.queue import EnqueueResult, Queue, Settlement
+from jenkins_dispatch.store.queue import EnqueueResult, Settlement
 
 from ..child_processes import SPAWN, start_together, stop_all
 from ..dispatch_helpers import wait_for
 from ..engines import numbers, row_lock_waiters, sql_for
+from ..stores import Queue
 
 pytestmark = pytest.mark.both_engines
 

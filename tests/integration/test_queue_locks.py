@@ -12,9 +12,9 @@ import pytest
 
 from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.store.db import Database
-from jenkins_dispatch.store.queue import Queue
 
 from ..engines import row_lock_waiters
+from ..stores import Queue
 
 pytestmark = pytest.mark.both_engines
 

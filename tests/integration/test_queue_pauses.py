@@ -14,9 +14,9 @@ from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.dispatching.wakeup import WORK, NotificationSignal
 from jenkins_dispatch.errors import InvalidInput
 from jenkins_dispatch.store.db import Database
-from jenkins_dispatch.store.queue import Queue
 
 from ..engines import numbers
+from ..stores import Queue
 
 pytestmark = pytest.mark.both_engines
 

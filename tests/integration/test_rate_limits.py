@@ -17,12 +17,12 @@ from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.dispatching.dispatcher import run_pass
 from jenkins_dispatch.operating.operator import Caps, why_rows_wait
 from jenkins_dispatch.store.db import Database
-from jenkins_dispatch.store.queue import Queue
 
 from ..child_processes import SPAWN, start_together, stop_all
 from ..cli_helpers import configure_default_controller
 from ..dispatch_helpers import dispatch_settings
 from ..engines import numbers, sql_for
+from ..stores import Queue
 
 pytestmark = pytest.mark.both_engines
 

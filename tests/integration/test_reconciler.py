@@ -10,9 +10,9 @@ import time
 import pytest
 
 from jenkins_dispatch.jenkins.client import CancelResult, JenkinsClient
-from jenkins_dispatch.store.queue import Queue
 
 from ..dispatch_helpers import dispatch_settings, dispatching, expire_leases, wait_for
+from ..stores import Queue
 
 
 def builds_per_dispatch(jenkins, rows) -> dict[str, int]:

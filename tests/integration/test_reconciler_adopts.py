@@ -11,9 +11,9 @@ from jenkins_dispatch.dispatching.dispatcher import PassSummary
 from jenkins_dispatch.dispatching.reconciler import Reconciler
 from jenkins_dispatch.jenkins.answers import QueueItemGone
 from jenkins_dispatch.jenkins.client import Found
-from jenkins_dispatch.store.queue import Queue
 
 from ..dispatch_helpers import dispatch_settings, expire_leases
+from ..stores import Queue
 
 pytestmark = pytest.mark.both_engines
 

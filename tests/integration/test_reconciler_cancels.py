@@ -9,9 +9,9 @@ import pytest
 from jenkins_dispatch.dispatching.dispatcher import run_pass
 from jenkins_dispatch.jenkins.client import CancelResult, JenkinsClient
 from jenkins_dispatch.operating.operator import cancel_job
-from jenkins_dispatch.store.queue import Queue
 
 from ..dispatch_helpers import dispatch_settings, dispatching, expire_leases, wait_for
+from ..stores import Queue
 
 pytestmark = pytest.mark.both_engines
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 from jenkins_dispatch.dispatching.dispatcher import run_pass
-from jenkins_dispatch.store.queue import Queue
 
 from ..dispatch_helpers import dispatch_settings, expire_leases, wait_for
+from ..stores import Queue
 
 pytestmark = pytest.mark.both_engines
 

@@ -20,10 +20,10 @@ import pytest
 from jenkins_dispatch import runtime
 from jenkins_dispatch.dispatching.dispatcher import run_pass
 from jenkins_dispatch.serve import WebhookServer
-from jenkins_dispatch.store.queue import Queue
 
 from ..dispatch_helpers import WEBHOOK_SECRET, dispatch_settings, expire_leases, wait_for
 from ..emulator_fixtures import ADMIN_TOKEN
+from ..stores import Queue
 
 pytestmark = pytest.mark.both_engines
 

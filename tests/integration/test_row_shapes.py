@@ -10,7 +10,9 @@ from typing import get_type_hints
 import pytest
 
 from jenkins_dispatch.store import rows
-from jenkins_dispatch.store.queue import Queue, Settlement
+from jenkins_dispatch.store.queue import Settlement
+
+from ..stores import Queue
 
 pytestmark = pytest.mark.both_engines
 

@@ -23,10 +23,10 @@ from jenkins_dispatch.errors import DatabaseError, DispatchError, SchemaMissing
 from jenkins_dispatch.store import dialects, statements
 from jenkins_dispatch.store.db import Session, open_database
 from jenkins_dispatch.store.migrations import migration_files
-from jenkins_dispatch.store.queue import Queue
 from jenkins_dispatch.store.session import TransactionHelp
 
 from ..dispatch_helpers import wait_for
+from ..stores import Queue
 
 pytestmark = pytest.mark.both_engines
 

@@ -7,11 +7,11 @@ import pytest
 
 from jenkins_dispatch.dispatching.heartbeat import Heartbeat
 from jenkins_dispatch.operating.scheduling import add_schedule
-from jenkins_dispatch.store.queue import Queue
 from jenkins_dispatch.store.schedules import Schedules
 
 from ..conftest import TABLES, TRUNCATE_FROM_ROWS, empty_tables
 from ..engines import numbers
+from ..stores import Queue
 
 pytestmark = pytest.mark.both_engines
 

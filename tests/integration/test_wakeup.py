@@ -24,9 +24,9 @@ from jenkins_dispatch.dispatching.wakeup import SLOT, WORK, NotificationSignal, 
 from jenkins_dispatch.errors import DatabaseBusy, InvalidInput
 from jenkins_dispatch.serve import WebhookServer
 from jenkins_dispatch.store.db import Database, SessionPool
-from jenkins_dispatch.store.queue import Queue
 
 from ..dispatch_helpers import WEBHOOK_SECRET, dispatch_settings, wait_for
+from ..stores import Queue
 
 
 @pytest.fixture

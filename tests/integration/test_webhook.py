@@ -25,9 +25,9 @@ from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.observability import logger
 from jenkins_dispatch.serve import WebhookServer
 from jenkins_dispatch.store.db import Database
-from jenkins_dispatch.store.queue import Queue
 
 from ..engines import numbers, scratch_database, sql_for
+from ..stores import Queue
 
 pytestmark = pytest.mark.both_engines
 ROOT = Path(__file__).resolve().parents[2]

@@ -33,11 +33,11 @@ from jenkins_dispatch.jenkins.client import CancelResult, JenkinsClient
 from jenkins_dispatch.observability import logger
 from jenkins_dispatch.serve import WebhookServer, dispatch_forever
 from jenkins_dispatch.store.db import Database
-from jenkins_dispatch.store.queue import Queue
 
 from ..child_processes import SPAWN, start_together, stop_all
 from ..dispatch_helpers import WEBHOOK_SECRET, dispatch_settings, wait_for
 from ..emulator_fixtures import ADMIN_TOKEN
+from ..stores import Queue
 
 # `make test` runs fewer to stay quick (JD_CHAOS_JOBS); `make chaos` runs the 2,000.
 JOBS = int(os.environ.get("JD_CHAOS_JOBS", "2000"))

@@ -25,12 +25,12 @@ import uuid
 import pytest
 
 from jenkins_dispatch.dispatching.decisions import final_status
-from jenkins_dispatch.store.queue import Queue
 
 from ..dispatch_helpers import wait_for
 from ..emulator_fixtures import ADMIN_TOKEN
 from ..engines import sql_for
 from ..serve_helpers import serve_env, start_serve
+from ..stores import Queue
 
 pytestmark = pytest.mark.both_engines
 

@@ -20,12 +20,12 @@ from jenkins_dispatch.dispatching.dispatcher import run_pass
 from jenkins_dispatch.observability import logger
 from jenkins_dispatch.serve import WebhookServer
 from jenkins_dispatch.store.db import Database
-from jenkins_dispatch.store.queue import Queue
 
 from ..child_processes import SPAWN, start_together, stop_all
 from ..dispatch_helpers import WEBHOOK_SECRET, dispatch_settings, wait_for
 from ..engines import sql_for
 from ..serve_helpers import serve_env, start_serve
+from ..stores import Queue
 
 pytestmark = pytest.mark.both_engines
 

@@ -31,12 +31,12 @@ import pytest
 from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.dispatch_ids import row_id_hint
-from jenkins_dispatch.store.queue import Queue
 
 from ..dispatch_helpers import wait_for
 from ..emulator_fixtures import ADMIN_TOKEN
 from ..engines import sql_for
 from ..serve_helpers import serve_env, start_serve
+from ..stores import Queue
 from ..ui_helpers import UiClient
 
 # Its waits are bounded on their own (the waves, the writers, the drain); under a loaded machine the whole can pass

@@ -14,11 +14,10 @@ import urllib.request
 
 import pytest
 
-from jenkins_dispatch.store.queue import Queue
-
 from ..dispatch_helpers import wait_for
 from ..emulator_fixtures import ADMIN_TOKEN
 from ..serve_helpers import serve_env, start_serve
+from ..stores import Queue
 
 pytestmark = pytest.mark.both_engines
 

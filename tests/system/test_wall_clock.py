@@ -18,12 +18,12 @@ import pytest
 from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.operating.scheduling import add_schedule
 from jenkins_dispatch.store.db import Database
-from jenkins_dispatch.store.queue import Queue
 from jenkins_dispatch.store.schedules import Schedules
 
 from ..conftest import empty_tables
 from ..dispatch_helpers import wait_for
 from ..serve_helpers import serve_env, start_serve
+from ..stores import Queue
 
 pytestmark = [pytest.mark.wall_clock, pytest.mark.timeout(300)]
 

@@ -17,7 +17,7 @@ from jenkins_dispatch.errors import (
     SchemaMissing,
 )
 from jenkins_dispatch.operating import bulk, transitions
-from jenkins_dispatch.store.queue import like_contains
+from jenkins_dispatch.store.filters import like_contains
 
 # --------------------------------------------------------------------------- pure parts
 

@@ -15,7 +15,8 @@ from jenkins_dispatch.config import DatabaseSettings, JenkinsSettings, Settings,
 from jenkins_dispatch.jenkins.client import MIN_POOLED_CONNECTIONS, jenkins_client
 from jenkins_dispatch.moments import from_iso
 from jenkins_dispatch.operating.display import age, cell, moment
-from jenkins_dispatch.store.queue import _moment, _scheduled_at
+from jenkins_dispatch.store.filters import time_filter as _moment
+from jenkins_dispatch.store.producers import _scheduled_at
 
 PACKAGE = Path(__file__).resolve().parents[2] / "layers/shared/jenkins_dispatch"
 

@@ -38,8 +38,10 @@ from .operating import bulk, timeline
 from .operating.display import age, cell, clip, fit_widths, limit_change, one_line, when
 from .operating.waiting import held_back
 from .store.db import Database, Session
+from .store.levers import Levers
 from .store.migrations import migrate
-from .store.queue import STATUSES, Queue
+from .store.producers import Producers
+from .store.queue import STATUSES
 from .store.schedules import check_name
 
 EXIT_FAILED = 1  # the operation failed: database or Jenkins unavailable, a pass stopped by Jenkins
@@ -254,7 +256,7 @@ class Context:
         self._load = settings_loader
         self._settings: Settings | None = None
         self._database: DatabaseSettings | None = None
-        self._lease_seconds: int | None = None
+        self._tuning_checked = False
         self._db: Session | None = None
 
     @property
@@ -296,12 +298,22 @@ class Context:
         return self._db
 
     @property
-    def queue(self) -> Queue:
-        """The queue on the command's session: the database and the dispatch settings (validated), not Jenkins's."""
-        if self._lease_seconds is None:
-            self._lease_seconds = (self._settings.lease_seconds if self._settings is not None
-                                   else load_tuning()["lease_seconds"])
-        return Queue(self.db, lease_seconds=self._lease_seconds)
+    def queue(self) -> Levers:
+        """The levers and reports on the command's session, once the dispatch settings are found valid (not
+        Jenkins's): a bad one stops the command before it reads or changes anything."""
+        self._check_tuning()
+        return Levers(self.db)
+
+    @property
+    def producers(self) -> Producers:
+        """Enqueuing on the command's session, once the dispatch settings are found valid (as ``queue``)."""
+        self._check_tuning()
+        return Producers(self.db)
+
+    def _check_tuning(self) -> None:
+        if not self._tuning_checked and self._settings is None:
+            load_tuning()  # raises ConfigError naming the variable
+        self._tuning_checked = True
 
     def close(self) -> None:
         """Close the session if one was opened."""
@@ -323,7 +335,7 @@ def cmd_enqueue(ctx: Context, args) -> None:
     """`enqueue`: add one job (or find the unfinished one with the same dedupe key)."""
     parameters = dict(args.params or {})
     parameters.update(dict(args.param or []))
-    result = ctx.queue.enqueue(
+    result = ctx.producers.enqueue(
         args.job, parameters, priority=args.priority, scheduled_at=args.at,
         max_attempts=args.max_attempts, dedupe_key=args.dedupe_key, controller=args.controller,
     )

@@ -339,7 +339,7 @@ class MetricsFacade:
             return self.prometheus.registry
 
     def observe_settled(self, job_name: str, queue_wait_seconds: float | None, build_seconds: float | None) -> None:
-        """A just-settled row's queue wait and build duration (``Queue.settle`` answers them; None: not known), in
+        """A just-settled row's queue wait and build duration (``Outcomes.settle`` answers them; None: not known), in
         `serve`'s per-job histograms; nothing where Prometheus is off (Lambda)."""
         sink = self.prometheus
         if sink is None:

@@ -31,7 +31,8 @@ from ..jenkins.jobs import controller_of_url
 from ..observability import MetricUnit, logger, metrics
 from ..store.db import DatabaseError
 from ..store.dispatch_ids import row_id_hint
-from ..store.queue import FINAL_STATUSES, Queue
+from ..store.queue import FINAL_STATUSES
+from ..store.webhook import WebhookStore
 from .notifications import (
     Notification,
     RejectedNotification,
@@ -195,7 +196,7 @@ def check(callback: Callback, *, secret: str | WebhookSecrets,
     return notification, transition
 
 
-def apply(queue: Queue, notification: Notification, transition: Transition,
+def apply(queue: WebhookStore, notification: Notification, transition: Transition,
           controllers: Mapping[str, str] | None = None) -> WebhookAnswer:
     """Apply a checked notification's transition to its row. Raises only for an unusable database.
     ``controllers`` (name → base URL), when several are configured: the build's URL must belong to the row's
@@ -219,7 +220,7 @@ def _other_controller(n: Notification, row: Mapping[str, Any], controllers: Mapp
     return f"ignored: the build belongs to controller {owner!r}, job is on controller {mine!r}"
 
 
-def process(callback: Callback, *, secret: str, queue: Queue, unstable_is_success: bool = True) -> WebhookAnswer:
+def process(callback: Callback, *, secret: str, queue: WebhookStore, unstable_is_success: bool = True) -> WebhookAnswer:
     """``check`` then ``apply`` on a queue given (tests, benchmarks). Raises only for an unusable database."""
     checked = check(callback, secret=secret, unstable_is_success=unstable_is_success)
     if isinstance(checked, WebhookAnswer):
@@ -249,7 +250,7 @@ class _About(TypedDict, total=False):
     job: str | None
 
 
-def _apply(queue: Queue, job_id: int, dispatch_id: str, t: Transition, n: Notification) -> bool:
+def _apply(queue: WebhookStore, job_id: int, dispatch_id: str, t: Transition, n: Notification) -> bool:
     """One fenced statement (the row's job must be the one ``n`` names); True only if the row changed."""
     job = _Fence(job_path=n.job_path, job_leaf=None if n.job_path else n.job_name, only_build=t.build_number)
     if t.final_status is not None:  # t.settles
@@ -268,7 +269,7 @@ def _apply(queue: Queue, job_id: int, dispatch_id: str, t: Transition, n: Notifi
     )
 
 
-def _apply_by_dispatch_id(queue: Queue, n: Notification, dispatch_id: str, t: Transition,
+def _apply_by_dispatch_id(queue: WebhookStore, n: Notification, dispatch_id: str, t: Transition,
                           controllers: Mapping[str, str] | None = None) -> WebhookAnswer:
     answer = _About(dispatch_id=dispatch_id, phase=n.phase, build_number=n.build_number, job=n.job)
     if n.job is None:
@@ -299,7 +300,7 @@ def _apply_by_dispatch_id(queue: Queue, n: Notification, dispatch_id: str, t: Tr
     return _unchanged(row, t, answer)
 
 
-def _apply_by_queue_id(queue: Queue, n: Notification, t: Transition,
+def _apply_by_queue_id(queue: WebhookStore, n: Notification, t: Transition,
                        controllers: Mapping[str, str] | None = None) -> WebhookAnswer:
     answer = _About(phase=n.phase, build_number=n.build_number, job=n.job)
     if n.job_path is None or n.queue_id is None:
@@ -380,7 +381,7 @@ def notify(callback: Callback) -> WebhookAnswer:
             result = checked
         else:
             with runtime.session() as db:
-                result = apply(Queue(db, settings.lease_seconds), *checked,
+                result = apply(WebhookStore(db), *checked,
                                controllers={c.name: c.url for c in settings.controllers_by_name().values()})
     except ConfigError as exc:
         # The caller may not be authenticated yet: the detail goes to the logs, not into the answer.

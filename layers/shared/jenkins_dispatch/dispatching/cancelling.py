@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from ..errors import DispatchError, SearchInconclusive
 from ..jenkins.answers import Finished
 from ..jenkins.client import CancelResult, JenkinsClient
-from ..store.queue import Queue
+from ..store.outcomes import Outcomes
 from .decisions import build_error, final_status
 
 
@@ -67,7 +67,7 @@ def stop_dispatch(client: JenkinsClient, job_name: str, dispatch_id: str, queue_
     return Stopped(f"asked Jenkins to stop build #{build_number}", build_number=build_number)
 
 
-def settle_stopped(queue: Queue, row_id: int, dispatch_id: str, stopped: Stopped, reason: str, *, actor: str,
+def settle_stopped(queue: Outcomes, row_id: int, dispatch_id: str, stopped: Stopped, reason: str, *, actor: str,
                    unstable_is_success: bool = True) -> str | None:
     """Settle the row as ``stopped`` says; returns the status it reached (None: fenced out)."""
     if stopped.result is not None:

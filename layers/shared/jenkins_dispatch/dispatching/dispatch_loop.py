@@ -31,7 +31,7 @@ from ..config import DEFAULT_CONTROLLER, Settings
 from ..errors import DatabaseUnavailable
 from ..observability import logger
 from ..store.db import Database, Session
-from ..store.queue import Queue
+from ..store.dispatcher import DispatcherStore
 from .breaker import Breaker, breaker_for
 from .decisions import backoff_seconds
 from .dispatcher import pass_duties
@@ -290,7 +290,7 @@ class DispatchLoop:
         # `serve` shutting down says so (not live any more), unless the database is away: not worth a wait.
         if result["stopped_because"] == "stop requested" and self.heartbeat is not None \
                 and self.health.database.ok is not False:
-            self.heartbeat.stopped(Queue(self.db))
+            self.heartbeat.stopped(DispatcherStore(self.db))
         return result
 
     def _run_lanes(self, left: Callable[[], float]) -> dict[str, Any]:

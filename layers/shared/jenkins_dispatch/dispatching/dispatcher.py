@@ -45,7 +45,8 @@ from ..jenkins.client import JenkinsClient, jenkins_client
 from ..jenkins.jobs import job_path_error
 from ..observability import MetricUnit, logger, metrics, subsegment
 from ..store.db import Session, open_database
-from ..store.queue import ClaimedJob, ExpiredLease, Queue, Settlement
+from ..store.dispatcher import DispatcherStore
+from ..store.queue import ClaimedJob, ExpiredLease, Settlement
 from ..store.rows import Gauges
 from ..store.schedules import Schedules
 from .breaker import Breaker, breaker_for, weigh
@@ -144,7 +145,7 @@ class Dispatcher:
         # then), so the reconciler gets its turn; the next pass starts straight away.
         self.claim_until = claim_until
         self.db = db
-        self.queue = Queue(db, lease_seconds=settings.lease_seconds)
+        self.queue = DispatcherStore(db, lease_seconds=settings.lease_seconds)
         self.client = client
         self.remaining_ms = remaining_ms
         # Two ways a pass ends early: the process is shutting down (SIGTERM, shared with the caller), or
@@ -606,7 +607,7 @@ def run_pass(
             one_controller(0)
         else:
             # Before the controllers' threads start: no claim runs beside it yet, so it skips no row they lock.
-            unknown = fail_rows_of_unknown_controllers(settings, Queue(db))
+            unknown = fail_rows_of_unknown_controllers(settings, DispatcherStore(db))
             with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="controller") as pool:
                 futures = [pool.submit(one_controller, n) for n in range(len(names))]
                 lane_errors = _lane_errors(names, futures)
@@ -617,7 +618,7 @@ def run_pass(
         if lane_errors:
             summary["controller_errors"] = lane_errors
         if heartbeat is not None:
-            heartbeat.after_pass(Queue(db), summary, any(talked))
+            heartbeat.after_pass(DispatcherStore(db), summary, any(talked))
         return summary
     finally:
         for session in sessions[1:]:

@@ -20,7 +20,7 @@ from ..observability import logger
 
 if TYPE_CHECKING:
     from ..config import Settings
-    from ..store.queue import Queue
+    from ..store.dispatcher import DispatcherStore
     from .breaker import Breaker
 
 # A dispatcher counts as live this long after its last pass at least: a pass may last a lease, and a
@@ -108,18 +108,18 @@ class Heartbeat:
                                  **self._caps.get(name, {}))
         return doc
 
-    def record(self, queue: Queue, outcome: str, detail: str | None, *, jenkins_ok: bool | None = None,
+    def record(self, queue: DispatcherStore, outcome: str, detail: str | None, *, jenkins_ok: bool | None = None,
                jenkins_reason: str | None = None) -> bool:
         """Upsert this dispatcher's row after a pass; False (and a warning) when it could not be written."""
         with self._count_lock:
             self.passes += 1
         return self._write(queue, outcome, detail, jenkins_ok, jenkins_reason)
 
-    def stopped(self, queue: Queue, detail: str = "stop requested") -> bool:
+    def stopped(self, queue: DispatcherStore, detail: str = "stop requested") -> bool:
         """Say that this dispatcher stopped (a shutdown, not a pass): it no longer counts as live."""
         return self._write(queue, STOPPED, detail, None, None)
 
-    def _write(self, queue: Queue, outcome: str, detail: str | None, jenkins_ok: bool | None,
+    def _write(self, queue: DispatcherStore, outcome: str, detail: str | None, jenkins_ok: bool | None,
                jenkins_reason: str | None) -> bool:
         try:
             queue.record_heartbeat(
@@ -134,7 +134,7 @@ class Heartbeat:
             return False
         return True
 
-    def after_pass(self, queue: Queue, summary: dict[str, Any], talked_to_jenkins: bool) -> bool:
+    def after_pass(self, queue: DispatcherStore, summary: dict[str, Any], talked_to_jenkins: bool) -> bool:
         """Record a pass that ran to its end."""
         outcome, detail = pass_outcome(summary)
         jenkins_ok, reason = jenkins_state(summary, talked_to_jenkins)

@@ -20,7 +20,7 @@ from ..config import Settings
 from ..errors import DatabaseUnavailable
 from ..observability import logger, metrics
 from ..store.db import Session
-from ..store.queue import Queue
+from ..store.dispatcher import DispatcherStore
 from ..store.rows import Gauges
 from .breaker import Breaker
 from .decisions import FailedPass, after_a_failed_pass, backoff_seconds
@@ -248,13 +248,13 @@ class Lane:
         elif was_down:
             logger.info("Jenkins answers again", extra={"controller": self.name, "jenkins": self.breaker.url})
         if self.heartbeat is not None:
-            self.heartbeat.after_pass(Queue(self.db), result, dispatcher.talked_to_jenkins or down)
+            self.heartbeat.after_pass(DispatcherStore(self.db), result, dispatcher.talked_to_jenkins or down)
         return (self.breaker.retry_in() if down else None), stopped
 
     def _beat(self, outcome: str, detail: str) -> None:
         """Record how the pass ended (not called when the database is unreachable: that write would fail too)."""
         if self.heartbeat is not None:
-            self.heartbeat.record(Queue(self.db), outcome, detail)
+            self.heartbeat.record(DispatcherStore(self.db), outcome, detail)
 
     def _more_to_prune(self) -> bool:
         return any(isinstance(duty, Pruner) and duty.seconds_until_due() <= 0 for duty in self.duties)

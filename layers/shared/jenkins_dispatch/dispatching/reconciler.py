@@ -42,7 +42,8 @@ from ..errors import DispatchError, JenkinsError, JenkinsRequestFailed, SearchIn
 from ..jenkins.client import LOOK_BACK_ITEMS, CancelResult, JenkinsClient
 from ..jenkins.jobs import job_path_error
 from ..observability import MetricUnit, logger, metrics, subsegment
-from ..store.queue import LEGACY_DISPATCH_PREFIX, ClaimedJob, ExpiredLease, Queue
+from ..store.dispatcher import DispatcherStore
+from ..store.queue import LEGACY_DISPATCH_PREFIX, ClaimedJob, ExpiredLease
 from ..store.rows import WatchedRow
 from .breaker import Breaker
 from .cancelling import settle_stopped, stop_dispatch
@@ -88,7 +89,7 @@ class Reconciler:
     def __init__(
         self,
         settings: Settings,
-        queue: Queue,
+        queue: DispatcherStore,
         client: JenkinsClient,
         summary: Tally,  # the pass's PassSummary: completed / failed counts are shared with the claim side
         resend: Callable[[ClaimedJob, float], None],  # trigger and record one row (the dispatcher's path)

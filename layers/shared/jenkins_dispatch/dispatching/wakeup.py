@@ -17,7 +17,7 @@ from typing import Protocol
 from ..errors import DatabaseUnavailable, DispatchError
 from ..observability import logger
 from ..store.db import Session
-from ..store.queue import Queue
+from ..store.dispatcher import DispatcherStore
 from ..store.rows import Fingerprint
 
 CHANNEL = "jenkins_dispatch"
@@ -74,7 +74,7 @@ class PollingSignal:
     """
 
     def __init__(self, db: Session, poll_seconds: float = 0.1, shutdown: threading.Event | None = None):
-        self.queue = Queue(db)
+        self.queue = DispatcherStore(db)
         self.poll_seconds = poll_seconds
         self.shutdown = shutdown or threading.Event()
         self._seen: Fingerprint | None = None  # the fingerprint the previous poll read

@@ -3,6 +3,7 @@
 filters (``bulk.py``), why a job is still waiting (``waiting.py``,
 pure) and every health check (``doctor.py``).
 
-Uses ``store/``, ``jenkins/`` and ``dispatching/`` (cancelling in Jenkins, the client a pass would use).
+Uses ``store/`` (the levers, the reports, and doctor's introspection), ``jenkins/`` and ``dispatching/`` (cancelling in
+Jenkins, the client a pass would use).
 Must not import ``callbacks/`` or the entry points: the CLI calls into here, never the reverse.
 """

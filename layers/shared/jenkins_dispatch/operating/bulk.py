@@ -28,7 +28,7 @@ from ..errors import (
 )
 from ..inputs import parameter_name_error
 from ..jenkins.controllers import controller_name
-from ..store.queue import Queue
+from ..store.levers import Levers
 from .transitions import CANCEL, ELIGIBLE_STATUSES, RETRY
 
 DEFAULT_LIMIT = 1000
@@ -200,7 +200,7 @@ def failure_line(action: str, outcomes: Sequence[Outcome]) -> str | None:
 # --------------------------------------------------------------------------- I/O
 
 
-def select_targets(queue: Queue, action: str, filters: Filters, limit: int) -> Selection:
+def select_targets(queue: Levers, action: str, filters: Filters, limit: int) -> Selection:
     """One statement: the rows ``filters`` select for ``action``, by id, at most ``limit``."""
     rows, total = queue.jobs_matching(final=action == RETRY, status=filters.status, job_name=filters.job_name,
                                       since=filters.since, error_like=filters.error_like,
@@ -208,7 +208,7 @@ def select_targets(queue: Queue, action: str, filters: Filters, limit: int) -> S
     return Selection([Target(r["id"], r["updated_at"], r["controller"]) for r in rows], total)
 
 
-def _act_on_one(queue: Queue, settings: Settings, action: str, target: Target, reason: str, actor: str) -> dict:
+def _act_on_one(queue: Levers, settings: Settings, action: str, target: Target, reason: str, actor: str) -> dict:
     from .operator import cancel_job, retry_job
 
     if action == RETRY:
@@ -216,7 +216,7 @@ def _act_on_one(queue: Queue, settings: Settings, action: str, target: Target, r
     return cancel_job(queue, target.id, settings, reason=reason, actor=actor)
 
 
-def act(queue: Queue, settings: Settings, action: str, targets: Sequence[Target], *,
+def act(queue: Levers, settings: Settings, action: str, targets: Sequence[Target], *,
         reason: str = "cancelled by operator", progress: Callable[[Outcome], None] | None = None,
         actor: str = "operator") -> list[Outcome]:
     """Act on each target in turn through the single-job path. After a failure of the database every row left is
@@ -251,7 +251,7 @@ def act(queue: Queue, settings: Settings, action: str, targets: Sequence[Target]
     return outcomes
 
 
-def _controller_of(queue: Queue, job_id: int) -> str | None:
+def _controller_of(queue: Levers, job_id: int) -> str | None:
     """The controller a row names (None: no such row, or it cannot be read now)."""
     try:
         return controller_name(queue.get(job_id))

@@ -130,7 +130,7 @@ def schema_check(applied: Mapping[int, str] | None, known: Sequence[tuple[int, s
 
 
 def transaction_check(oldest: OldestTransaction, max_age_seconds: float, tools: TransactionHelp) -> Check:
-    """The oldest open transaction (a row of ``Queue.oldest_transaction``) against the threshold; ``tools``: the
+    """The oldest open transaction (a row of ``Introspection.oldest_transaction``) against the threshold; ``tools``: the
     session's ``long_transaction_help`` (what such a transaction holds back, where to find it, how to end it)."""
     holds_back, listed_in, end_it, grant = tools.holds_back, tools.listed_in, tools.end_it, tools.grant
     hidden = int(oldest.get("hidden_sessions") or 0)
@@ -154,7 +154,7 @@ def transaction_check(oldest: OldestTransaction, max_age_seconds: float, tools: 
 
 
 def cutover_check(window: CutoverWindow | None) -> Check | None:
-    """The "cutover" row (a row of ``Queue.cutover_window``), while the worker that ran before jenkins-dispatch may
+    """The "cutover" row (a row of ``Introspection.cutover_window``), while the worker that ran before jenkins-dispatch may
     still report on the jobs it held at the upgrade, or some of them wait for the reconciler; None otherwise."""
     if window is None:
         return None
@@ -424,8 +424,9 @@ def _settings_check(env: Mapping[str, str] | None) -> Check:
 
 def _database_checks(env: Mapping[str, str] | None, fetch_secret: SecretFetcher | None, options: DoctorOptions) -> _Findings:
     from ..store.db import open_database
+    from ..store.introspection import Introspection
     from ..store.migrations import migration_files
-    from ..store.queue import Queue
+    from ..store.reports import Reports
 
     found = _Findings()
     dependent = ("schema", "oldest transaction")
@@ -440,7 +441,7 @@ def _database_checks(env: Mapping[str, str] | None, fetch_secret: SecretFetcher 
         return found
     db = open_database(settings, application_name="jenkins-dispatch-doctor")
     try:
-        queue = Queue(db)
+        queue = Introspection(db)
         try:
             who = queue.server_identity()
         except DispatchError as exc:
@@ -473,7 +474,7 @@ def _database_checks(env: Mapping[str, str] | None, fetch_secret: SecretFetcher 
             found.scheduled = [(r["job_name"], r["schedules"]) for r in Schedules(db).scheduled_job_names()]
         with suppress(DispatchError):  # a read that fails here leaves the row out; the others say why
             found.per_controller = [(r["controller"], int(r["pending"]), int(r["in_flight"]))
-                                    for r in queue.stats_per_controller()]
+                                    for r in Reports(db).stats_per_controller()]
         try:
             rows = queue.waiting_job_names(options.max_jobs_checked)
         except DispatchError as exc:

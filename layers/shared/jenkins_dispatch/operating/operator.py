@@ -10,7 +10,9 @@ from typing import Any, cast
 from ..config import DEFAULT_CONTROLLER, Settings
 from ..errors import Conflict, DispatchError
 from ..jenkins.controllers import controller_name, is_configured, links_for
-from ..store.queue import FINAL_STATUSES, Queue
+from ..store.levers import Levers
+from ..store.queue import FINAL_STATUSES
+from ..store.reports import Reports
 from .transitions import ALREADY, CANCEL, RETRY, verdict
 from .waiting import JenkinsOutage, Waiting, controller_health, jenkins_outage_for, stranded_text, why_waiting
 
@@ -29,7 +31,7 @@ class Caps:
         return cls(settings.max_in_flight, {name: c.max_in_flight for name, c in settings.controllers_by_name().items()})
 
     def recorded_by(self, dispatchers: Sequence[Mapping[str, Any]]) -> Caps:
-        """The caps the live dispatchers hold rows to, as their heartbeats recorded them (``Queue.dispatchers`` or
+        """The caps the live dispatchers hold rows to, as their heartbeats recorded them (``Reports.dispatchers`` or
         ``WaitingContext.dispatchers``): the controllers they serve, and for each the loosest of their caps (a row
         waits only while no dispatcher may claim it; None, no cap, is the loosest). Whoever asks (a CLI, the page)
         may run with other settings than the dispatchers: these caps (its own) count only while no live dispatcher
@@ -53,7 +55,7 @@ def _loosest(caps: Sequence[int | None]) -> int | None:
     return None if any(cap is None for cap in caps) else max(cast(list[int], caps))
 
 
-def why_rows_wait(queue: Queue, rows: Sequence[Mapping[str, Any]], caps: Caps,
+def why_rows_wait(queue: Reports, rows: Sequence[Mapping[str, Any]], caps: Caps,
                   jenkins_unavailable: JenkinsOutage | None = None) -> list[Waiting | None]:
     """Why each pending row of ``rows`` waits (None for the others): one statement for all of them, none
     when no row is pending. Each row is held to its own controller's job caps, rates and cap (``caps``).
@@ -88,16 +90,16 @@ def why_rows_wait(queue: Queue, rows: Sequence[Mapping[str, Any]], caps: Caps,
     ]
 
 
-def list_jobs_waiting(queue: Queue, caps: Caps, *, jenkins_unavailable: JenkinsOutage | None = None,
+def list_jobs_waiting(queue: Reports, caps: Caps, *, jenkins_unavailable: JenkinsOutage | None = None,
                       **filters: Any) -> list[dict[str, Any]]:
-    """``Queue.list_jobs`` (same filters), each row with ``waiting``: why it is not in Jenkins yet (a dict,
+    """``Reports.list_jobs`` (same filters), each row with ``waiting``: why it is not in Jenkins yet (a dict,
     see ``Waiting``), or None when it is not pending. Two statements for the page."""
     rows = queue.list_jobs(**filters)
     reasons = why_rows_wait(queue, rows, caps, jenkins_unavailable)
     return [dict(r, waiting=w.as_dict() if w else None) for r, w in zip(rows, reasons, strict=True)]
 
 
-def job_details(queue: Queue, job_id: int, settings: Settings,
+def job_details(queue: Levers, job_id: int, settings: Settings,
                 jenkins_unavailable: JenkinsOutage | None = None) -> dict[str, Any]:
     """Everything about one job: the row, its Jenkins links, why it waits (None unless pending; see
     ``waiting.why_waiting``), why it is stranded (None unless it is in flight on a controller no longer configured)
@@ -119,9 +121,9 @@ def unchanged(job_id: int, status: str) -> dict:
             "message": f"job {job_id} is already {status}; nothing changed"}
 
 
-def retry_job(queue: Queue, job_id: int, *, actor: str = "operator", unchanged_since: datetime | None = None) -> dict:
+def retry_job(queue: Levers, job_id: int, *, actor: str = "operator", unchanged_since: datetime | None = None) -> dict:
     """A finished job back to pending with fresh attempts; a job already pending is left as it is (and says
-    so); one in Jenkins cannot be retried (Conflict). ``unchanged_since``: see ``Queue.retry_final``."""
+    so); one in Jenkins cannot be retried (Conflict). ``unchanged_since``: see ``Levers.retry_final``."""
     try:
         queue.retry_final(job_id, actor=actor, unchanged_since=unchanged_since)
     except Conflict:
@@ -131,7 +133,7 @@ def retry_job(queue: Queue, job_id: int, *, actor: str = "operator", unchanged_s
     return {"id": job_id, "status": "pending", "changed": True, "message": f"job {job_id} is pending again"}
 
 
-def cancel_job(queue: Queue, job_id: int, settings: Settings, reason: str = "cancelled by operator", *,
+def cancel_job(queue: Levers, job_id: int, settings: Settings, reason: str = "cancelled by operator", *,
                actor: str = "operator") -> dict[str, Any]:
     """Pending: cancelled at once. Processing: the Jenkins queue item is cancelled or the build stopped
     first, then the row is settled (fenced, so a build finishing meanwhile wins). A build that had already
@@ -188,7 +190,7 @@ def cancel_job(queue: Queue, job_id: int, settings: Settings, reason: str = "can
     return {"id": job_id, "status": status, "changed": True, "jenkins": stopped.note, "message": message}
 
 
-def _cancel_without_jenkins(queue: Queue, row: Mapping[str, Any], reason: str, actor: str) -> dict[str, Any]:
+def _cancel_without_jenkins(queue: Levers, row: Mapping[str, Any], reason: str, actor: str) -> dict[str, Any]:
     """Cancel a processing row whose controller is no longer configured: nothing can be asked of or stopped in its
     Jenkins, so the row is settled cancelled, saying so (its build, if any, may still run there)."""
     job_id, controller = row["id"], controller_name(row)

@@ -11,7 +11,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..config import DEFAULT_CONTROLLER, Settings
-from ..store.queue import Pause, Queue
+from ..store.queue import Pause
+from ..store.reports import Reports
 from ..store.rows import Dispatcher, JenkinsOutage
 from .operator import Caps, why_rows_wait
 from .waiting import UNKNOWN_CONTROLLER_STATE, controller_health, not_configured_text
@@ -75,7 +76,7 @@ def controller_rows(per_controller: Sequence[Mapping[str, Any]], configured: Map
     return rows
 
 
-def controllers_of(queue: Queue, settings: Settings, pauses: Sequence[Pause],
+def controllers_of(queue: Reports, settings: Settings, pauses: Sequence[Pause],
                    dispatchers: Sequence[Dispatcher]) -> list[dict[str, Any]]:
     """Each controller's line, as `stats` and the page show it: its rows (one read), its cap (as the live dispatchers
     recorded it, else as configured here: ``Caps.recorded_by``), whether a pause holds it back as a whole, and its
@@ -107,7 +108,7 @@ def with_rates(per_job: Sequence[Mapping[str, Any]], limits: Sequence[Mapping[st
             for j in per_job]
 
 
-def queue_overview(queue: Queue, settings: Settings, hours: int = THROUGHPUT_HOURS) -> dict[str, Any]:
+def queue_overview(queue: Reports, settings: Settings, hours: int = THROUGHPUT_HOURS) -> dict[str, Any]:
     """Everything the overview shows, as plain data."""
     totals = queue.stats()
     per_job = with_rates(queue.stats_per_job(), queue.limits())

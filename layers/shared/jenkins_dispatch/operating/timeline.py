@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ..store.queue import Queue
+from ..store.reports import Reports
 
 # (name, window, bucket), seconds: 12 points an hour, 24 a day, 28 a week.
 WINDOWS = (("hour", 3600, 300), ("day", 86_400, 3600), ("week", 7 * 86_400, 6 * 3600))
-# The aggregates' buckets older than this are never shown: `prune` deletes them (Queue.prune_aggregates).
+# The aggregates' buckets older than this are never shown: `prune` deletes them (Levers.prune_aggregates).
 SHOWN_SECONDS = max(window for _, window, _ in WINDOWS)
 OUTCOMES = ("started", "completed", "failed", "cancelled")
 DEPTH = ("pending", "processing")
@@ -113,7 +113,7 @@ def histogram_percentile(bins: dict[int, int], share: float) -> float | None:
 
 
 def overall_timings(bins: dict[str, dict[int, int]]) -> dict[str, Any]:
-    """Pure: queue wait and build duration p50/p95 from the histograms of ``Queue.timing_bins``."""
+    """Pure: queue wait and build duration p50/p95 from the histograms of ``Reports.timing_bins``."""
     return {"rows": sum(bins["build"].values()),
             "wait_p50": histogram_percentile(bins["wait"], .5), "wait_p95": histogram_percentile(bins["wait"], .95),
             "build_p50": histogram_percentile(bins["build"], .5),
@@ -121,7 +121,7 @@ def overall_timings(bins: dict[str, dict[int, int]]) -> dict[str, Any]:
 
 
 def timings(rows: Sequence[dict]) -> dict[str, Any]:
-    """Pure: queue wait and build duration p50/p95 over ``rows`` (from ``Queue.recent_timings``: per job, how many
+    """Pure: queue wait and build duration p50/p95 over ``rows`` (from ``Reports.recent_timings``: per job, how many
     rows finished and their waits and builds), overall and per job (busiest first); rows whose build never started
     count in neither."""
     def summary(finished: int, waits: Sequence[float | None], builds: Sequence[float | None]) -> dict[str, Any]:
@@ -139,7 +139,7 @@ def timings(rows: Sequence[dict]) -> dict[str, Any]:
             "sample": sample}
 
 
-def time_on_the_page(queue: Queue, now: datetime | None = None) -> dict[str, Any]:
+def time_on_the_page(queue: Reports, now: datetime | None = None) -> dict[str, Any]:
     """What the time page shows: per window a chart of builds and one of the queue's depth, the overall timings of
     the last day (histograms) and the per-job timings of the latest finished rows."""
     now = now or datetime.now(UTC)

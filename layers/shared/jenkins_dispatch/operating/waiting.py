@@ -1,5 +1,5 @@
 """Why a pending job is not in Jenkins yet, in one line: a pure decision (no I/O), shared by `show`, `ls` and
-the web UI. The caller reads what it needs once (``Queue.waiting_context`` for a whole page of rows).
+the web UI. The caller reads what it needs once (``Reports.waiting_context`` for a whole page of rows).
 
 When several reasons hold, the one a person must act on or know about first wins: paused (someone chose
 this), not due yet, backing off after an error, the job's cap, the job's rate, the global cap, the row's
@@ -51,7 +51,7 @@ UNKNOWN_CONTROLLER_STATE: Mapping[str, Any] = {"status": "unknown", "since": Non
 def controller_health(dispatchers: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """Pure: each controller's breaker (``status`` ok · unavailable, ``since``, ``reason``, ``seen_by``) as the live
     dispatcher that passed last recorded it, among those that know it (a recorded "unknown" is no word on it).
-    ``dispatchers``: the most recent pass first, as ``Queue.dispatchers`` gives them."""
+    ``dispatchers``: the most recent pass first, as ``Reports.dispatchers`` gives them."""
     found: dict[str, dict[str, Any]] = {}
     for dispatcher in dispatchers:
         if not dispatcher["live"]:

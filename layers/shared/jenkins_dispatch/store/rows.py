@@ -1,4 +1,4 @@
-"""The shapes of the rows ``Queue``'s reads return: one ``TypedDict`` per statement, named for what it reads.
+"""The shapes of the rows the stores' reads return: one ``TypedDict`` per statement, named for what it reads.
 
 The CLI, the web page and the doctor read these rows by key (``row["status"]``); a TypedDict keeps that, and
 lets the type checker catch a misspelt key or a value used as what it is not (a ``None`` queue id used as a

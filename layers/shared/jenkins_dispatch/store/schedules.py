@@ -1,7 +1,7 @@
 """Schedules as data: the reads and writes of ``jenkins_job_schedules``, each a method named for what it does.
 
-Runs its database's named statements (``dialects/<engine>/queries.sql``, "schedules" section), as ``queue.py``
-does, and never computes a tick: the times it stores come from ``dispatching/cron.py`` through its callers.
+A store (``runner.py``) of the statements of ``dialects/<engine>/queries/schedules.sql``; it never computes a tick:
+the times it stores come from ``dispatching/cron.py`` through its callers.
 """
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import InvalidInput
-from . import statements
-from .db import DatabaseError, Row, Session
-from .queue import _json, _timestamp
+from .db import DatabaseError, Row
+from .runner import Store, moment_of, parameters_of
 
 SCHEDULE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$")  # the table's check, said before it is met
 DEFAULT_CONTROLLER = "default"
@@ -51,9 +50,9 @@ def check_name(name: str) -> str:
 
 def _schedule(row: Row) -> Row:
     row = dict(row)
-    row["parameters"] = _json(row["parameters"])
+    row["parameters"] = parameters_of(row["parameters"])
     for key in ("next_tick", "last_tick", "paused_at", "created_at", "last_skipped_tick"):
-        row[key] = _timestamp(row[key])
+        row[key] = moment_of(row[key])
     row["enabled"] = bool(row["enabled"])
     row["no_overlap"] = bool(row["no_overlap"])
     row["skipped_ticks"] = int(row["skipped_ticks"])
@@ -61,20 +60,11 @@ def _schedule(row: Row) -> Row:
     return row
 
 
-class Schedules:
+class Schedules(Store):
     """Schedule operations on one database session. Every method is one round trip."""
 
-    def __init__(self, db: Session):
-        self.db = db
-        self._statements = statements.load(db.dialect)
-
-    def _run(self, statement: str, /, **params: Any) -> list[Row]:
-        try:
-            return self.db.run(self._statements[statement], **params)
-        except DatabaseError as exc:
-            if exc.invalid_input:
-                raise InvalidInput(f"the schedule was refused: {exc}") from None
-            raise
+    def _refusal(self, exc: DatabaseError) -> str:
+        return f"the schedule was refused: {exc}"
 
     def now(self) -> datetime:
         """The database's clock (every tick is computed from it, never from a host's)."""
@@ -141,6 +131,6 @@ class Schedules:
 
 def _stamp(value: Any) -> datetime:
     """A moment the statement always returns (the clock, a due schedule's NOT NULL next tick), in UTC."""
-    stamp = _timestamp(value)
+    stamp = moment_of(value)
     assert stamp is not None, "a NOT NULL moment came back empty"
     return stamp

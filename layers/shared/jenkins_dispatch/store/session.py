@@ -22,7 +22,7 @@ from ..config import DatabaseSettings
 # A warm Lambda may sleep for minutes; after that long idle, check the session before trusting it.
 IDLE_CHECK_SECONDS = 30.0
 
-Row = dict[str, Any]  # one result row, column name → value; Queue hands out the shapes of rows.py
+Row = dict[str, Any]  # one result row, column name → value; the stores hand out the shapes of rows.py
 
 
 class OddTime(str):

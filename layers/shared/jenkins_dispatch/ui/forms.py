@@ -12,7 +12,8 @@ from .. import inputs, moments
 from ..errors import InvalidInput
 from ..jenkins.jobs import job_name_error
 from ..operating import bulk
-from ..store.queue import MAX_PARAMETER_FILTERS, PARAMETER_KEY, STATUSES
+from ..store.filters import MAX_PARAMETER_FILTERS, PARAMETER_KEY
+from ..store.queue import STATUSES
 
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
@@ -80,7 +81,7 @@ class JobFilters:
     limit: int = PAGE_SIZE
 
     def list_arguments(self) -> dict:
-        """Keyword arguments of ``Queue.list_jobs`` / ``operator.list_jobs_waiting``."""
+        """Keyword arguments of ``Reports.list_jobs`` / ``operator.list_jobs_waiting``."""
         return dict(status=self.status, job_name=self.job_name, since=self.since, error_like=self.error_like,
                     parameters=self.parameters or None, before_id=self.before, limit=self.limit)
 

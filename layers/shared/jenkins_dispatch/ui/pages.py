@@ -19,7 +19,8 @@ from ..operating.scheduling import list_schedules, pause_schedule, resume_schedu
 from ..operating.timeline import time_on_the_page
 from ..operating.transitions import ACT, CANCEL, IMPOSSIBLE, RETRY, verdict
 from ..store.db import SessionPool
-from ..store.queue import FINAL_STATUSES, STATUSES, Queue, RateWindow
+from ..store.levers import Levers
+from ..store.queue import FINAL_STATUSES, STATUSES, RateWindow
 from ..store.schedules import Schedules
 from . import forms
 
@@ -55,10 +56,10 @@ class Pages:
         self.pool = pool
 
     @contextmanager
-    def queue(self) -> Iterator[Queue]:
-        """The queue on a borrowed session."""
+    def queue(self) -> Iterator[Levers]:
+        """The levers and reports on a borrowed session."""
         with self.pool.session() as db:
-            yield Queue(db, lease_seconds=self.settings.lease_seconds)
+            yield Levers(db)
 
     # ------------------------------------------------------------------ reads
 
@@ -323,7 +324,7 @@ class Pages:
         return filters, ids
 
     @staticmethod
-    def _select(queue: Queue, action: str, filters: forms.JobFilters, ids: list[int]) -> bulk.Selection:
+    def _select(queue: Levers, action: str, filters: forms.JobFilters, ids: list[int]) -> bulk.Selection:
         if ids:
             return bulk.Selection([bulk.Target(i) for i in ids], len(ids))
         return bulk.select_targets(queue, action, filters.bulk_filters(), bulk.DEFAULT_LIMIT)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from ...config import Settings
     from ...store.db import Session
-    from ...store.queue import Queue
+    from ...store.dispatcher import DispatcherStore
 
 
 class PassContext(Protocol):
@@ -33,7 +33,7 @@ class PassContext(Protocol):
 
     settings: Settings
     db: Session
-    queue: Queue
+    queue: DispatcherStore
 
     def enqueue_due_ticks(self) -> None:
         """Enqueue the schedules' due ticks (``../ticking.py``)."""

@@ -1,7 +1,7 @@
 """The pruner: final rows (and their history) finished more than PRUNE_FINISHED_AFTER ago are deleted, then the time
 page's aggregates past its window, by one dispatcher at a time, under `serve` and in the Lambda function alike.
 
-The turn is a row of ``jenkins_dispatch_duties`` taken with a compare-and-set on its due time (``Queue.take_duty``:
+The turn is a row of ``jenkins_dispatch_duties`` taken with a compare-and-set on its due time (``DispatcherStore.take_duty``:
 UPDATE … WHERE due_at <= now()), as the schedules' ticks are taken: of several dispatchers racing, one holds it, the
 others learn when it is due again and ask no sooner (in memory: a duty not due costs no statement). The holder deletes
 ONE batch a pass (``prune_batch``, which skips rows others lock): a claim or a settle in its dispatcher waits for one

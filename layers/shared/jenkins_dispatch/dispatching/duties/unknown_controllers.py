@@ -6,11 +6,11 @@ from __future__ import annotations
 from ...config import Settings
 from ...errors import DatabaseBusy
 from ...observability import logger
-from ...store.queue import Queue
+from ...store.dispatcher import DispatcherStore
 from . import PassContext
 
 
-def fail_rows_of_unknown_controllers(settings: Settings, queue: Queue) -> int:
+def fail_rows_of_unknown_controllers(settings: Settings, queue: DispatcherStore) -> int:
     """Fail the pending rows that name no configured controller (nothing sent); return how many."""
     known = list(settings.controllers_by_name())
     if not known:  # no Jenkins at all: nothing can be told apart (the pass fails on its own)

@@ -132,7 +132,7 @@ class MysqlSession(Session):
 
     dialect = "mysql"
     engine_name = "MySQL"
-    supports_listen = False  # no LISTEN: a dispatcher polls Queue.fingerprint instead
+    supports_listen = False  # no LISTEN: a dispatcher polls DispatcherStore.fingerprint instead
     transactional_ddl = False  # DDL commits by itself: migrations apply file by file, each safe to run again
     locking_blocks = True  # READ COMMITTED: each statement of a block reads what committed before it started
     long_transaction_help = server.TRANSACTION_HELP

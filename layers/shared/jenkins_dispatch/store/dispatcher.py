@@ -1,0 +1,261 @@
+"""The dispatcher's store: what a dispatcher pass does to rows. It claims pending rows and records their
+triggers under a lease (``claim.sql``, ``settle.sql``), backs off, releases and settles them, takes expired
+leases and records the reconciler's re-sends and notes (``leases.sql``), fails the rows of unknown controllers,
+records its heartbeat and gauges (``heartbeats.sql``), and takes the pruner duty's turn to prune (``Pruning``,
+``pruning.sql``). The only store that carries the lease.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, cast
+
+from ..config import DEFAULT_CONTROLLER, default_of
+from ..errors import DatabaseBusy
+from .db import Row, Session
+from .outcomes import Outcomes
+from .pruning import Pruning
+from .queue import ClaimedJob, DutyTurn, ExpiredLease, Settlement
+from .rows import Fingerprint, Gauges, WatchedRow
+from .runner import parameters_of
+
+CLAIM_ATTEMPTS = 3  # a claim picked as a deadlock victim is tried again at once, up to this many times in all
+
+
+def _claimed(row: Row) -> ClaimedJob:
+    return ClaimedJob(
+        id=row["id"],
+        job_name=row["job_name"],
+        parameters=parameters_of(row["parameters"]),
+        attempts=row["attempts"],
+        max_attempts=row["max_attempts"],
+        dispatch_id=row["dispatch_id"],
+    )
+
+
+class DispatcherStore(Outcomes, Pruning):
+    """A dispatcher's operations on one database session, under its lease."""
+
+    def __init__(self, db: Session, lease_seconds: int = default_of("LEASE_SECONDS")):
+        super().__init__(db)
+        self.lease_seconds = lease_seconds  # what a claim, a trigger's record and a reconciler's take hand out
+
+    def fingerprint(self) -> Fingerprint:
+        """Marks that move when anything a pass would act on changes (rows inserted, any transition, caps,
+        pauses): one cheap read, the polling dispatcher's question between passes. Compare two for equality."""
+        return cast(Fingerprint, self._run("queue_fingerprint")[0])
+
+    def caps_in_force(self, max_in_flight: int | None) -> bool:
+        """Whether claims must go through the capped path (checked once per pass)."""
+        if max_in_flight is not None:
+            return True
+        return bool(self._run("caps_in_force")[0]["any_job_limits"])
+
+    def claim_batch(
+        self, batch_size: int, *, capped: bool = False, max_in_flight: int | None = None,
+        actor: str = "dispatcher", controller: str = DEFAULT_CONTROLLER,
+        controller_max_in_flight: int | None = None, counted_controllers: Sequence[str] | None = None,
+    ) -> list[ClaimedJob]:
+        """Claim up to ``batch_size`` eligible rows of ``controller`` (its rows only: the claim index leads with
+        the controller, so another controller's backlog is never read).
+
+        Uncapped: ONE statement. Capped (``controller_max_in_flight`` needs it too): the same statement shape
+        after a transaction-scoped lock, so concurrent claimers see each other's claims and no cap is ever
+        exceeded: one round trip where the session's blocks take that lock themselves (``locking_blocks``).
+        ``counted_controllers``: the configured controllers, whose rows in flight ``max_in_flight`` counts (a
+        removed controller's stranded rows hold no one back); None: every controller's.
+        """
+        params = dict(batch_size=batch_size, lease_seconds=self.lease_seconds, actor=actor, controller=controller)
+        capped_params = dict(max_in_flight=max_in_flight, controller_max_in_flight=controller_max_in_flight,
+                             controllers=None if counted_controllers is None else ",".join(counted_controllers))
+        for attempt in range(CLAIM_ATTEMPTS):
+            try:
+                if not capped and controller_max_in_flight is None:
+                    rows = self._run("claim_batch", **params)
+                elif self.db.locking_blocks:
+                    # One round trip: the block takes the caps lock before it reads (three fewer than below).
+                    rows = self._run("claim_batch_capped", **capped_params, **params)
+                else:
+                    # The lock goes with BEGIN (one round trip), then the claim, then COMMIT.
+                    with self.db.transaction(opening=self._statements["lock_caps"]):
+                        rows = self._run("claim_batch_capped", **capped_params, **params)
+                return [_claimed(r) for r in rows]
+            except DatabaseBusy:
+                # Claims of several controllers run side by side (a thread each); InnoDB may pick one as a
+                # deadlock victim. A busy claim was rolled back whole (nothing claimed): claiming again at once
+                # costs less than ending the pass, which would hold this controller's rows back a second.
+                if attempt == CLAIM_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def mark_triggered(
+        self, job: ClaimedJob | ExpiredLease, queue_id: int | None, *, event: str = "triggered",
+        actor: str = "dispatcher", detail: str | None = None, build_number: int | None = None,
+        build_url: str | None = None,
+    ) -> bool:
+        """Record the queue item (and build) Jenkins has for the dispatch; False when the row is no longer ours.
+        ``queue_id`` None: Jenkins named no queue item (the reconciler adopting a build that names none, for a row
+        that never learnt its own); give ``detail`` then."""
+        rows = self._run(
+            "mark_triggered", id=job.id, dispatch_id=job.dispatch_id, queue_id=queue_id,
+            build_number=build_number, build_url=build_url, lease_seconds=self.lease_seconds,
+            event=event, actor=actor, detail=detail or f"Jenkins queue item {queue_id}",
+        )
+        return bool(rows)
+
+    def mark_triggered_many(self, accepted: list[tuple[ClaimedJob, int]], *, actor: str = "dispatcher") -> dict[int, bool]:
+        """Record several (job, queue_id) at once; returns the ids that were still ours to record, each with
+        whether an operator asked to cancel it while its trigger was in flight."""
+        if not accepted:
+            return {}
+        # One JSON document rather than several arrays: the driver encodes arrays slowly.
+        rows = self._run(
+            "mark_triggered_many",
+            accepted=json.dumps([
+                {"id": job.id, "dispatch_id": job.dispatch_id, "queue_id": queue_id,
+                 "detail": f"Jenkins queue item {queue_id}"}
+                for job, queue_id in accepted
+            ]),
+            lease_seconds=self.lease_seconds,
+            actor=actor,
+        )
+        return {r["id"]: r["cancel_requested"] for r in rows}
+
+    def settle_many(self, outcomes: list[Settlement], *, actor: str = "dispatcher") -> set[int]:
+        """Settle several rows in one statement, each fenced on its own; returns the ids settled."""
+        if not outcomes:
+            return set()
+        rows = self._run(
+            "settle_many",
+            outcomes=json.dumps([
+                {"id": o.job_id, "dispatch_id": o.dispatch_id, "status": o.status, "result": o.result,
+                 "error": o.error}
+                for o in outcomes
+            ]),
+            actor=actor,
+        )
+        return {r["id"] for r in rows}
+
+    def retry_later(
+        self, job_id: int, dispatch_id: str, delay_seconds: float, error: str, *, actor: str = "dispatcher"
+    ) -> str | None:
+        """Back off after a transient error (``error`` goes into the history and ``last_error``). Returns the
+        new status ('pending'; 'failed' once attempts are spent; 'cancelled' when an operator asked while
+        the trigger was in flight), None if fenced out."""
+        if not error or not error.strip():
+            raise ValueError("a backoff needs a reason (it goes into the job's history)")
+        rows = self._run(
+            "retry_later", id=job_id, dispatch_id=dispatch_id, delay_seconds=float(delay_seconds),
+            error=error, actor=actor,
+        )
+        return rows[0]["status"] if rows else None
+
+    def release(self, job_id: int, dispatch_id: str, reason: str, *, actor: str = "dispatcher") -> bool:
+        """Back to pending, no attempt spent (its trigger was never sent); cancelled instead when an operator
+        asked while it was in flight. ``reason`` says why, in the history and in ``last_error``."""
+        if not reason or not reason.strip():
+            raise ValueError("a release needs a reason (it goes into the job's history)")
+        rows = self._run("release", id=job_id, dispatch_id=dispatch_id, reason=reason, actor=actor)
+        return bool(rows)
+
+    def take_expired_leases(self, limit: int = 100, controller: str = DEFAULT_CONTROLLER) -> list[ExpiredLease]:
+        """Take up to ``limit`` rows of ``controller`` whose lease expired, renewing each lease for this
+        reconciler."""
+        for attempt in range(CLAIM_ATTEMPTS):
+            try:
+                rows = self._run("take_expired_leases", limit=limit, lease_seconds=self.lease_seconds,
+                                 controller=controller)
+                break
+            except DatabaseBusy:
+                # As a claim (claim_batch): beside other controllers' passes InnoDB may pick this as a deadlock victim
+                # (seen in CI); it was rolled back, and at worst a lease it renewed waits one more lease.
+                if attempt == CLAIM_ATTEMPTS - 1:
+                    raise
+        return [
+            ExpiredLease(
+                id=r["id"], job_name=r["job_name"], parameters=parameters_of(r["parameters"]), attempts=r["attempts"],
+                max_attempts=r["max_attempts"], dispatch_id=r["dispatch_id"],
+                jenkins_queue_id=r["jenkins_queue_id"], build_number=r["build_number"], build_url=r["build_url"],
+                claimed_at=r["claimed_at"], lease_expires_at=r["lease_expires_at"], resends=r["resends"],
+                cancel_requested=r["cancel_requested"],
+            )
+            for r in rows
+        ]
+
+    def record_resend(self, row: ExpiredLease, *, max_resends: int, quiet_seconds: float,
+                      actor: str = "reconciler") -> int | None:
+        """Count one more re-send (no attempt spent: Jenkins never showed the earlier one). None when the
+        re-sends are used up, or when the lease this reconciler was handed is no longer the row's."""
+        rows = self._run(
+            "record_resend", id=row.id, dispatch_id=row.dispatch_id, lease=row.lease_expires_at,
+            lease_seconds=self.lease_seconds, max_resends=max_resends, quiet_seconds=float(quiet_seconds),
+            actor=actor,
+        )
+        return rows[0]["resends"] if rows else None
+
+    def resend_not_taken(self, job_id: int, dispatch_id: str, reason: str, *, sent: bool,
+                         actor: str = "reconciler") -> bool:
+        """A re-send Jenkins did not take keeps its row processing under the same dispatch id (see the SQL);
+        ``sent`` False (a Jenkins-wide failure) gives the re-send back."""
+        return bool(self._run("resend_not_taken", id=job_id, dispatch_id=dispatch_id, reason=reason, sent=sent,
+                              actor=actor))
+
+    def recently_finished_watched(self, window_seconds: float, controller: str = DEFAULT_CONTROLLER) -> list[WatchedRow]:
+        """Final rows of ``controller`` settled within the window that a request of their dispatch may still reach in
+        Jenkins: re-sent rows, and (``cancelled_in_flight``) rows cancelled while their trigger was on its way with
+        nothing found in Jenkins, until a late arrival of theirs is handled. id, job_name, dispatch_id,
+        cancelled_in_flight and, for those, claimed_at."""
+        return cast(list[WatchedRow], self._run("recently_finished_watched", window=float(window_seconds),
+                                                controller=controller))
+
+    def queue_ids_between(self, low: int, high: int) -> set[int]:
+        """Jenkins queue ids our rows hold strictly between ``low`` and ``high``."""
+        return {r["queue_id"] for r in self._run("queue_ids_between", low=low, high=high)}
+
+    def record_note(self, job_id: int, dispatch_id: str, event: str, detail: str) -> None:
+        """History only (the row is unchanged): what the reconciler saw or did in Jenkins for this dispatch."""
+        self._run("record_note", id=job_id, dispatch_id=dispatch_id, event=event, detail=detail)
+
+    def fail_unknown_controllers(self, known: list[str], *, actor: str = "dispatcher") -> list[Row]:
+        """Fail the pending rows naming a controller not in ``known`` (nothing is sent anywhere); id and
+        controller of each. One cheap read (a skip scan over the controllers with pending rows) when every
+        controller is known, whatever the backlog."""
+        unknown = [row["controller"] for row in self._run("pending_controllers") if row["controller"] not in known]
+        failed: list[Row] = []
+        for controller in unknown:
+            failed += self._run("fail_rows_of_unknown_controller", controller=controller, actor=actor)
+        return failed
+
+    def gauges(self) -> Gauges:
+        """Jobs processing; the age of the oldest due pending job; seconds until the next pending job is
+        due and until the next lease expires (each None when there is none)."""
+        return cast(Gauges, self._run("gauges")[0])
+
+    def record_heartbeat(
+        self, *, dispatcher_id: str, kind: str, host: str, pid: int, started_at: datetime,
+        stale_after_seconds: float, outcome: str, detail: str | None, passes: int,
+        jenkins_ok: bool | None = None, jenkins_reason: str | None = None,
+        controllers: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        """Upsert one dispatcher's row after a pass (and drop rows not seen for a day). ``jenkins_ok``: what
+        the pass learned about Jenkins (None: not asked; the known state stands). ``controllers``: the ones it
+        serves, each with its breaker's state (None: the recorded ones stand)."""
+        self._run(
+            "record_heartbeat", id=dispatcher_id, kind=kind, host=host, pid=pid, started_at=started_at,
+            stale_after_seconds=float(stale_after_seconds), outcome=outcome, detail=detail, passes=passes,
+            jenkins_ok=jenkins_ok, jenkins_reason=jenkins_reason,
+            controllers=None if controllers is None else json.dumps(controllers, default=str),
+        )
+
+    def take_duty(self, name: str, holder: str, hold_seconds: float) -> DutyTurn:
+        """Take duty ``name``'s turn for ``holder`` until ``hold_seconds`` from now if it is due, or renew it if
+        ``holder`` has it (one statement, a compare-and-set: of several dispatchers racing, one takes it)."""
+        row = self._run("take_duty", duty=name, holder=holder, hold_seconds=float(hold_seconds))[0]
+        due_in = row["due_in_seconds"]
+        return DutyTurn(taken=bool(row["taken"]), due_in_seconds=None if due_in is None else float(due_in))
+
+    def duty_done(self, name: str, holder: str, every_seconds: float) -> bool:
+        """Hand duty ``name``'s turn back, due again in ``every_seconds``; False when ``holder`` no longer held it."""
+        return bool(self._run("duty_done", duty=name, holder=holder, every_seconds=float(every_seconds)))
