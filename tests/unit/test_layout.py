@@ -359,3 +359,93 @@ def test_the_configuration_is_imported_through_its_public_face() -> None:
                       for target in sorted(_package_imports(path)) if target.startswith("config.")]
     assert reached_inside == []
     assert "config.reading" in _package_imports(PACKAGE / "config/database.py")  # the rule above reads something
+
+
+# --------------------------------------------------------------------------- a store per audience
+
+# The stores (store/runner.py's Store and its kinds), each named for who uses it. An audience imports its own
+# store(s) only: the dispatcher cannot reach a lever, the webhook cannot claim, the page cannot settle a dispatch
+# but through an operator's cancel. A key names a group or one module; the most specific key wins.
+STORES = {"store.dispatcher", "store.webhook", "store.outcomes", "store.levers", "store.reports",
+          "store.introspection", "store.producers", "store.schedules"}
+STORE_AUDIENCES: dict[str, set[str]] = {
+    "dispatching": {"store.dispatcher", "store.outcomes", "store.schedules"},  # outcomes: cancelling.py's settle
+    "callbacks": {"store.webhook"},
+    "operating": {"store.levers", "store.reports", "store.schedules"},
+    "operating.doctor": {"store.introspection", "store.reports", "store.schedules"},
+    "ui": {"store.levers", "store.reports", "store.schedules"},
+    "cli": {"store.levers", "store.reports", "store.producers", "store.schedules"},
+    # A store builds on the runner, and on another store only as its base class.
+    "store.dispatcher": {"store.runner", "store.outcomes"},
+    "store.webhook": {"store.runner", "store.outcomes"},
+    "store.levers": {"store.runner", "store.outcomes", "store.reports"},
+    "store.outcomes": {"store.runner"},
+    "store.reports": {"store.runner"},
+    "store.introspection": {"store.runner"},
+    "store.producers": {"store.runner"},
+    "store.schedules": {"store.runner"},
+}
+RUNNER = "store.runner"
+
+
+def may_use_store(importer: str, target: str) -> bool:
+    """Whether module ``importer`` may import ``target`` as far as the stores go (any other import: True)."""
+    if target not in STORES | {RUNNER} or importer == target:
+        return True
+    keys = [key for key in STORE_AUDIENCES if importer == key or importer.startswith(key + ".")]
+    return bool(keys) and target in STORE_AUDIENCES[max(keys, key=len)]
+
+
+@pytest.mark.parametrize(("importer", "target", "expected"), [
+    ("dispatching.dispatcher", "store.dispatcher", True),
+    ("dispatching.cancelling", "store.outcomes", True),
+    ("dispatching.ticking", "store.schedules", True),
+    ("dispatching.dispatcher", "store.levers", False),
+    ("dispatching.dispatcher", "store.runner", False),
+    ("dispatching.dispatcher", "store.queue", True),  # the records are everyone's
+    ("callbacks.webhook", "store.webhook", True),
+    ("callbacks.webhook", "store.dispatcher", False),
+    ("callbacks.webhook", "store.outcomes", False),
+    ("operating.operator", "store.levers", True),
+    ("operating.overview", "store.reports", True),
+    ("operating.operator", "store.introspection", False),
+    ("operating.operator", "store.dispatcher", False),
+    ("operating.doctor", "store.introspection", True),
+    ("operating.doctor", "store.levers", False),
+    ("ui.pages", "store.levers", True),
+    ("ui.pages", "store.producers", False),
+    ("cli", "store.producers", True),
+    ("cli", "store.webhook", False),
+    ("serve", "store.reports", False),
+    ("lambda_entry", "store.dispatcher", False),
+    ("store.levers", "store.reports", True),
+    ("store.reports", "store.levers", False),
+    ("store.db", "store.runner", False),
+    ("store.schedules", "store.runner", True),
+    ("store.migrations", "store.runner", False),
+])
+def test_the_store_rules_say_who_may_use_which_store(importer, target, expected) -> None:
+    assert may_use_store(importer, target) is expected
+
+
+def test_every_audience_imports_its_own_stores_only() -> None:
+    assert {_dotted(path) for path in _modules()} >= STORES | {RUNNER}, "a store named here is missing"
+    broken = [f"{_dotted(path)} imports {target}" for path in _modules()
+              for target in sorted(_package_imports(path)) if not may_use_store(_dotted(path), target)]
+    assert broken == []
+
+
+def test_the_store_imports_are_read_at_all() -> None:
+    """Guards the test above against a parser that finds no store (and so forbids nothing)."""
+    assert "store.dispatcher" in _package_imports(PACKAGE / "dispatching/dispatcher.py")
+    assert "store.webhook" in _package_imports(PACKAGE / "callbacks/webhook.py")
+    assert "store.introspection" in _package_imports(PACKAGE / "operating/doctor.py")  # inside a function
+    assert RUNNER in _package_imports(PACKAGE / "store/schedules.py")
+
+
+def test_one_runner_runs_every_store_statement() -> None:
+    """The one ``_run`` (with the one retry of a deadlock victim) is runner.py's: no store defines its own."""
+    runs = [f"{_dotted(path)}.{node.name}" for path in _modules() if _dotted(path) in STORES | {RUNNER}
+            for cls in _tree(path).body if isinstance(cls, ast.ClassDef)
+            for node in cls.body if isinstance(node, ast.FunctionDef) and node.name == "_run"]
+    assert runs == ["store.runner._run"]
