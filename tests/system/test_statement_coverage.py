@@ -27,7 +27,7 @@ import os
 
 from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.store.db import Database
-from ..stores import Queue
+from tests.stores import Queue
 
 
 def test_{name}():
