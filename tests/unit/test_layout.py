@@ -366,7 +366,7 @@ def test_the_configuration_is_imported_through_its_public_face() -> None:
 # The stores (store/runner.py's Store and its kinds), each named for who uses it. An audience imports its own
 # store(s) only: the dispatcher cannot reach a lever, the webhook cannot claim, the page cannot settle a dispatch
 # but through an operator's cancel. A key names a group or one module; the most specific key wins.
-STORES = {"store.dispatcher", "store.webhook", "store.outcomes", "store.levers", "store.reports",
+STORES = {"store.dispatcher", "store.webhook", "store.outcomes", "store.pruning", "store.levers", "store.reports",
           "store.introspection", "store.producers", "store.schedules"}
 STORE_AUDIENCES: dict[str, set[str]] = {
     "dispatching": {"store.dispatcher", "store.outcomes", "store.schedules"},  # outcomes: cancelling.py's settle
@@ -376,10 +376,11 @@ STORE_AUDIENCES: dict[str, set[str]] = {
     "ui": {"store.levers", "store.reports", "store.schedules"},
     "cli": {"store.levers", "store.reports", "store.producers", "store.schedules"},
     # A store builds on the runner, and on another store only as its base class.
-    "store.dispatcher": {"store.runner", "store.outcomes"},
+    "store.dispatcher": {"store.runner", "store.outcomes", "store.pruning"},
     "store.webhook": {"store.runner", "store.outcomes"},
-    "store.levers": {"store.runner", "store.outcomes", "store.reports"},
+    "store.levers": {"store.runner", "store.outcomes", "store.reports", "store.pruning"},
     "store.outcomes": {"store.runner"},
+    "store.pruning": {"store.runner"},
     "store.reports": {"store.runner"},
     "store.introspection": {"store.runner"},
     "store.producers": {"store.runner"},
@@ -420,6 +421,7 @@ def may_use_store(importer: str, target: str) -> bool:
     ("lambda_entry", "store.dispatcher", False),
     ("store.levers", "store.reports", True),
     ("store.reports", "store.levers", False),
+    ("dispatching.duties.pruner", "store.pruning", False),  # through the dispatcher's store, which is a Pruning
     ("store.db", "store.runner", False),
     ("store.schedules", "store.runner", True),
     ("store.migrations", "store.runner", False),

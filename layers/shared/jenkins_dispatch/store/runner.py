@@ -3,7 +3,7 @@
 the conversions of what rows hold (parameters, moments, durations).
 
 Every store is a ``Store``: the dispatcher's (``dispatcher.py``), the webhook's (``webhook.py``), what both share
-(``outcomes.py``), the levers (``levers.py``), the reports (``reports.py``), doctor's (``introspection.py``), the
+(``outcomes.py``), pruning (``pruning.py``), the levers (``levers.py``), the reports (``reports.py``), doctor's (``introspection.py``), the
 producers' (``producers.py``) and the schedules' (``schedules.py``). Nothing but a store imports this module. A
 store never writes SQL; its callers never see SQL nor learn which database they speak to.
 """
