@@ -1,7 +1,7 @@
 """One Jenkins's circuit breaker: is it down, on what evidence, and when is it tried again.
 
-"Jenkins is down" stops every trigger towards it and backs off, so it needs evidence (DESIGN.md, "Dispatch,
-step by step", item 4), and one request's failure is not that:
+"Jenkins is down" stops every trigger towards it and backs off, so it needs evidence (docs/jenkins.md, "Jenkins as
+a whole: the breaker"), and one request's failure is not that:
 - Jenkins said so itself — a 503 while it restarts or starts, a refused connection, rejected credentials — or
   Jenkins itself (``whoAmI``) did not answer a probe right after a failed request: open at once;
 - requests failed in a way one request can (a 500, a proxy's 5xx, no answer): open only after

@@ -2,7 +2,7 @@
 
 The supervisor (``DispatchLoop``) owns the session that waits for news (``wakeup.py``: LISTEN/NOTIFY on PostgreSQL,
 a poll of the queue's fingerprint elsewhere), hands each piece of news to every lane, adds the lanes' results up, and
-keeps ``Health`` (what `/healthz` answers, ``health.py``). Each lane (``lanes.py``) owns one controller's breaker,
+keeps ``Health`` (what `/healthz` answers, below). Each lane (``lanes.py``) owns one controller's breaker,
 Jenkins client, database session and pass loop, so a controller that answers slowly or not at all never delays
 another's pass. With one controller the supervisor runs its lane on its own thread and session (no second session).
 

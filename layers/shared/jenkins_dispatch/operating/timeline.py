@@ -2,7 +2,7 @@
 last hour, day and week, and queue wait and build duration (p50/p95) overall and per job.
 
 Nothing here counts the history. The charts and the overall percentiles read small aggregates the write path keeps
-(a trigger counts every finish into five-minute rows and hourly histograms, migrations 0012/0009_job_stats.sql; the
+(a trigger counts every finish into five-minute rows and hourly histograms, migrations 0012_job_stats.sql on PostgreSQL, 0009_job_stats.sql on MySQL; the
 dispatcher's gauges keep the queue depth): at most a few thousand rows for a week, however many rows finished. The
 per-job table reads the latest TIMING_SAMPLE finished rows through the finished_at index (a LIMIT, not a scan).
 Everything else here is pure."""

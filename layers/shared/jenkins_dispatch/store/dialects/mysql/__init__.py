@@ -1,5 +1,5 @@
-"""MySQL 8 and MariaDB 10.6+ (PyMySQL): the session, its SQL and migrations, and which servers can hold the
-queue."""
+"""MySQL 8 and MariaDB 10.6+ (PyMySQL): the session (``session.py``), its SQL (``queries/``) and migrations, and
+which servers can hold the queue (``server.py``)."""
 
 from .session import MysqlSession as SESSION
 

@@ -1,4 +1,5 @@
-"""PostgreSQL (pg8000): the session, its SQL and migrations, and what this package asks of the server."""
+"""PostgreSQL (pg8000): the session (``session.py``), its SQL (``queries/``) and migrations, and what this package
+asks of the server (``server.py``)."""
 
 from .session import PostgresSession as SESSION
 
