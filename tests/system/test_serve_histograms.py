@@ -54,9 +54,11 @@ def test_queue_wait_and_build_duration_per_job_from_real_callbacks(make_jenkins,
 
 def test_rows_the_reconciler_settles_are_timed_too(make_jenkins, database_url, queue, tmp_path):
     """No notification reaches serve (the emulator sends none): each row is settled by the reconciler once its lease
-    runs out, from the build's result in Jenkins, and still counted in both histograms."""
+    runs out, from the build's result in Jenkins, and still counted in both histograms. (A trigger whose answer is
+    lost is adopted from its finished build, with no moment Jenkins took it: no queue wait. The timeout is long
+    enough that a loaded machine does not turn an answer into a lost one.)"""
     jenkins = make_jenkins(jobs=[{**SLOW, "duration_seconds": 0.3}])
-    served = start_serve(serve_env(database_url, jenkins.base_url, LEASE_SECONDS="2", JENKINS_TIMEOUT_SECONDS="1"),
+    served = start_serve(serve_env(database_url, jenkins.base_url, LEASE_SECONDS="8", JENKINS_TIMEOUT_SECONDS="4"),
                          tmp_path / "serve.log", "--interval", "0.3")
     try:
         ids = [queue.enqueue("slowish", {"N": n}).id for n in range(2)]
