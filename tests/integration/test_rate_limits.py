@@ -12,7 +12,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from jenkins_dispatch.cli import _operator_name, main
+from jenkins_dispatch.cli import main
+from jenkins_dispatch.cli.context import operator_name as _operator_name
 from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.dispatching.dispatcher import run_pass
 from jenkins_dispatch.operating.operator import Caps, why_rows_wait

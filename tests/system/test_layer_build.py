@@ -33,7 +33,7 @@ LAYER_SOURCE = ROOT / "layers" / "shared"
 PACKAGE = LAYER_SOURCE / "jenkins_dispatch"
 HANDLERS = ("dispatcher", "webhook", "migrate")
 # What no handler imports, so the layer leaves it out (layers/shared/Makefile, LAMBDA_NEVER_IMPORTS).
-NEVER_IN_LAYER = ("cli.py", "serve.py", "http_service.py", "ui", "operating")
+NEVER_IN_LAYER = ("cli", "serve.py", "http_service.py", "ui", "operating")
 # architecture -> (ELF e_machine, the word in wheel platform tags and extension file names)
 ARCHITECTURES = {"arm64": (183, "aarch64"), "x86_64": (62, "x86_64")}
 HOST = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine().lower())

@@ -6,7 +6,7 @@ import argparse
 import pytest
 
 from jenkins_dispatch import config
-from jenkins_dispatch.cli import build_parser
+from jenkins_dispatch.cli.main import build_parser
 from jenkins_dispatch.config import load_settings
 
 from ..cli_helpers import exit_code

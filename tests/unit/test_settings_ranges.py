@@ -139,7 +139,7 @@ def test_defaults_are_within_their_ranges():
 
 
 def test_the_help_shows_each_range():
-    from jenkins_dispatch.cli import environment_help
+    from jenkins_dispatch.cli.main import environment_help
 
     lines = {line.split()[0]: line for line in environment_help().splitlines()[1:]}
     for name, (low, high) in RANGES.items():
