@@ -3,9 +3,9 @@
 The folders hold the behaviour: ``store/`` (the database), ``jenkins/`` (Jenkins), ``dispatching/`` (getting jobs
 into Jenkins), ``callbacks/`` (Jenkins's notifications), ``operating/`` (what operators ask), ``ui/`` (the web page)
 and ``config/`` (the settings, read once). Beside them:
-- entry points, which nothing imports: ``cli.py`` (the command line), ``serve.py`` (everything in one process
-  outside AWS), ``lambda_entry.py`` (the dispatcher function on Lambda), ``custom_resource.py`` (the schema on every
-  stack update);
+- entry points, which nothing imports: ``cli/`` (the command line, a module per command group), ``serve.py``
+  (everything in one process outside AWS), ``lambda_entry.py`` (the dispatcher function on Lambda),
+  ``custom_resource.py`` (the schema on every stack update);
 - what every folder may use: ``errors.py`` (the errors raised on purpose), ``observability.py`` (logs, metrics,
   traces), ``secrets.py`` (Secrets Manager), ``runtime.py`` (what a warm process keeps), ``http_service.py`` (the
   HTTP server and stop signals of ``serve`` and ``ui``);
