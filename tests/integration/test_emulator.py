@@ -468,11 +468,14 @@ def test_restart_window_then_a_restarted_jenkins(jenkins) -> None:
 
 
 def test_peak_in_flight_counts_queued_and_running(make_jenkins) -> None:
-    emulator = make_jenkins(executors=2)
+    # No executor until all six are queued: a build that ended before the last request came (a loaded machine)
+    # would lower the peak, whatever the emulator counts.
+    emulator = make_jenkins(executors=0)
     for n in range(5):
         post(emulator, "job/deploy/buildWithParameters", {"DISPATCH_ID": f"p{n}"})
     post(emulator, "job/nightly/build")
-    assert emulator.wait_idle(timeout=5)
+    requests.post(emulator.base_url + "_emulator/config", json={"executors": 2}, timeout=5)
+    assert emulator.wait_idle(timeout=15)
     assert emulator.peak_in_flight("deploy") == 5 and emulator.peak_in_flight() == 6
     assert emulator.counters()["builds_started"] == 6
 
