@@ -13,6 +13,7 @@ over real HTTP, the webhook over real HTTP.
 from __future__ import annotations
 
 import json
+import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -141,3 +142,40 @@ def test_a_settled_rows_leftover_is_looked_for_and_cancelled_on_its_own_controll
     assert b.wait_idle(timeout=10) and len(_builds_with(b, "deploy", dispatch_id)) == 1
     assert a.counters()["items_created"] == 0
     assert Queue(db).get(job_id)["controller"] == "b"
+
+
+def test_an_original_jenkins_acts_on_between_the_search_and_the_re_send_is_followed_and_the_re_send_withdrawn(
+        make_jenkins, queue, db):
+    """A chaos run's second build (Python 3.13, a loaded machine): the original's answer was lost, the search after
+    the lease found nothing, and Jenkins acted on the original just before the re-send arrived — the original
+    started at once, so the re-send, held RESEND_QUIET_SECONDS, had nothing to merge with and built again. Here the
+    re-send is held until the original has started (a `hold` fault each), so the moment is built on purpose."""
+    jenkins = make_jenkins()
+    settings = dispatch_settings(jenkins.base_url, JENKINS_TIMEOUT_SECONDS="4", LEASE_SECONDS="10")
+    original = jenkins.add_fault(path="buildWithParameters$", method="POST", hold=True, times=1)
+    job_id = queue.enqueue("deploy", {"ENV": "between"}).id
+    run_pass(settings)  # the trigger gets no answer within the timeout: the lease is kept
+    assert original.waiting == 1
+    re_send = jenkins.add_fault(path="buildWithParameters$", method="POST", hold=True, times=1)
+    dispatch_id = queue.get(job_id)["dispatch_id"]
+    acted: list[bool] = []
+
+    def jenkins_acts_on_the_original_first() -> None:
+        acted.append(wait_for(lambda: re_send.waiting == 1, timeout=30, interval=0.01))
+        original.release()
+        acted.append(wait_for(lambda: _builds_with(jenkins, "deploy", dispatch_id) != [], timeout=10, interval=0.01))
+        re_send.release()
+
+    releaser = threading.Thread(target=jenkins_acts_on_the_original_first)
+    releaser.start()
+    expire_leases(db)
+    run_pass(settings)  # nothing of it in Jenkins (searched twice): sent again, and the original lands meanwhile
+    releaser.join(30)
+    assert acted == [True, True]
+
+    assert jenkins.wait_idle(timeout=30), jenkins.counters()
+    assert len(_builds_with(jenkins, "deploy", dispatch_id)) == 1, queue.events(job_id)
+    assert _queued_with(jenkins, dispatch_id) == []
+    events = [e["event"] for e in queue.events(job_id)]
+    assert "resent" in events and "duplicate_cancelled" in events, queue.events(job_id)
+    assert queue.get(job_id)["build_number"] == _builds_with(jenkins, "deploy", dispatch_id)[0]

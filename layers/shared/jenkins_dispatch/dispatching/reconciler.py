@@ -299,8 +299,20 @@ class Reconciler:
                          max_attempts=row.max_attempts, dispatch_id=row.dispatch_id)
         self.log("re-sending with the same DISPATCH_ID", job, resend=resends, quiet_seconds=quiet)
         self.resend(job, quiet)
+        if self._keep_one_beside_the_re_send(row):
+            return
         if row.resends == 0:  # before a first re-send nothing of ours cancelled an item of this dispatch
             self._honour_a_persons_cancel(row)
+
+    def _keep_one_beside_the_re_send(self, row: ExpiredLease) -> bool:
+        """Jenkins may act on the lost original between the search and the re-send: the original is then queued
+        or building below the re-send, which waits RESEND_QUIET_SECONDS in Jenkins's queue and merges only with an
+        original that comes after it — it would be a second build. So the dispatch is looked at once more, at once
+        (``_watch_resent``): True when the row now follows the original's build and the re-send was withdrawn."""
+        now = self.queue.get(row.id)
+        if now["status"] != "processing" or now["dispatch_id"] != row.dispatch_id or now["jenkins_queue_id"] is None:
+            return False  # the re-send was not taken, or the row moved on meanwhile
+        return self._watch_resent(replace(row, resends=now["resends"], jenkins_queue_id=now["jenkins_queue_id"]))
 
     def _honour_a_persons_cancel(self, row: ExpiredLease) -> None:
         """The search found nothing: either Jenkins never queued the lost original, or it did and a person
