@@ -55,7 +55,8 @@ def php(engine):
 class OldWorker:
     """One seed_worker.php process; its output goes to a file read back whole."""
 
-    def __init__(self, php: str, url: str, jenkins_url: str, build_wait: float, name: str, log: Path):
+    def __init__(self, php: str, url: str, jenkins_url: str, build_wait: float, name: str, log: Path,
+                 hold_while: Path | None = None):
         s = parse_database_url(url)
         prefix = "pgsql" if s.engine == "postgresql" else "mysql"
         # PDO's pgsql takes a Unix socket's folder as its host (the embedded server the tests may fall back on).
@@ -63,7 +64,7 @@ class OldWorker:
         env = dict(os.environ, SEED_DSN=f"{prefix}:host={host};port={s.port};dbname={s.dbname}",
                    SEED_DB_USER=s.user, SEED_DB_PASSWORD=s.password or "", JENKINS_URL=jenkins_url,
                    JENKINS_USER="admin", JENKINS_API_TOKEN="admin-token", BUILD_WAIT_SECONDS=str(build_wait),
-                   WORKER=name)
+                   WORKER=name, HOLD_WHILE_FILE=str(hold_while or ""))
         self.log = log
         with open(log, "w") as out:
             self.proc = subprocess.Popen([php, str(WORKER_CODE)], env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -125,12 +126,16 @@ class Application(threading.Thread):
 
 @pytest.mark.parametrize("build_wait", [0.3, 0.7, 1.5, 5.0])
 def test_cutover_while_the_seed_worker_runs(php, seed_url, make_jenkins, tmp_path, build_wait):  # noqa: F811
-    """Two old workers run jobs; `migrate` runs while each holds one and the application goes on enqueueing; 20 more
+    """Two old workers run jobs; `migrate` runs while they work and the application goes on enqueueing; 20 more
     rows come; the workers are told to stop, and then stopped; `serve` runs the rest. Every row ends with its true
-    status, each built once."""
+    status, each built once. One worker's first job lasts until `migrate` is over (a long build), so a job is held
+    across the upgrade whatever the timing: the other's short jobs may all fall between its steps."""
     jenkins = make_jenkins(executors=16)
     add_rows(seed_url, 1, 20)
-    workers = [OldWorker(php, seed_url, jenkins.base_url, build_wait, f"old-{n}", tmp_path / f"old-{n}.log")
+    long_build = tmp_path / "long-build-runs"
+    long_build.touch()
+    workers = [OldWorker(php, seed_url, jenkins.base_url, build_wait, f"old-{n}", tmp_path / f"old-{n}.log",
+                         hold_while=long_build if n == 2 else None)
                for n in (1, 2)]
     served = None
     # The queue never runs dry: the workers hold jobs all through the upgrade, however long it takes (MariaDB's
@@ -143,6 +148,7 @@ def test_cutover_while_the_seed_worker_runs(php, seed_url, make_jenkins, tmp_pat
         application.start()
         jenkins_dispatch(seed_url, "migrate", CUTOVER_WINDOW_SECONDS="120")
         upgraded = {w: len(w.output()) for w in workers}
+        long_build.unlink()
         application.stop.set()
         application.join(30)
         add_rows(seed_url, application.next, 20)
