@@ -42,7 +42,8 @@ def test_a_pass_triggers_every_due_job_once_and_records_the_queue_item(jenkins, 
 
 def test_parameters_are_sent_as_jenkins_form_fields(jenkins, queue):
     queue.enqueue("deploy", {"ENV": "prod", "FLAG": True, "COUNT": 3, "PAYLOAD": {"a": [1, 2]}})
-    run_pass(dispatch_settings(jenkins.base_url))
+    # A lease long enough that a slow machine's pass still sends it (a 3 s one may end before the trigger goes).
+    run_pass(dispatch_settings(jenkins.base_url, LEASE_SECONDS="30"))
     assert jenkins.wait_until(lambda: jenkins.builds("deploy"))
     [build] = jenkins.builds("deploy")
     params = dict(build.parameter_values()) if hasattr(build, "parameter_values") else None

@@ -41,9 +41,10 @@ from ..ui_helpers import UiClient
 
 # Its waits are bounded on their own (the waves, the writers, the drain); under a loaded machine the whole can pass
 # the suite's 120 s per test.
-pytestmark = [pytest.mark.both_engines, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.both_engines, pytest.mark.timeout(600)]
 
-PER_WAVE = 40  # rows per controller per wave; three waves
+PER_WAVE = 40  # rows per controller per wave
+MAX_WAVES = 8
 NAMES = ["svc/deploy", "svc/slow", "svc/queued"]
 JOBS = [
     {"path": "svc/deploy", "duration_seconds": 0.2},
@@ -212,14 +213,18 @@ def test_every_writer_at_once_builds_nothing_twice_nothing_on_the_wrong_controll
         writers = Writers(writers_db, env, page, seed=7)
         acting = threading.Thread(target=writers.run, name="writers", daemon=True)
         acting.start()
-        for wave in range(3):
+        # Three waves at least, and more while the writers have not done every kind of act: on a slow machine they
+        # act more slowly, and a wave can drain before they had rows in each state to act on.
+        for wave in range(MAX_WAVES):
             _insert(db, _specs("default", PER_WAVE, rng) + _specs("b", PER_WAVE, rng))
             trace(f"wave {wave}")
             if wave == 1:
                 a.restart(window_seconds=3)  # controller default: 503 to everything for 3 s
             assert wait_for(lambda: queue.stats()["pending"] < PER_WAVE, timeout=60, interval=0.2), queue.stats()
-        # The writers act on the last wave too, until each kind of act has happened.
-        assert wait_for(writers.done_enough, timeout=90, interval=0.5), writers.acts
+            if wave >= 2 and wait_for(writers.done_enough, timeout=20, interval=0.5):
+                break
+        else:
+            pytest.fail(f"the writers did not do every kind of act twice in {MAX_WAVES} waves: {writers.acts}")
         writers.stop.set()
         acting.join(timeout=60)
 

@@ -310,7 +310,6 @@ def _first_traceback(serve: ServeProcess) -> str | None:
 # --------------------------------------------------------------------------- tests
 
 
-@pytest.mark.timeout(90)
 def test_serve_rides_out_database_cuts_and_killed_sessions(make_jenkins, database_url, db, tmp_path):
     jenkins = make_jenkins(executors=4, jobs=[{"path": JOB, "parameters": [{"name": "DISPATCH_ID"}, {"name": "WAVE"}],
                                                "duration_seconds": 0.3, "concurrent": True}])
@@ -407,7 +406,7 @@ def test_serve_rides_out_database_cuts_and_killed_sessions(make_jenkins, databas
         if not enqueuer_idle.wait(10):
             problems.append("the enqueuer never stopped enqueuing")
         t_drain = rec.now()
-        finished = wait_for(all_final, timeout=30, interval=0.2)
+        finished = wait_for(all_final, timeout=120, interval=0.2)
         notes["drained_in_s"] = round(rec.now() - t_drain, 2)
         bg.close()
         t_end = rec.now()
@@ -465,7 +464,6 @@ def test_serve_rides_out_database_cuts_and_killed_sessions(make_jenkins, databas
     assert not problems, "\n".join(problems) + f"\n{_summary(rec)}\nserve log tail:\n{serve.log()[-2000:]}"
 
 
-@pytest.mark.timeout(60)
 def test_concurrent_healthz_and_webhook_callers_stay_within_the_pool(jenkins, database_url, db, tmp_path):
     rec = Recorder()
     with ExitStack() as stack:

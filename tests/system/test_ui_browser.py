@@ -32,7 +32,6 @@ CHROMEDRIVER = Path("/usr/bin/chromedriver")
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 FLAG_PAYLOAD = '<img src=x onerror="window.__xss=1">'  # what a script would leave behind if one ran
 
-pytestmark = pytest.mark.timeout(90)
 
 
 @pytest.fixture(scope="module")

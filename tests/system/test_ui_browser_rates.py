@@ -3,13 +3,9 @@ asked first, naming the job's last minute, and nothing changes until it is confi
 
 from __future__ import annotations
 
-import pytest
-
 from ..dispatch_helpers import wait_for
 from ..ui_helpers import *  # noqa: F401,F403 - the fixtures make_ui, ui, client
 from .test_ui_browser import browser, click_button, css, screenshot_on_failure  # noqa: F401 - browser: a fixture
-
-pytestmark = pytest.mark.timeout(90)
 
 
 def test_a_rate_change_asks_first_naming_the_last_minute_and_back_changes_nothing(browser, ui, queue):  # noqa: F811
