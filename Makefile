@@ -49,8 +49,10 @@ lock: install
 # 4:13 and 4:09, 4 workers 5:18; the two cores were busy 64 % of the run at 6 workers, 48 % at 4).
 # Workers steal queued tests from each other (--dist worksteal, in pyproject's addopts).
 # The chaos runs take 600 jobs here (JD_CHAOS_JOBS); `make chaos` runs them at full size (2,000).
+# `make lint` has just run cfn-lint and `sam validate --lint` on template.yaml (lint-sam, when sam.mk is here): the
+# suite's tests of the same two commands (tests/system/test_template.py) skip saying so, rather than run them again.
 test: install lint
-	@$(MAKE) --no-print-directory suite
+	@JD_TEMPLATE_LINTED=$(if $(wildcard sam.mk),1,) $(MAKE) --no-print-directory suite
 
 # The suite alone, as `make test` runs it, with whatever $(VENV) holds: CI runs it on a second interpreter
 # (`make install suite VENV=.venv-second PYTHON=python3.13`).
