@@ -183,7 +183,7 @@ def test_two_controllers_one_down_three_serves_build_every_row_once_on_its_own_c
             stats = queue.stats()
             return (stats["pending"] == 0 and stats["processing"] == 0) or not all(s.alive() for s in serves)
 
-        assert wait_for(all_final, timeout=120, interval=0.1), _progress(db)
+        assert wait_for(all_final, timeout=80, interval=0.1), _progress(db)
         for served in serves:
             assert served.alive(), served.log()[-3000:]
         assert a.wait_idle(timeout=30) and b.wait_idle(timeout=30), (a.counters(), b.counters())

@@ -406,7 +406,7 @@ def test_serve_rides_out_database_cuts_and_killed_sessions(make_jenkins, databas
         if not enqueuer_idle.wait(10):
             problems.append("the enqueuer never stopped enqueuing")
         t_drain = rec.now()
-        finished = wait_for(all_final, timeout=120, interval=0.2)
+        finished = wait_for(all_final, timeout=40, interval=0.2)
         notes["drained_in_s"] = round(rec.now() - t_drain, 2)
         bg.close()
         t_end = rec.now()
