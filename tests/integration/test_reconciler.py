@@ -128,7 +128,9 @@ def test_an_original_that_builds_just_before_its_re_send_lands_keeps_the_re_send
     from jenkins_dispatch.dispatching.dispatcher import run_pass
 
     jenkins = make_jenkins(notification=None)
-    jenkins.add_fault(path="buildWithParameters$", latency_seconds=1.9, times=1)  # the original: +1.9 s
+    # The original is held until the re-send has gone (it was a 1.9 s latency: on a loaded machine the reconciler's
+    # search came after it had landed, found it, and sent nothing again).
+    original = jenkins.add_fault(path="buildWithParameters$", hold=True, times=1)
     jenkins.add_fault(path="buildWithParameters$", latency_seconds=0.8, times=1)  # the re-send, answered
     queue = Queue(db)
     job_id = queue.enqueue("deploy", {"ENV": "case-b"}).id
@@ -138,7 +140,9 @@ def test_an_original_that_builds_just_before_its_re_send_lands_keeps_the_re_send
     settings = dispatch_settings(jenkins.base_url, RESEND_QUIET_SECONDS="60")
     run_pass(settings)  # +0 s: no answer within 1 s, the lease is kept
     expire_leases(db)
-    run_pass(settings)  # ~+1.1 s: nothing found twice: re-sent (queued, held 60 s)
+    run_pass(settings)  # nothing found twice: re-sent (queued, held 60 s)
+    assert original.waiting == 1
+    original.release()  # Jenkins acts on the original now, between the search and the re-send's landing
     assert wait_for(lambda: len(jenkins.builds("deploy")) == 1, timeout=10)  # the original built
     expire_leases(db)
     run_pass(settings)  # the re-sent row is watched: the original's build exists, its copy is cancelled
