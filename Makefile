@@ -44,9 +44,10 @@ lock: install
 
 # The whole suite: lint, then every test against a real PostgreSQL (DATABASE_URL, else 127.0.0.1:5432,
 # else an embedded server) and the Jenkins emulator over real HTTP.
-# Six workers, each with its own scratch database so tests never meet: on this 2-core machine most tests
-# wait on processes, sockets and timers rather than the CPU (2026-12-06, 2,702 tests on an idle machine: 6 workers
-# 4:13 and 4:09, 4 workers 5:18; the two cores were busy 64 % of the run at 6 workers, 48 % at 4).
+# Six workers, each with its own scratch database so tests never meet: on a 2-core machine most tests wait on
+# processes, sockets and timers rather than the CPU (2026-12-07, 3,493 tests: 6 workers 777 s idle and 769 s beside
+# two CPU burners, 0 failed; 10 workers 666 s idle with 2 failed, both timing bets since rewritten). The workers
+# end within 5 % of each other: the time is the sum of the tests', not a tail.
 # Workers steal queued tests from each other (--dist worksteal, in pyproject's addopts).
 # The chaos runs take 600 jobs here (JD_CHAOS_JOBS); `make chaos` runs them at full size (2,000).
 # `make lint` has just run cfn-lint and `sam validate --lint` on template.yaml (lint-sam, when sam.mk is here): the
