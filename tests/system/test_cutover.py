@@ -56,7 +56,11 @@ class OldWorker:
     """One seed_worker.php process; its output goes to a file read back whole."""
 
     def __init__(self, php: str, url: str, jenkins_url: str, build_wait: float, name: str, log: Path,
-                 hold_while: Path | None = None):
+                 long_first_build: bool = False):
+        # A long build ended on cue: its job lasts while this file exists (end_long_build removes it).
+        self.long_build = log.with_suffix(".long-build")
+        if long_first_build:
+            self.long_build.touch()
         s = parse_database_url(url)
         prefix = "pgsql" if s.engine == "postgresql" else "mysql"
         # PDO's pgsql takes a Unix socket's folder as its host (the embedded server the tests may fall back on).
@@ -64,10 +68,13 @@ class OldWorker:
         env = dict(os.environ, SEED_DSN=f"{prefix}:host={host};port={s.port};dbname={s.dbname}",
                    SEED_DB_USER=s.user, SEED_DB_PASSWORD=s.password or "", JENKINS_URL=jenkins_url,
                    JENKINS_USER="admin", JENKINS_API_TOKEN="admin-token", BUILD_WAIT_SECONDS=str(build_wait),
-                   WORKER=name, HOLD_WHILE_FILE=str(hold_while or ""))
+                   WORKER=name, HOLD_WHILE_FILE=str(self.long_build))
         self.log = log
         with open(log, "w") as out:
             self.proc = subprocess.Popen([php, str(WORKER_CODE)], env=env, stdout=out, stderr=subprocess.STDOUT)
+
+    def end_long_build(self) -> None:
+        self.long_build.unlink(missing_ok=True)
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -132,10 +139,8 @@ def test_cutover_while_the_seed_worker_runs(php, seed_url, make_jenkins, tmp_pat
     across the upgrade whatever the timing: the other's short jobs may all fall between its steps."""
     jenkins = make_jenkins(executors=16)
     add_rows(seed_url, 1, 20)
-    long_build = tmp_path / "long-build-runs"
-    long_build.touch()
     workers = [OldWorker(php, seed_url, jenkins.base_url, build_wait, f"old-{n}", tmp_path / f"old-{n}.log",
-                         hold_while=long_build if n == 2 else None)
+                         long_first_build=n == 2)
                for n in (1, 2)]
     served = None
     # The queue never runs dry: the workers hold jobs all through the upgrade, however long it takes (MariaDB's
@@ -148,7 +153,7 @@ def test_cutover_while_the_seed_worker_runs(php, seed_url, make_jenkins, tmp_pat
         application.start()
         jenkins_dispatch(seed_url, "migrate", CUTOVER_WINDOW_SECONDS="120")
         upgraded = {w: len(w.output()) for w in workers}
-        long_build.unlink()
+        workers[1].end_long_build()
         application.stop.set()
         application.join(30)
         add_rows(seed_url, application.next, 20)
@@ -235,9 +240,7 @@ def test_a_late_result_from_the_old_worker_after_the_window_changes_nothing_and_
     jenkins = make_jenkins()
     add_rows(seed_url, 1, 1)
     # Its job lasts until the reconciler has settled the row, however long the upgrade takes on a busy machine.
-    long_build = tmp_path / "long-build-runs"
-    long_build.touch()
-    worker = OldWorker(php, seed_url, jenkins.base_url, 0, "old", tmp_path / "old.log", hold_while=long_build)
+    worker = OldWorker(php, seed_url, jenkins.base_url, 0, "old", tmp_path / "old.log", long_first_build=True)
     settings = dispatch_settings_of(serve_env(seed_url, jenkins.base_url))
     try:
         assert wait_for(lambda: statuses(seed_url) == {1: "processing"}, timeout=30), worker.output()
@@ -249,7 +252,7 @@ def test_a_late_result_from_the_old_worker_after_the_window_changes_nothing_and_
             events = db.run("SELECT * FROM jenkins_job_events ORDER BY id")
             # The old worker's long job ends and it reports 'completed': refused, saying why; then 'failed' (its
             # error path), which the row says already.
-            long_build.unlink()
+            worker.end_long_build()
             assert wait_for(lambda: any(f"{word} 1" in worker.output() for word in ("completed", "failed"))
                             or "error:" in worker.output(), timeout=30), worker.output()
             assert rows_of(db)[1] == settled and db.run("SELECT * FROM jenkins_job_events ORDER BY id") == events
