@@ -86,14 +86,17 @@ class DatabaseError(DispatchError):
     """A statement the database refused (a lost session is DatabaseUnavailable instead), in one line without
     secrets: read the server's reason in the message. ``code``: the SQLSTATE (PostgreSQL) or error number
     (MySQL) as text; ``constraint``: the rule the data broke, when the server names one; ``invalid_input``: the
-    data broke a rule (a constraint, a format), rather than the statement failing to run."""
+    data broke a rule (a constraint, a format), rather than the statement failing to run; ``duplicate_key``: of
+    those, a unique key already held the value (a committed row's, or one that another session had inserted and
+    has since committed: the statement, run again, meets that row)."""
 
     def __init__(self, message: str, *, code: str | None = None, constraint: str | None = None,
-                 invalid_input: bool = False):
+                 invalid_input: bool = False, duplicate_key: bool = False):
         super().__init__(message)
         self.code = code
         self.constraint = constraint
         self.invalid_input = invalid_input
+        self.duplicate_key = duplicate_key
 
 
 class SchemaMissing(DispatchError):

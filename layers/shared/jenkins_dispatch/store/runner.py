@@ -1,6 +1,6 @@
 """The one way a store runs its engine's statements: by name (``statements.py`` loads them from
-``dialects/<engine>/queries/``), with the one retry of a deadlock victim, the data's refusals said in words, and
-the conversions of what rows hold (parameters, moments, durations).
+``dialects/<engine>/queries/``), with the retries of a deadlock victim and of an insert race's loser, the data's
+refusals said in words, and the conversions of what rows hold (parameters, moments, durations).
 
 Every store is a ``Store``: the dispatcher's (``dispatcher.py``), the webhook's (``webhook.py``), what both share
 (``outcomes.py``), pruning (``pruning.py``), the levers (``levers.py``), the reports (``reports.py``), doctor's (``introspection.py``), the
@@ -32,7 +32,8 @@ class Store:
         self._statements = statements.load(db.dialect)
 
     def _run(self, name: str, /, **params: Any) -> list[Row]:
-        for attempt in range(VICTIM_ATTEMPTS):
+        raced = False
+        for attempt in range(VICTIM_ATTEMPTS + 1):
             try:
                 return self.db.run(self._statements[name], **params)
             except DatabaseBusy as exc:
@@ -42,6 +43,14 @@ class Store:
                 if not exc.victim or self.db.in_transaction or attempt == VICTIM_ATTEMPTS - 1:
                     raise
             except DatabaseError as exc:
+                # The loser of an insert race: two sessions creating the same cap or schedule both found no row,
+                # and a unique key refused the second insert once the first committed (on PostgreSQL any unique
+                # index but the one an ON CONFLICT names does so; MySQL's INSERT … WHERE NOT EXISTS as well). The
+                # refusal undid the whole block; run again, it meets the committed row and answers "already so"
+                # as it would have a moment later. A true duplicate is refused again, one round trip later.
+                if exc.duplicate_key and not self.db.in_transaction and not raced:
+                    raced = True
+                    continue
                 if exc.invalid_input:
                     raise InvalidInput(self._refusal(exc)) from None
                 raise

@@ -43,6 +43,7 @@ _DEADLOCK = 1213  # of those, a deadlock victim: InnoDB rolled its transaction b
 # The data broke a rule: duplicate key, CHECK (MySQL 3819, MariaDB 4025), NOT NULL, a value the column cannot
 # hold (wrong time, number or JSON text, too long, out of range).
 _INVALID_INPUT = {1062, 3819, 4025, 1048, 1292, 1366, 1264, 1406, 3140, 1265, 1411}
+_DUPLICATE_KEY = 1062  # of those, a unique key
 _TABLE_MISSING = 1146
 # PyMySQL hands over as text what a datetime cannot hold: zero dates (see OddTime).
 _TIME_TYPES = (FIELD_TYPE.DATETIME, FIELD_TYPE.TIMESTAMP, FIELD_TYPE.DATE, FIELD_TYPE.NEWDATE)
@@ -283,4 +284,4 @@ class MysqlSession(Session):
                                  f"migrate` first ({_reason(exc)})")
         return DatabaseError(_reason(exc), code=str(errno) if errno is not None else None,
                              constraint=_constraint(exc) if errno in _INVALID_INPUT else None,
-                             invalid_input=errno in _INVALID_INPUT)
+                             invalid_input=errno in _INVALID_INPUT, duplicate_key=errno == _DUPLICATE_KEY)

@@ -31,6 +31,7 @@ _BUSY = ("55P03", "57014", "40P01", "40001")
 _VICTIM = ("40P01", "40001")  # of those, a deadlock or serialization victim: rolled back at once
 # The data broke a rule: a CHECK, a unique key, NOT NULL, or text that is not a number, JSON or a time.
 _INVALID_INPUT = ("23514", "23505", "23502", "22P02", "22P05", "22021", "22007", "22008", "22003")
+_DUPLICATE_KEY = "23505"  # of those, a unique key
 # date, timestamp, timestamptz: pg8000 hands over as text what a datetime cannot hold (see OddTime).
 _TIME_TYPES = (1082, 1114, 1184)
 
@@ -184,7 +185,8 @@ class PostgresSession(Session):
                 ) from None
             fields = exc.args[0] if exc.args and isinstance(exc.args[0], dict) else {}
             raise DatabaseError(_reason(exc), code=fields.get("C"), constraint=fields.get("n"),
-                                invalid_input=fields.get("C") in _INVALID_INPUT) from None
+                                invalid_input=fields.get("C") in _INVALID_INPUT,
+                                duplicate_key=fields.get("C") == _DUPLICATE_KEY) from None
         self.last_row_count = context.row_count
         if not rows:
             return []
