@@ -50,3 +50,68 @@ def test_a_statement_in_progress_shows_how_long_it_has_waited(database_url):
         finally:
             sleeper.join(10)
         assert db.waiting_seconds() == 0.0
+
+
+def _first_words_to_a_fake_server(settings_for_port, greeting: bytes, read: int) -> bytes:
+    """Connect a session (``settings_for_port(port)``) to a listening socket that sends ``greeting`` (nothing when
+    empty), records the first ``read`` bytes the driver sends, and hangs up: what the driver asked for first."""
+    import socket
+    import threading
+
+    heard = bytearray()
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        def answer() -> None:
+            client, _ = listener.accept()
+            with client:
+                client.settimeout(5)
+                if greeting:
+                    client.sendall(greeting)
+                while len(heard) < read:
+                    chunk = client.recv(read - len(heard))
+                    if not chunk:
+                        break
+                    heard.extend(chunk)
+
+        server = threading.Thread(target=answer)
+        server.start()
+        with pytest.raises(DatabaseUnavailable), Database(settings_for_port(listener.getsockname()[1])) as db:
+            db.run("SELECT 1")
+        server.join(10)
+    return bytes(heard)
+
+
+def test_plain_tcp_to_postgresql_never_asks_for_tls():
+    """``sslmode=disable`` (or none, on a local host) is plain TCP: the session's first message is the startup
+    message, not an SSLRequest. (pg8000 left to itself asks for TLS it does not verify, and loads the system's
+    CA certificates for it on every connect.)"""
+    from jenkins_dispatch.config import parse_database_url
+
+    heard = _first_words_to_a_fake_server(
+        lambda port: parse_database_url(f"postgresql://postgres@127.0.0.1:{port}/jd?sslmode=disable"), b"", 8)
+    ssl_request = (8).to_bytes(4, "big") + (80877103).to_bytes(4, "big")
+    protocol_3 = (196608).to_bytes(4, "big")
+    assert heard != ssl_request
+    assert heard[4:8] == protocol_3, heard
+
+
+def _mysql_greeting(capabilities: int) -> bytes:
+    """A MySQL server's first packet (HandshakeV10) that offers ``capabilities``."""
+    payload = (b"\x0a" + b"8.0.36-fake\x00" + (7).to_bytes(4, "little") + b"abcdefgh" + b"\x00"
+               + (capabilities & 0xFFFF).to_bytes(2, "little") + b"\x2d" + (2).to_bytes(2, "little")
+               + (capabilities >> 16).to_bytes(2, "little") + bytes([21]) + bytes(10) + b"ijklmnopqrst\x00"
+               + b"mysql_native_password\x00")
+    return len(payload).to_bytes(3, "little") + b"\x00" + payload
+
+
+def test_plain_tcp_to_mysql_never_asks_for_tls():
+    """``ssl-mode=DISABLED`` (or none, on a local host) is plain TCP, even when the server offers TLS: the
+    session's answer to the greeting does not ask for it. (PyMySQL left to itself prefers TLS it does not verify.)"""
+    from jenkins_dispatch.config import parse_database_url
+
+    client_ssl, protocol_41, secure, plugin_auth, with_db = 0x800, 0x200, 0x8000, 0x80000, 0x8
+    heard = _first_words_to_a_fake_server(
+        lambda port: parse_database_url(f"mysql://root@127.0.0.1:{port}/jd?ssl-mode=DISABLED"),
+        _mysql_greeting(client_ssl | protocol_41 | secure | plugin_auth | with_db), 8)
+    asked = int.from_bytes(heard[4:8], "little")
+    assert asked & protocol_41, heard  # a handshake response, read right
+    assert not asked & client_ssl, hex(asked)

@@ -164,6 +164,9 @@ class MysqlSession(Session):
             kwargs["port"] = to.port
             if to.tls is not None:
                 kwargs["ssl"] = to.tls
+        # No context is plain TCP: PyMySQL left to itself prefers TLS it does not verify (and builds a context,
+        # loading the system's CA certificates, at every connect).
+        kwargs["ssl_disabled"] = to.tls is None
         try:
             conn = pymysql.connect(**kwargs)
         except (pymysql.err.MySQLError, OSError, ssl.SSLError) as exc:

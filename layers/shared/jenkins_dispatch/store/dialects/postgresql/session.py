@@ -70,15 +70,15 @@ class PostgresSession(Session):
     def _connect(self) -> pg8000.native.Connection:
         s = self.settings
         to = endpoint(s)
+        # No context is plain TCP: False, since pg8000 left to itself asks for TLS it does not verify (and loads
+        # the system's CA certificates for it at every connect).
         kwargs: dict[str, Any] = dict(user=to.user, password=to.password, database=to.database, timeout=to.connect_timeout,
-                      application_name=self.application_name)
+                      application_name=self.application_name, ssl_context=to.tls or False)
         if to.unix_socket:
             kwargs["unix_sock"] = to.unix_socket
         else:
             kwargs["host"] = to.host
             kwargs["port"] = to.port
-            if to.tls is not None:
-                kwargs["ssl_context"] = to.tls
         try:
             conn = pg8000.native.Connection(**kwargs)
         except (InterfaceError, DriverError, OSError, ssl.SSLError) as exc:
