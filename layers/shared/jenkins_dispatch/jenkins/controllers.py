@@ -12,11 +12,13 @@ here. The dispatcher's lanes are the only other way to Jenkins: each is built fo
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import DEFAULT_CONTROLLER, JenkinsSettings, Settings
-from .client import JenkinsClient, jenkins_client
 from .jobs import job_path, job_path_error
+
+if TYPE_CHECKING:
+    from .client import JenkinsClient
 
 
 def controller_name(row: Mapping[str, Any]) -> str:
@@ -37,6 +39,10 @@ def is_configured(settings: Settings, row: Mapping[str, Any]) -> bool:
 def client_for(settings: Settings, row: Mapping[str, Any]) -> JenkinsClient:
     """A client of the row's own controller (close it: it is a context manager); ControllerNotConfigured when the
     configuration does not name it."""
+    # Imported here: the HTTP client (requests, urllib3: ~0.1 s) is for the few commands that reach Jenkins, not
+    # for every command that only reads a row's controller.
+    from .client import jenkins_client
+
     return jenkins_client(controller_of(settings, row))
 
 
