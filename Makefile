@@ -58,7 +58,7 @@ test: install lint
 # The suite alone, as `make test` runs it, with whatever $(VENV) holds: CI runs it on a second interpreter
 # (`make install suite VENV=.venv-second PYTHON=python3.13`).
 suite:
-	JD_CHAOS_JOBS=600 $(PY) -m pytest -n 6
+	PYTHONDONTWRITEBYTECODE= JD_CHAOS_JOBS=600 $(PY) -m pytest -n 6
 
 chaos: install
 	$(PY) -m pytest -s tests/system/test_dispatch_chaos.py tests/system/test_chaos_real_world.py \
