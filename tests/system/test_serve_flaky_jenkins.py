@@ -26,14 +26,17 @@ JOBS = [f"flaky/job-{n}" for n in range(4)]  # several jobs: "different jobs fai
 ROWS = 240
 LATENCY = 0.2  # seconds per trigger, faulty or not
 ERROR_SHARE = 0.05
+# A row the 500s answer on each of its attempts rightly ends failed ("gave up after 3 attempts"): with the default
+# 3 that is 0.05³ a row, 3 % of runs over 240 rows. Ten attempts make it ~1e-13, so every row must be built.
+MAX_ATTEMPTS = 10
 FINAL = ("completed", "failed", "cancelled")
 
 
 def _insert(db, count: int) -> dict[int, str]:
     """One plain INSERT of ``count`` rows spread over JOBS; returns {row id: marker}."""
     markers = [uuid.uuid4().hex for _ in range(count)]
-    db.run("INSERT INTO jenkins_jobs_queue (job_name, parameters) VALUES "
-           + ", ".join(f"(:j{n}, CAST(:p{n} AS jsonb))" for n in range(count)),
+    db.run("INSERT INTO jenkins_jobs_queue (job_name, parameters, max_attempts) VALUES "
+           + ", ".join(f"(:j{n}, CAST(:p{n} AS jsonb), {MAX_ATTEMPTS})" for n in range(count)),
            **{f"j{n}": JOBS[n % len(JOBS)] for n in range(count)},
            **{f"p{n}": json.dumps({"MARKER": m}) for n, m in enumerate(markers)})
     rows = db.run("SELECT id, parameters->>'MARKER' AS marker FROM jenkins_jobs_queue")
