@@ -16,7 +16,7 @@ from jenkins_dispatch.store import statements
 from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.migrations import migrate, migration_files
 
-from ..child_processes import SPAWN, start_together, stop_all
+from ..child_processes import CHILDREN, start_together, stop_all
 from ..dispatch_helpers import dispatch_settings, expire_leases
 from ..engines import ago, numbers, scratch_database
 from ..stores import Queue
@@ -55,7 +55,7 @@ def test_case_variants_of_a_capped_job_are_never_two_in_flight_under_racing_clai
     db.run("INSERT INTO jenkins_jobs_queue (job_name) SELECT CASE g % 5 WHEN 0 THEN 'slow' WHEN 1 THEN 'SLOW' "
            f"WHEN 2 THEN 'Slow' WHEN 3 THEN 'sLoW' ELSE 'other' END FROM {numbers(db, 100)}")
     Queue(db).set_limit("slow", 1)
-    done, errors = SPAWN.Event(), SPAWN.Queue()
+    done, errors = CHILDREN.Event(), CHILDREN.Queue()
     workers = start_together(_claim_work_settle, [(database_url, n < 4, done, errors) for n in range(6)])
     peak = Counter()
     try:

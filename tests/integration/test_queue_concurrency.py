@@ -11,7 +11,7 @@ from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.queue import EnqueueResult, Settlement
 
-from ..child_processes import SPAWN, start_together, stop_all
+from ..child_processes import CHILDREN, start_together, stop_all
 from ..dispatch_helpers import wait_for
 from ..engines import numbers, row_lock_waiters, sql_for
 from ..stores import Queue
@@ -37,7 +37,7 @@ def _race(db, database_url, rows: int, worker, batch: int, processes: int) -> li
     db.run("INSERT INTO jenkins_jobs_queue (job_name, parameters) "
            f"SELECT CONCAT('job-', g % 7), {sql_for(db, postgresql='jsonb_build_object', mysql='JSON_OBJECT')}('n', g) "
            f"FROM {numbers(db, rows)}")
-    results = SPAWN.Queue()
+    results = CHILDREN.Queue()
     workers = start_together(worker, [(database_url, batch, results)] * processes)
     per_worker = [results.get(timeout=120) for _ in workers]
     stop_all(workers, timeout=30)
@@ -85,8 +85,8 @@ def test_caps_hold_under_eight_concurrent_claimers(db, database_url):
     for name, cap in CAPS.items():
         queue.set_limit(name, cap)
 
-    done = SPAWN.Event()
-    errors = SPAWN.Queue()
+    done = CHILDREN.Event()
+    errors = CHILDREN.Queue()
     workers = start_together(_claim_work_settle, [(database_url, s, done, errors) for s in range(8)])
     peaks: Counter = Counter()
     samples = 0

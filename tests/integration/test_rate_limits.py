@@ -19,7 +19,7 @@ from jenkins_dispatch.dispatching.dispatcher import run_pass
 from jenkins_dispatch.operating.operator import Caps, why_rows_wait
 from jenkins_dispatch.store.db import Database
 
-from ..child_processes import SPAWN, start_together, stop_all
+from ..child_processes import CHILDREN, start_together, stop_all
 from ..cli_helpers import configure_default_controller
 from ..dispatch_helpers import dispatch_settings
 from ..engines import numbers, sql_for
@@ -56,7 +56,7 @@ def _claim_until_dry_each_round(url, rounds, together, results):
 def _racing_claimers(url: str) -> Iterator[Callable[[], list[int]]]:
     """Three claimer processes, started once for every round of the test (spawning three for each of its eleven
     rounds took most of its time); yields ``race()``: one round, the ids each claimed, together."""
-    rounds, results, together = SPAWN.Queue(), SPAWN.Queue(), SPAWN.Barrier(CLAIMERS)
+    rounds, results, together = CHILDREN.Queue(), CHILDREN.Queue(), CHILDREN.Barrier(CLAIMERS)
     workers = start_together(_claim_until_dry_each_round, [(url, rounds, together, results)] * CLAIMERS)
 
     def race() -> list[int]:

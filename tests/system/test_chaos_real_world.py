@@ -34,7 +34,7 @@ from jenkins_dispatch.observability import logger
 from jenkins_dispatch.serve import WebhookServer, dispatch_forever
 from jenkins_dispatch.store.db import Database
 
-from ..child_processes import SPAWN, start_together, stop_all
+from ..child_processes import CHILDREN, start_together, stop_all
 from ..dispatch_helpers import WEBHOOK_SECRET, dispatch_settings, wait_for
 from ..emulator_fixtures import ADMIN_TOKEN
 from ..stores import Queue
@@ -172,10 +172,10 @@ def test_late_acting_jenkins_downstream_jobs_cancels_and_large_parameters_build_
     settings = dispatch_settings("http://unused/")
     webhook_log = tmp_path / "webhook.log"
     # The webhook first: the emulator's notifications need its URL. Stopped in the `finally` below.
-    webhook_stop, webhook_url = SPAWN.Event(), SPAWN.Queue()
+    webhook_stop, webhook_url = CHILDREN.Event(), CHILDREN.Queue()
     webhook_process = start_together(_serve_webhook, [(str(webhook_log), webhook_url, webhook_stop)])[0]
     workers: list = []
-    stop = SPAWN.Event()
+    stop = CHILDREN.Event()
     person_stop = threading.Event()
     final_after = None
     try:
