@@ -44,10 +44,11 @@ lock: install
 
 # The whole suite: lint, then every test against a real PostgreSQL (DATABASE_URL, else 127.0.0.1:5432,
 # else an embedded server) and the Jenkins emulator over real HTTP.
-# Six workers, each with its own scratch database so tests never meet: on a 2-core machine most tests wait on
-# processes, sockets and timers rather than the CPU (2026-12-07, 3,493 tests: 6 workers 777 s idle and 769 s beside
-# two CPU burners, 0 failed; 10 workers 666 s idle with 2 failed, both timing bets since rewritten). The workers
-# end within 5 % of each other: the time is the sum of the tests', not a tail.
+# Six workers, each with its own scratch database. On a 2-core machine the run is bound by CPU (2026-12-07, 3,501
+# tests, pytest -n 6 idle: 406 s and ~750 CPU-s before, 299 s and 502 CPU-s after four cuts: bytecode cached for the
+# suite's ~350 Python processes, no TLS context built per connect, racing children forked from a preloaded fork
+# server, the CLI not importing the HTTP client; -n 8 gave 282 s with 542 CPU-s). The workers end within 5 % of each
+# other: the time is the sum of the tests', not a tail.
 # Workers steal queued tests from each other (--dist worksteal, in pyproject's addopts).
 # The chaos runs take 600 jobs here (JD_CHAOS_JOBS); `make chaos` runs them at full size (2,000).
 # `make lint` has just run cfn-lint and `sam validate --lint` on template.yaml (lint-sam, when sam.mk is here): the
@@ -56,7 +57,9 @@ test: install lint
 	@JD_TEMPLATE_LINTED=$(if $(wildcard sam.mk),1,) $(MAKE) --no-print-directory suite
 
 # The suite alone, as `make test` runs it, with whatever $(VENV) holds: CI runs it on a second interpreter
-# (`make install suite VENV=.venv-second PYTHON=python3.13`).
+# (`make install suite VENV=.venv-second PYTHON=python3.13`). PYTHONDONTWRITEBYTECODE (set on this machine and CI's)
+# is cleared for the run: with it, each process the suite starts compiled the package anew (0.33 s of CPU for
+# `jenkins-dispatch --help` instead of 0.20 s), and each worker rewrote every test module's asserts.
 suite:
 	PYTHONDONTWRITEBYTECODE= JD_CHAOS_JOBS=600 $(PY) -m pytest -n 6
 
