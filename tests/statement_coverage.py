@@ -10,7 +10,7 @@ the tests. A statement counts once the server ran it without an error, and is kn
 looked up among the engine's loaded statements, whichever file or class holds it).
 
 Under xdist each worker records its own and hands them over in ``workeroutput``; the controller unites them.
-Statements run by the processes a test starts (the CLI, ``serve``, spawned racers) are not seen: a statement only
+Statements run by the processes a test starts (the CLI, ``serve``, racing children) are not seen: a statement only
 such a process runs on an engine needs a test that runs it in the test process too.
 
 "The whole suite": what a bare ``pytest`` runs, its ``testpaths`` (``pytest``, ``pytest tests``, ``make test``),
