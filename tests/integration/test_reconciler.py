@@ -128,10 +128,12 @@ def test_an_original_that_builds_just_before_its_re_send_lands_keeps_the_re_send
     from jenkins_dispatch.dispatching.dispatcher import run_pass
 
     jenkins = make_jenkins(notification=None)
-    # The original is held until the re-send has gone (it was a 1.9 s latency: on a loaded machine the reconciler's
-    # search came after it had landed, found it, and sent nothing again).
+    # Both requests are held, and let go in the order of case B: the original until the re-send has gone (it was a
+    # 1.9 s latency: on a loaded machine the reconciler's search came after it had landed, found it, and sent nothing
+    # again), the re-send until the original has built (it was a 0.8 s latency: on a loaded machine the re-send was
+    # queued first and the original merged into it, as Jenkins merges a late original: one item, nothing to cancel).
     original = jenkins.add_fault(path="buildWithParameters$", hold=True, times=1)
-    jenkins.add_fault(path="buildWithParameters$", latency_seconds=0.8, times=1)  # the re-send, answered
+    resend = jenkins.add_fault(path="buildWithParameters$", hold=True, times=1)
     queue = Queue(db)
     job_id = queue.enqueue("deploy", {"ENV": "case-b"}).id
     # The re-send is held far longer than this test runs (it used to be 3 s, and a loaded machine let the watch
@@ -144,13 +146,16 @@ def test_an_original_that_builds_just_before_its_re_send_lands_keeps_the_re_send
     assert original.waiting == 1
     original.release()  # Jenkins acts on the original now, between the search and the re-send's landing
     assert wait_for(lambda: len(jenkins.builds("deploy")) == 1, timeout=10)  # the original built
+    assert resend.waiting == 1
+    resend.release()  # the re-send lands now, below a build that carries its DISPATCH_ID
+    assert wait_for(lambda: jenkins.counters()["items_created"] == 2, timeout=10)
     expire_leases(db)
     run_pass(settings)  # the re-sent row is watched: the original's build exists, its copy is cancelled
 
     # Nothing of this dispatch is left queued to build later (the copy is held 60 s): Jenkins goes idle once the
-    # original's own 0.15 s build is over. The re-send's answer may also come after our 1 s timeout (outcome
-    # unknown), its item landing just after the pass above looked: then the watch of the finished row cancels
-    # it in a later pass, as a dispatcher runs them (both seen under load in CI).
+    # original's own 0.15 s build is over. The re-send's answer came after the pass's 1 s timeout (it was held), so
+    # the row knew no queue item of it; should the pass above have found the original's build still running, the
+    # watch of the row cancels the copy in a later pass, as a dispatcher runs them.
     def idle_after_another_pass() -> bool:
         if jenkins.wait_idle(timeout=0.5):
             return True
@@ -162,7 +167,9 @@ def test_an_original_that_builds_just_before_its_re_send_lands_keeps_the_re_send
     row = queue.get(job_id)
     assert len(jenkins.builds("deploy")) == 1, [(b.number, b.queue_id) for b in jenkins.builds("deploy")]
     assert row["build_number"] == 1 and row["status"] in ("processing", "completed")
-    detail = next(e["detail"] for e in queue.events(job_id) if e["event"] == "duplicate_cancelled")
+    events = queue.events(job_id)
+    detail = next((e["detail"] for e in events if e["event"] == "duplicate_cancelled"), None)
+    assert detail is not None, [(e["event"], e["actor"], e["detail"]) for e in events]
     assert "a copy of build #1" in detail or "landed after its job had finished" in detail, detail
 
 
