@@ -46,6 +46,7 @@ class SessionPool:
         self.acquire_timeout = acquire_timeout
         self._free = [open_database(settings, application_name) for _ in range(size)]
         self._all = list(self._free)
+        self._closed = False
         self._lock = threading.Lock()
         self._available = threading.Semaphore(size)
 
@@ -72,11 +73,16 @@ class SessionPool:
             yield db
         finally:
             with self._lock:
+                if self._closed:
+                    db.close()  # the pool closed while this thread held it: closed by its own thread
                 self._free.append(db)
             self._available.release()
 
     def close(self) -> None:
-        """Close every session of the pool."""
+        """Close every session of the pool: the idle ones now, each borrowed one when its thread gives it back
+        (closing a session another thread is using would close its connection mid-statement: neither driver is
+        thread-safe)."""
         with self._lock:
-            for db in self._all:
+            self._closed = True
+            for db in self._free:
                 db.close()
