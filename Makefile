@@ -47,9 +47,8 @@ lock: install
 # Six workers, each with its own scratch database. On a 2-core machine the run is bound by CPU (2026-12-07, 3,501
 # tests, pytest -n 6 idle: 406 s and ~750 CPU-s before, 299 s and 502 CPU-s after four cuts: bytecode cached for the
 # suite's ~350 Python processes, no TLS context built per connect, racing children forked from a preloaded fork
-# server, the CLI not importing the HTTP client; -n 8 gave 282 s with 542 CPU-s; 339 s once PostgreSQL sessions went
-# back to pg8000's own TLS choice, see docs/development.md). The workers end within 5 % of each other: the time is
-# the sum of the tests', not a tail.
+# server, the CLI not importing the HTTP client; -n 8 gave 282 s with 542 CPU-s). The workers end within 5 % of each
+# other: the time is the sum of the tests', not a tail.
 # Workers steal queued tests from each other (--dist worksteal, in pyproject's addopts).
 # The chaos runs take 600 jobs here (JD_CHAOS_JOBS); `make chaos` runs them at full size (2,000).
 # `make lint` has just run cfn-lint and `sam validate --lint` on template.yaml (lint-sam, when sam.mk is here): the

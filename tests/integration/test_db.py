@@ -80,6 +80,20 @@ def _first_words_to_a_fake_server(settings_for_port, greeting: bytes, read: int)
     return bytes(heard)
 
 
+def test_plain_tcp_to_postgresql_never_asks_for_tls():
+    """``sslmode=disable`` (or none, on a local host) is plain TCP: the session's first message is the startup
+    message, not an SSLRequest. (pg8000 left to itself asks for TLS it does not verify, and loads the system's
+    CA certificates for it on every connect.)"""
+    from jenkins_dispatch.config import parse_database_url
+
+    heard = _first_words_to_a_fake_server(
+        lambda port: parse_database_url(f"postgresql://postgres@127.0.0.1:{port}/jd?sslmode=disable"), b"", 8)
+    ssl_request = (8).to_bytes(4, "big") + (80877103).to_bytes(4, "big")
+    protocol_3 = (196608).to_bytes(4, "big")
+    assert heard != ssl_request
+    assert heard[4:8] == protocol_3, heard
+
+
 def _mysql_greeting(capabilities: int) -> bytes:
     """A MySQL server's first packet (HandshakeV10) that offers ``capabilities``."""
     payload = (b"\x0a" + b"8.0.36-fake\x00" + (7).to_bytes(4, "little") + b"abcdefgh" + b"\x00"
