@@ -32,15 +32,16 @@ class Store:
         self._statements = statements.load(db.dialect)
 
     def _run(self, name: str, /, **params: Any) -> list[Row]:
-        raced = False
-        for attempt in range(VICTIM_ATTEMPTS + 1):
+        victims, raced = 0, False
+        while True:
             try:
                 return self.db.run(self._statements[name], **params)
             except DatabaseBusy as exc:
                 # A deadlock victim was rolled back whole, at once: outside a caller's transaction, running the
                 # block again is its first run (every transition is fenced), where failing it would fail a whole
                 # batch and leave its rows processing until their leases run out (seen: two lanes' writes).
-                if not exc.victim or self.db.in_transaction or attempt == VICTIM_ATTEMPTS - 1:
+                victims += 1
+                if not exc.victim or self.db.in_transaction or victims == VICTIM_ATTEMPTS:
                     raise
             except DatabaseError as exc:
                 # The loser of an insert race: two sessions creating the same cap or schedule both found no row,
@@ -54,7 +55,6 @@ class Store:
                 if exc.invalid_input:
                     raise InvalidInput(self._refusal(exc)) from None
                 raise
-        raise AssertionError("unreachable")
 
     def _refusal(self, exc: DatabaseError) -> str:
         """What the caller is told when the data's rules refuse a statement's input (a store may say it its way)."""

@@ -42,8 +42,8 @@ _BUSY = {1205, 1213, 3024, 1969, 3572}
 _DEADLOCK = 1213  # of those, a deadlock victim: InnoDB rolled its transaction back at once
 # The data broke a rule: duplicate key, CHECK (MySQL 3819, MariaDB 4025), NOT NULL, a value the column cannot
 # hold (wrong time, number or JSON text, too long, out of range).
-_INVALID_INPUT = {1062, 3819, 4025, 1048, 1292, 1366, 1264, 1406, 3140, 1265, 1411}
-_DUPLICATE_KEY = 1062  # of those, a unique key
+_DUPLICATE_KEY = 1062  # a unique key
+_INVALID_INPUT = {_DUPLICATE_KEY, 3819, 4025, 1048, 1292, 1366, 1264, 1406, 3140, 1265, 1411}
 _TABLE_MISSING = 1146
 # PyMySQL hands over as text what a datetime cannot hold: zero dates (see OddTime).
 _TIME_TYPES = (FIELD_TYPE.DATETIME, FIELD_TYPE.TIMESTAMP, FIELD_TYPE.DATE, FIELD_TYPE.NEWDATE)

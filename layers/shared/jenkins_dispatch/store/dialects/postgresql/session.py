@@ -30,8 +30,8 @@ _SESSION_ENDED = ("57P01", "57P02", "57P03", "08000", "08003", "08006")
 _BUSY = ("55P03", "57014", "40P01", "40001")
 _VICTIM = ("40P01", "40001")  # of those, a deadlock or serialization victim: rolled back at once
 # The data broke a rule: a CHECK, a unique key, NOT NULL, or text that is not a number, JSON or a time.
-_INVALID_INPUT = ("23514", "23505", "23502", "22P02", "22P05", "22021", "22007", "22008", "22003")
-_DUPLICATE_KEY = "23505"  # of those, a unique key
+_DUPLICATE_KEY = "23505"  # a unique key
+_INVALID_INPUT = ("23514", _DUPLICATE_KEY, "23502", "22P02", "22P05", "22021", "22007", "22008", "22003")
 # date, timestamp, timestamptz: pg8000 hands over as text what a datetime cannot hold (see OddTime).
 _TIME_TYPES = (1082, 1114, 1184)
 
