@@ -4,6 +4,7 @@ tests say where, so a second copy fails here rather than drifting apart from the
 from __future__ import annotations
 
 import ast
+import functools
 from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
@@ -21,9 +22,10 @@ from jenkins_dispatch.store.producers import _scheduled_at
 PACKAGE = Path(__file__).resolve().parents[2] / "layers/shared/jenkins_dispatch"
 
 
-def _sources() -> list[tuple[str, ast.Module]]:
-    return [(path.relative_to(PACKAGE).as_posix(), ast.parse(path.read_text()))
-            for path in sorted(PACKAGE.rglob("*.py"))]
+@functools.cache  # parsed once per process: a dozen tests read the package, and nothing here changes a tree
+def _sources() -> tuple[tuple[str, ast.Module], ...]:
+    return tuple((path.relative_to(PACKAGE).as_posix(), ast.parse(path.read_text()))
+                 for path in sorted(PACKAGE.rglob("*.py")))
 
 
 def _calls(tree: ast.Module, name: str) -> int:
