@@ -8,7 +8,8 @@ records its heartbeat and gauges (``heartbeats.sql``), and takes the pruner duty
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
 
@@ -19,9 +20,9 @@ from .outcomes import Outcomes
 from .pruning import Pruning
 from .queue import ClaimedJob, DutyTurn, ExpiredLease, Settlement
 from .rows import Fingerprint, Gauges, WatchedRow
-from .runner import parameters_of
+from .runner import parameters_of, pause_before_rerun
 
-CLAIM_ATTEMPTS = 3  # a claim picked as a deadlock victim is tried again at once, up to this many times in all
+CLAIM_ATTEMPTS = 3  # a claim the database refused as busy is tried again, up to this many times in all
 
 
 def _claimed(row: Row) -> ClaimedJob:
@@ -70,24 +71,33 @@ class DispatcherStore(Outcomes, Pruning):
         params = dict(batch_size=batch_size, lease_seconds=self.lease_seconds, actor=actor, controller=controller)
         capped_params = dict(max_in_flight=max_in_flight, controller_max_in_flight=controller_max_in_flight,
                              controllers=None if counted_controllers is None else ",".join(counted_controllers))
+
+        def claim() -> list[Row]:
+            if not capped and controller_max_in_flight is None:
+                return self._run("claim_batch", **params)
+            if self.db.locking_blocks:
+                # One round trip: the block takes the caps lock before it reads (three fewer than below).
+                return self._run("claim_batch_capped", **capped_params, **params)
+            # The lock goes with BEGIN (one round trip), then the claim, then COMMIT.
+            with self.db.transaction(opening=self._statements["lock_caps"]):
+                return self._run("claim_batch_capped", **capped_params, **params)
+
+        return [_claimed(r) for r in self._tried_again_when_busy(claim)]
+
+    def _tried_again_when_busy(self, take: Callable[[], list[Row]]) -> list[Row]:
+        """``take()``, run again when the database refused it as busy, up to CLAIM_ATTEMPTS times in all. Claims
+        and lease takes of several controllers run side by side (a thread each), and InnoDB may pick one as a
+        deadlock victim (seen in CI). Rolled back whole, it took nothing: trying again costs less than ending the
+        pass, which would hold this controller's rows back a second. A victim first waits the runner's pause, so
+        as not to close the same cycle again."""
         for attempt in range(CLAIM_ATTEMPTS):
             try:
-                if not capped and controller_max_in_flight is None:
-                    rows = self._run("claim_batch", **params)
-                elif self.db.locking_blocks:
-                    # One round trip: the block takes the caps lock before it reads (three fewer than below).
-                    rows = self._run("claim_batch_capped", **capped_params, **params)
-                else:
-                    # The lock goes with BEGIN (one round trip), then the claim, then COMMIT.
-                    with self.db.transaction(opening=self._statements["lock_caps"]):
-                        rows = self._run("claim_batch_capped", **capped_params, **params)
-                return [_claimed(r) for r in rows]
-            except DatabaseBusy:
-                # Claims of several controllers run side by side (a thread each); InnoDB may pick one as a
-                # deadlock victim. A busy claim was rolled back whole (nothing claimed): claiming again at once
-                # costs less than ending the pass, which would hold this controller's rows back a second.
+                return take()
+            except DatabaseBusy as exc:
                 if attempt == CLAIM_ATTEMPTS - 1:
                     raise
+                if exc.victim:
+                    time.sleep(pause_before_rerun(attempt + 1))
         raise AssertionError("unreachable")
 
     def mark_triggered(
@@ -163,16 +173,9 @@ class DispatcherStore(Outcomes, Pruning):
     def take_expired_leases(self, limit: int = 100, controller: str = DEFAULT_CONTROLLER) -> list[ExpiredLease]:
         """Take up to ``limit`` rows of ``controller`` whose lease expired, renewing each lease for this
         reconciler."""
-        for attempt in range(CLAIM_ATTEMPTS):
-            try:
-                rows = self._run("take_expired_leases", limit=limit, lease_seconds=self.lease_seconds,
-                                 controller=controller)
-                break
-            except DatabaseBusy:
-                # As a claim (claim_batch): beside other controllers' passes InnoDB may pick this as a deadlock victim
-                # (seen in CI); it was rolled back, and at worst a lease it renewed waits one more lease.
-                if attempt == CLAIM_ATTEMPTS - 1:
-                    raise
+        # At worst a lease it renewed and then lost to a rollback waits one more lease.
+        rows = self._tried_again_when_busy(lambda: self._run(
+            "take_expired_leases", limit=limit, lease_seconds=self.lease_seconds, controller=controller))
         return [
             ExpiredLease(
                 id=r["id"], job_name=r["job_name"], parameters=parameters_of(r["parameters"]), attempts=r["attempts"],
