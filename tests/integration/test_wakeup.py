@@ -242,7 +242,10 @@ def test_a_continuous_lambda_invocation_is_woken_by_a_plain_sql_insert_and_stops
         context.time_left_ms = 0
         invocation.join(15)
         runtime.reset()
-    assert result["triggered"] == 3 and result["passes"] >= 3 and result["stopped_because"] == "time nearly up"
+    # Not a pass per row: a pass that has just triggered a row claims again, and may find the next INSERT itself
+    # (seen on eight workers beside two CPU burners: 2 passes, the second claiming 2 rows in 2 batches). Each row
+    # triggered within seconds where the periodic pass is 10 minutes away is what only the wake-ups explain.
+    assert result["triggered"] == 3 and result["passes"] >= 1 and result["stopped_because"] == "time nearly up"
     assert Queue(db).stats()["pending"] == 1 and jenkins.counters()["trigger_requests"] == 3
 
 
