@@ -63,6 +63,18 @@ def assert_each_built_once_and_settled_right(db, counters, markers, jobs: int) -
     assert wrong == [], wrong[:10]
 
 
+def _unfinished(db, most: int = 5) -> list[dict]:
+    """The first rows not final yet, each with its history: what a drain that did not end was waiting for."""
+    rows = db.run("SELECT id, job_name, status, attempts, scheduled_at, lease_expires_at, dispatch_id, "
+                  "jenkins_queue_id, last_error FROM jenkins_jobs_queue "
+                  "WHERE status NOT IN ('completed', 'failed', 'cancelled') ORDER BY id")[:most]
+    queue = Queue(db)
+    now = db.run(sql_for(db, postgresql="SELECT clock_timestamp() AS now", mysql="SELECT NOW(6) AS now"))[0]["now"]
+    return [dict(row, now=now,
+                 history=[(e["at"], e["event"], e["actor"], e["detail"]) for e in queue.events(row["id"])])
+            for row in rows]
+
+
 def _dispatch_loop(jenkins_url, stop):
     logger.setLevel("ERROR")
     settings = dispatch_settings(jenkins_url, BATCH_SIZE="10", MAX_PARALLEL_TRIGGERS="4",
@@ -124,7 +136,7 @@ def test_four_dispatchers_through_faults_and_a_crash_trigger_every_job_exactly_o
                       f"expired={stats['leases_expired']} created={c['items_created']} in_flight={c['in_flight']}")
             return stats["pending"] == 0 and stats["processing"] == 0
 
-        assert wait_for(all_final, timeout=120, interval=0.1), queue.stats()
+        assert wait_for(all_final, timeout=120, interval=0.1), (queue.stats(), _unfinished(db))
         print(f"all {jobs} final after {time.monotonic() - started:.1f} s on {engine}")
     finally:
         stop.set()
