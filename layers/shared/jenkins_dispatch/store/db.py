@@ -75,7 +75,8 @@ class SessionPool:
             with self._lock:
                 if self._closed:
                     db.close()  # the pool closed while this thread held it: closed by its own thread
-                self._free.append(db)
+                else:
+                    self._free.append(db)
             self._available.release()
 
     def close(self) -> None:
