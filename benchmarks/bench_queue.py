@@ -23,8 +23,9 @@ import time
 from collections import Counter
 from queue import Empty
 
-from benchmarks.engines import SEED, fill, scratch_databases, server_name
-from jenkins_dispatch.config import parse_database_url
+from benchmarks.engines import SEED, add_pending, fill, scratch_databases, server_name
+from benchmarks.engines import empty as empty_queue
+from jenkins_dispatch.config import DEFAULT_CONTROLLER, parse_database_url
 from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.queue import Settlement
 from tests.stores import Queue
@@ -38,6 +39,10 @@ LATENCY_SAMPLES = 300
 TARGET_RATIO_AT_4 = 10.0  # batch of 100 vs the seed's loop, 4 workers (the issue)
 TARGET_DEPTH_RATIO = 1.5  # claim p50 at 1M pending vs at 10k (the issue)
 RATE_DEPTH = 1_000_000  # pending rows for rate_latency (issue 24)
+TARGET_KEY_CAP_RATIO = 1.2  # key caps' claim p50 against no limits at RATE_DEPTH (issue 35)
+TARGET_FAIR_RATIO = 1.5  # the fair-share claim's p50 against no limits at RATE_DEPTH (issue 35)
+FAIRNESS_KEYS = 1_000  # the fair-share case's groups
+STARVATION_BACKLOG = 10_000  # one group's waiting rows when another's first row arrives (issue 35)
 TARGET_RATE_RATIO = 1.2  # claim p50 with one rate set vs none (issue 24)
 RATE_ROUNDS = 20  # turns each rate_latency case takes (short turns: a burst of load lands on all cases)
 # (pending, finished) for stats_latency: a long history behind a short queue, then a deep backlog.
@@ -246,34 +251,47 @@ def claim_latency(engine: str, url: str, depths=DEPTHS, samples: int = LATENCY_S
 def rate_latency(engine: str, url: str, depth: int = RATE_DEPTH, samples: int = LATENCY_SAMPLES,
                  rounds: int = RATE_ROUNDS) -> list[dict]:
     """claim_batch(10) as the dispatcher calls it (the capped path whenever any limit is set) with `depth` due rows
-    of ten jobs: no limits; one cap (the capped path's own cost, for reference); one rate; 100 rates (the ten jobs
-    and 90 others). The rates never bind (a million a minute): each claim counts and records the rated jobs'
-    starts, which pile up over the run as they would under a high rate. The cases take turns, `rounds` times
-    (samples / rounds claims each turn): whatever else loads the machine meanwhile falls on every case alike,
-    not on whichever one ran while it did."""
-    cases = (("no limits", [], []), ("one cap", ["job-1"], []), ("one rate", [], ["job-1"]),
-             ("100 rates", [], [f"job-{n}" for n in range(100)]))
-    timings: dict[str, list[float]] = {name: [] for name, _, _ in cases}
+    of ten jobs, each holding one of 100 concurrency keys: no limits; one cap (the capped path's own cost, for
+    reference); one rate; 100 rates (the ten jobs and 90 others); one key cap; 100 key caps (every key); and, with no
+    limits, the claim in fair-share order, the rows spread over 1,000 fairness keys with their turns as each key's
+    rows would have taken them. The limits never bind (a million): each claim counts the capped keys' rows in flight,
+    and the rated jobs' starts, which pile up over the run as they would under a high rate. The cases take turns, `rounds` times (samples / rounds
+    claims each turn): whatever else loads the machine meanwhile falls on every case alike, not on whichever one
+    ran while it did."""
+    fair_case = f"{FAIRNESS_KEYS:,} fairness keys"
+    cases = (("no limits", [], [], []), ("one cap", ["job-1"], [], []), ("one rate", [], ["job-1"], []),
+             ("100 rates", [], [f"job-{n}" for n in range(100)], []), ("one key cap", [], [], ["key-1"]),
+             ("100 key caps", [], [], [f"key-{n}" for n in range(100)]), (fair_case, [], [], []))
+    timings: dict[str, list[float]] = {name: [] for name, _, _, _ in cases}
     statements: Counter[str] = Counter()
     with _bulk(url) as filler, Database(parse_database_url(url), application_name="jd-bench") as db:
         queue = Queue(db, lease_seconds=300)
         fill(filler, pending=depth, finished=depth)
+        # Every key's rows take consecutive turns, as the INSERT trigger gives them (row n of a key: turn n).
+        filler.run("UPDATE jenkins_jobs_queue SET concurrency_key = CONCAT('key-', id % 100), "
+                   f"fairness_key = CONCAT('team-', id % {FAIRNESS_KEYS}), fair_round = FLOOR(id / {FAIRNESS_KEYS}) "
+                   "WHERE status = 'pending'")
         for _ in range(rounds):
-            for name, capped_jobs, rated_jobs in cases:
+            for name, capped_jobs, rated_jobs, capped_keys in cases:
                 for job in capped_jobs:
                     queue.set_limit(job, 1_000_000)
                 for job in rated_jobs:
                     queue.set_rate(job, 1_000_000)
-                capped = queue.caps_in_force(None)
+                for key in capped_keys:
+                    queue.set_key_limit(key, 1_000_000)
+                capped, fair = queue.claim_plan(None).caps, name == fair_case
                 for _ in range(3):  # warm the plan cache and the buffers
-                    queue.claim_batch(10, capped=capped)
+                    queue.claim_batch(10, capped=capped, fair=fair)
                 before = db.statements
-                timings[name] += _timed(lambda: queue.claim_batch(10, capped=capped), samples // rounds)  # noqa: B023
+                timings[name] += _timed(lambda: queue.claim_batch(10, capped=capped, fair=fair),  # noqa: B023
+                                        samples // rounds)
                 statements[name] += db.statements - before
                 for job in capped_jobs:
                     queue.remove_limit(job)
                 for job in rated_jobs:
                     queue.remove_rate(job)
+                for key in capped_keys:
+                    queue.remove_key_limit(key)
     rows, base = [], None
     for name, case in timings.items():
         case.sort()
@@ -285,7 +303,49 @@ def rate_latency(engine: str, url: str, depth: int = RATE_DEPTH, samples: int = 
                      "vs_no_limits": f"{p50 / base:.2f}x"})
     one_rate = next(r for r in rows if r["limits"] == "one rate")
     one_rate["meets_target"] = "yes" if one_rate["p50_ms"] <= TARGET_RATE_RATIO * base else "NO"
+    for row in rows:
+        if "key cap" in row["limits"]:
+            row["meets_target"] = "yes" if row["p50_ms"] <= TARGET_KEY_CAP_RATIO * base else "NO"
+        if row["limits"] == fair_case:
+            row["meets_target"] = "yes" if row["p50_ms"] <= TARGET_FAIR_RATIO * base else "NO"
     return rows
+
+
+def starvation(engine: str, url: str, backlog: int = STARVATION_BACKLOG, batch: int = 10) -> list[dict]:
+    """Fair share's promise: `backlog` rows of team-a wait (three batches of them already claimed and settled), then
+    two rows of team-b arrive; batches of `batch` are claimed as a pass claims them (in fair-share order when the
+    pass finds a fairness key) and settled, until both of team-b's are claimed. How many of team-a's were claimed
+    after team-b's arrival and before each of its rows: at most one batch before the first is the target."""
+    with _bulk(url) as filler, Database(parse_database_url(url), application_name="jd-bench") as db:
+        queue = Queue(db, lease_seconds=300)
+        empty_queue(filler)
+        add_pending(filler, backlog, DEFAULT_CONTROLLER, job_prefix="job-")
+        # Inserted without a key, they took the turns of one group; as team-a's they keep them. One priority: fair
+        # share is among rows of the same priority (a higher one goes first, whatever its group).
+        filler.run("UPDATE jenkins_jobs_queue SET fairness_key = 'team-a', priority = 0")
+
+        def claim_and_settle() -> list[str]:
+            plan = queue.claim_plan(None)
+            jobs = queue.claim_batch(batch, capped=plan.caps, fair=plan.fair)
+            for job in jobs:
+                queue.settle(job.id, job.dispatch_id, "completed", result="SUCCESS")
+            return [("b" if job.id in team_b else "a") for job in jobs]
+
+        team_b: set[int] = set()
+        for _ in range(3):
+            claim_and_settle()
+        team_b = {queue.enqueue("job-1", fairness_key="team-b").id for _ in range(2)}
+        order: list[str] = []
+        while order.count("b") < 2:
+            taken = claim_and_settle()
+            if not taken:
+                break
+            order += taken
+    first = order.index("b") if "b" in order else len(order)
+    last = len(order) - 1 - order[::-1].index("b") if "b" in order else len(order)
+    return [{"engine": engine, "waiting_a": backlog, "batch": batch, "a_before_first_b": first,
+             "a_before_last_b": order[:last].count("a"),
+             "meets_target": "yes" if first <= batch else "NO"}]
 
 
 def stats_latency(engine: str, url: str, points=STATS_POINTS, samples: int = 20) -> list[dict]:
@@ -337,7 +397,7 @@ def _notes(throughput_rows: list[dict], latency_rows: list[dict], probes: dict[s
 
 def run(depths=DEPTHS, jobs: int = JOBS) -> dict[str, list[dict]]:
     """Every queue measure on every engine that answers; one table per measure."""
-    tput, latency, rates, stats, probes, memory = [], [], [], [], {}, {}
+    tput, latency, rates, starved, stats, probes, memory = [], [], [], [], [], {}, {}
     with scratch_databases("jd_bench") as (urls, missing):
         for url in urls.values():
             with Database(parse_database_url(url)) as db:
@@ -347,11 +407,13 @@ def run(depths=DEPTHS, jobs: int = JOBS) -> dict[str, list[dict]]:
             tput += throughput(engine, url, jobs)
             latency += claim_latency(engine, url, depths)
             rates += rate_latency(engine, url, max(depths))
+            starved += starvation(engine, url)
             stats += stats_latency(engine, url)
     return {
         f"claim + settle throughput (no-op work; {jobs:,} due rows, at most {TIME_BOX_SECONDS:g} s per run)": tput,
         "claim latency, batch of 10 (as many finished rows as pending)": latency,
         "claim latency with rate limits, batch of 10 (the dispatcher's path: capped when any limit is set)": rates,
+        f"fair share: {STARVATION_BACKLOG:,} rows of team-a waiting, then 2 of team-b (claims of 10)": starved,
         "stats, gauges and stats_per_job: a long finished history, then a deep backlog": stats,
         "queue benchmarks: targets and notes": _notes(tput, latency, probes, memory, missing),
     }

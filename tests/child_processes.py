@@ -78,3 +78,12 @@ def stop_all(processes: Iterable, timeout: float = 10.0) -> None:
         if process.is_alive():
             process.kill()
             process.join(timeout=timeout)
+
+
+def drained(reports) -> list:
+    """Everything the children put on ``reports`` (a CHILDREN.Queue), taken after they stopped: their failures, in
+    one line each, for the test to show."""
+    taken = []
+    while not reports.empty():
+        taken.append(reports.get())
+    return taken

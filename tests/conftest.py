@@ -1,4 +1,5 @@
 import os
+from dataclasses import replace
 from pathlib import Path
 
 # Before any handler or Powertools import: fake AWS, no tracing, a metrics namespace.
@@ -26,9 +27,10 @@ from .stores import Queue  # noqa: E402
 # Every table a test may fill; the migrations' own table (and MySQL's lock rows) stay.
 TABLES = ("jenkins_job_events", "jenkins_jobs_queue", "jenkins_job_limits", "jenkins_job_pauses", "jenkins_dispatchers",
           "jenkins_job_schedules", "jenkins_job_limit_events", "jenkins_job_stats", "jenkins_job_stat_bins",
-          "jenkins_queue_depth", "jenkins_job_starts")
+          "jenkins_queue_depth", "jenkins_job_starts", "jenkins_key_limits", "jenkins_key_rules")
 # Keyed by something else than an id (no counter tells they were used): MySQL empties them every time.
-KEYED_TABLES = ("jenkins_job_schedules", "jenkins_job_stats", "jenkins_job_stat_bins", "jenkins_queue_depth")
+KEYED_TABLES = ("jenkins_job_schedules", "jenkins_job_stats", "jenkins_job_stat_bins", "jenkins_queue_depth",
+                "jenkins_key_limits")
 # Those whose id is an identity column on PostgreSQL (on MySQL every one but the schedules has an AUTO_INCREMENT id).
 IDENTITY_TABLES = ("jenkins_job_events", "jenkins_jobs_queue")
 
@@ -102,10 +104,16 @@ def database_url(engine, request, monkeypatch):
     return url
 
 
+TEST_STATEMENT_TIMEOUT_MS = 120_000
+
+
 @pytest.fixture
 def db(database_url, engine):
-    """A session on the test's database, with every table emptied first (ids start at 1 again)."""
-    with Database(parse_database_url(database_url), application_name="jd-tests") as database:
+    """A session on the test's database, with every table emptied first (ids start at 1 again). Its statements
+    may run for two minutes: it is the test's own hands, filling tables with tens of thousands of rows in one
+    statement, which under a full run's load on two cores took longer than the product's 15 s default."""
+    settings = replace(parse_database_url(database_url), statement_timeout_ms=TEST_STATEMENT_TIMEOUT_MS)
+    with Database(settings, application_name="jd-tests") as database:
         empty_tables(database)
         yield database
 

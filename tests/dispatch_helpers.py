@@ -73,3 +73,14 @@ def dispatching(settings) -> Iterator[None]:
         stop.set()
         runner.join(20)
         session.close()
+
+
+def most_at_once(spans: list[tuple[float, float]]) -> int:
+    """The most spans (start, end) open at one moment, an end before a start at the same instant: e.g. the
+    emulator's builds of one concurrency key, which its cap bounds."""
+    edges = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    most = now = 0
+    for _, step in edges:
+        now += step
+        most = max(most, now)
+    return most

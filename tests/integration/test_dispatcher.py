@@ -272,6 +272,33 @@ def test_handler_accepts_every_dispatcher_event(name, jenkins, queue, monkeypatc
     assert {entry.get("function_request_id") for entry in logged} == {LambdaContext.aws_request_id}
 
 
+def test_the_handler_with_an_event_claims_in_fair_share_order_under_a_key_cap(jenkins, queue, db, monkeypatch):
+    """The dispatcher Lambda as events/dispatcher-max-jobs.json invokes it ({"max_jobs": 5}): team-a's eight rows
+    came first, team-b's one row after them, three rows share a concurrency key capped at 1. The pass's five are
+    taken in turn across the teams, and one row of the key."""
+    from functions.dispatcher.app import lambda_handler
+
+    for key, value in {"JENKINS_URL": jenkins.base_url, "JENKINS_USER": "admin", "JENKINS_API_TOKEN": "admin-token",
+                       "LEASE_SECONDS": "3", "JENKINS_TIMEOUT_SECONDS": "1", "DISPATCHER_MODE": "single",
+                       "AWS_LAMBDA_FUNCTION_NAME": "jd-dispatcher"}.items():
+        monkeypatch.setenv(key, value)
+    runtime.reset()
+    queue.set_key_limit("env:prod", 1)
+    team_a = [queue.enqueue("deploy", fairness_key="team-a",
+                            concurrency_key="env:prod" if n < 3 else None).id for n in range(8)]
+    [team_b] = [queue.enqueue("deploy", fairness_key="team-b").id]
+    try:
+        summary = lambda_handler(json.loads((EVENTS / "dispatcher-max-jobs.json").read_text()),
+                                 LambdaContext(seconds=30))
+    finally:
+        runtime.reset()
+    started = {i for i in [*team_a, team_b] if queue.get(i)["status"] != "pending"}
+    assert summary["triggered"] == 5 and team_b in started, (summary, started)
+    assert len(started & set(team_a[:3])) == 1  # the key's cap
+    for job_id in started:
+        assert jenkins.triggers_for(queue.get(job_id)["dispatch_id"]) == 1
+
+
 def test_a_row_left_processing_by_the_old_dispatcher_is_failed_not_run_again(jenkins, queue, db):
     """The migration gives such rows a legacy dispatch id and no attempts left (see 0001_queue.sql)."""
     db.run("INSERT INTO jenkins_jobs_queue (job_name, status, dispatch_id, lease_expires_at, attempts) "

@@ -16,7 +16,7 @@ from jenkins_dispatch.store import statements
 from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.migrations import migrate, migration_files
 
-from ..child_processes import CHILDREN, start_together, stop_all
+from ..child_processes import CHILDREN, drained, start_together, stop_all
 from ..dispatch_helpers import dispatch_settings, expire_leases
 from ..engines import ago, numbers, scratch_database
 from ..stores import Queue
@@ -69,10 +69,7 @@ def test_case_variants_of_a_capped_job_are_never_two_in_flight_under_racing_clai
     finally:  # the claimers loop until told: tell them even when sampling failed
         done.set()
         stop_all(workers, timeout=30)
-    failures = []
-    while not errors.empty():
-        failures.append(errors.get())
-    assert failures == []
+    assert drained(errors) == []
     assert db.run("SELECT COUNT(*) AS n FROM jenkins_jobs_queue WHERE status = 'completed'")[0]["n"] == 100
     assert peak["slow"] == 1, peak  # reached (so the check could fail), never passed
 

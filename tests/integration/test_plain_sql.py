@@ -135,6 +135,7 @@ OTHER_VALUES = {
     "started_at": "'2030-01-01 00:00:00'", "created_at": "'2030-01-01 00:00:00'",
     "updated_at": "'2030-01-01 00:00:00'", "finished_at": "'2030-01-01 00:00:00'", "resends": "5",
     "cancel_requested_at": "'2030-01-01 00:00:00'", "controller": "'elsewhere'",
+    "concurrency_key": "'other:key'", "fairness_key": "'other-team'", "fair_round": "12345",
 }
 
 

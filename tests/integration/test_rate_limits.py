@@ -44,7 +44,7 @@ def _claim_until_dry_each_round(url, rounds, together, results):
                 together.wait(timeout=60)
                 claimed, dry = [], 0
                 while dry < 3:
-                    jobs = queue.claim_batch(4, capped=queue.caps_in_force(None))
+                    jobs = queue.claim_batch(4, capped=queue.claim_plan(None).caps)
                     claimed += [j.id for j in jobs]
                     dry = 0 if jobs else dry + 1
                 results.put(claimed)
@@ -155,9 +155,9 @@ def test_a_cap_and_a_rate_both_hold_and_rm_removes_each_on_its_own(db):
     assert queue.remove_limit("deploy") and queue.limit_of("deploy") is None
     (limit,) = queue.limits()
     assert (limit["max_in_flight"], limit["per_minute"]) == (None, 5)  # the rate stayed
-    assert queue.claim_batch(10, capped=queue.caps_in_force(None)) == []  # and still holds
+    assert queue.claim_batch(10, capped=queue.claim_plan(None).caps) == []  # and still holds
     assert queue.remove_rate("deploy") and queue.limits() == [] and not queue.remove_rate("deploy")
-    assert len(queue.claim_batch(10, capped=queue.caps_in_force(None))) == 10
+    assert len(queue.claim_batch(10, capped=queue.claim_plan(None).caps)) == 10
 
 
 def _changes(queue):

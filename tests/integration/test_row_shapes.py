@@ -36,6 +36,8 @@ def queue(db) -> Queue:
     db.run("UPDATE jenkins_jobs_queue SET resends = 1 WHERE id = :id", id=done)
     assert queue.settle_many([Settlement(done, first.dispatch_id, "completed", result="SUCCESS")]) == {done}
     queue.set_limit("deploy", 2)
+    queue.set_key_limit("deploy:prod", 1)
+    queue.set_key_rule("deploy", concurrency_template="deploy:{ENV}", fairness_template="team-{TEAM}")
     queue.pause("build", reason="maintenance", paused_by="ops")
     queue.record_heartbeat(dispatcher_id="serve@ci:1", kind="serve", host="ci", pid=1, started_at=now,
                            stale_after_seconds=300, outcome="ok", detail=None, passes=1, jenkins_ok=False,
@@ -68,6 +70,8 @@ def test_every_read_returns_the_keys_its_shape_declares(queue: Queue) -> None:
         rows.MatchedJob: matched,
         rows.HourCounts: queue.finished_per_hour(2),
         rows.Limit: queue.limits(),
+        rows.KeyLimit: queue.key_limits(),
+        rows.KeyRule: queue.key_rules(),
         rows.LimitChange: queue.limit_history(),
         rows.JobStats: queue.stats_per_job(),
         rows.WaitingJobName: queue.waiting_job_names(10),
@@ -89,5 +93,5 @@ def test_every_shape_of_rows_py_is_read_here() -> None:
     declared = {name for name, value in vars(rows).items()
                 if isinstance(value, type) and value.__module__ == rows.__name__}
     assert declared == {"Fingerprint", "WatchedRow", "FoundJob", "Job", "JobEvent", "MatchedJob",
-                        "OldestPending", "HourCounts", "Limit", "LimitChange", "Stats", "Gauges", "JobStats", "ServerIdentity",
+                        "OldestPending", "HourCounts", "Limit", "KeyLimit", "KeyRule", "LimitChange", "Stats", "Gauges", "JobStats", "ServerIdentity",
                         "OldestTransaction", "WaitingJobName", "Dispatcher", "JenkinsOutage", "CutoverWindow"}

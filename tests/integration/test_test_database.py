@@ -34,6 +34,8 @@ def test_every_table_a_test_filled_is_empty_again_and_ids_restart(db, rows):
     db.run(f"INSERT INTO jenkins_jobs_queue (job_name) SELECT 'bulk' FROM {numbers(db, rows)}")
     queue.enqueue("deploy")  # and its event
     queue.set_limit("deploy", 2)
+    queue.set_key_limit("deploy:prod", 1)
+    queue.set_key_rule("deploy", concurrency_template="deploy:{ENV}")
     queue.pause("deploy")
     assert Heartbeat("cli").record(queue, "ok", None)
     add_schedule(Schedules(db), "nightly", "deploy", cron="0 3 * * *")

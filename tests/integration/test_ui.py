@@ -76,6 +76,21 @@ def test_overview_shows_counts_caps_pauses_oldest_pending_and_recent_hours(clien
     assert '<td class="bad">1</td>' in throughput
 
 
+def test_overview_shows_each_capped_key_in_flight_against_its_cap(client, queue, db):
+    assert 'id="per-key"' not in client.get("/").text  # no key capped: no table
+    queue.set_key_limit("deploy:prod", 1)
+    queue.set_key_limit("deploy:dev", 2, supersede="running")
+    for job in ("deploy", "db-migrate", "deploy"):
+        queue.enqueue(job, concurrency_key="deploy:prod")
+    queue.claim_batch(1, capped=queue.claim_plan(None).caps)
+    keys = client.get("/").text.split('id="per-key"')[1].split("</table>")[0]
+    rows = [row.split("</tr>")[0] for row in keys.split("<tr")[2:]]
+    assert len(rows) == 2 and "deploy:dev" in rows[0] and "deploy:prod" in rows[1], rows
+    assert "<td>0 / 2</td><td>0</td><td>yes, running ones stopped too</td>" in rows[0].replace("\n", "")
+    assert "<td>1 / 1</td><td>2</td><td>-</td>" in rows[1].replace("\n", "")
+    assert 'class="full"' in rows[1] and 'class="full"' not in rows[0]
+
+
 def test_overview_names_live_dispatchers_and_jenkins_as_last_seen(client, queue, jenkins):
     heartbeat = Heartbeat("cli", dispatcher_id="ui-test-dispatcher")
     queue.enqueue("deploy")

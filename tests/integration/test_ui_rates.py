@@ -15,7 +15,7 @@ pytestmark = pytest.mark.both_engines
 def start(queue, job: str, n: int) -> None:
     """``n`` rows of ``job`` started now: enqueued, then claimed as a dispatcher claims a limited job."""
     ids = [queue.enqueue(job).id for _ in range(n)]
-    claimed = queue.claim_batch(n, capped=queue.caps_in_force(None))
+    claimed = queue.claim_batch(n, capped=queue.claim_plan(None).caps)
     assert sorted(j.id for j in claimed) == sorted(ids)
 
 

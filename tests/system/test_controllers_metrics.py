@@ -73,3 +73,34 @@ def test_metrics_name_the_controller_that_is_down(make_jenkins, queue, database_
         assert labelled - {None} == {"default", "b"}, labelled  # configured names only: a bounded label
     finally:
         assert served.stop() == 0, served.log()[-3000:]
+
+
+def test_metrics_give_each_capped_keys_rows_in_flight_and_its_cap(make_jenkins, queue, database_url, tmp_path):
+    """A key capped at 1 with a 60 s build holding it, another capped at 3 with nothing in flight: each one's series
+    under its own label; a key whose cap is removed loses them."""
+    jenkins = make_jenkins(notification=None)
+    queue.set_key_limit("deploy:prod", 1)
+    queue.set_key_limit("deploy:dev", 3)
+    for _ in range(2):
+        queue.enqueue("deploy", {"EMULATOR_DURATION": "60"}, concurrency_key="deploy:prod")
+    served = start_serve(serve_env(database_url, jenkins.base_url), tmp_path / "serve.log", "--interval", "0.3")
+    try:
+        def keys() -> dict:
+            families = _scrape(served.base)
+            try:
+                return {key: (_value(families, "jenkins_dispatch_key_in_flight", key=key),
+                              _value(families, "jenkins_dispatch_key_cap", key=key))
+                        for key in ("deploy:prod", "deploy:dev")}
+            except AssertionError:  # before the first pass's gauges
+                return {}
+
+        assert wait_for(lambda: keys() == {"deploy:prod": (1, 1), "deploy:dev": (0, 3)}, timeout=20), (
+            keys(), served.log()[-3000:])
+        queue.remove_key_limit("deploy:dev")
+
+        def labelled() -> set:
+            return {s.labels["key"] for s in _scrape(served.base)["jenkins_dispatch_key_cap"].samples}
+
+        assert wait_for(lambda: labelled() == {"deploy:prod"}, timeout=20), labelled()
+    finally:
+        served.stop()

@@ -32,7 +32,7 @@ import pytest
 from jenkins_dispatch.config import parse_database_url
 from jenkins_dispatch.store.db import Database, DatabaseError
 
-from ..dispatch_helpers import WEBHOOK_SECRET, wait_for
+from ..dispatch_helpers import WEBHOOK_SECRET, most_at_once, wait_for
 from ..engines import numbers, sql_for
 from ..serve_helpers import ServeProcess, http_get, serve_env, start_serve
 from ..tcp_proxy import TcpProxy
@@ -43,6 +43,8 @@ APP_PREFIX = "jenkins-dispatch"
 JOB = "outage"
 CLIENTS = 12
 FINAL = ("completed", "failed", "cancelled")
+KEYS = ("outage:a", "outage:b")  # the concurrency keys the waves take in turn, each capped at KEY_CAP
+KEY_CAP = 2
 
 pytestmark = pytest.mark.both_engines
 
@@ -314,9 +316,13 @@ def _first_traceback(serve: ServeProcess) -> str | None:
 # --------------------------------------------------------------------------- tests
 
 
-def test_serve_rides_out_database_cuts_and_killed_sessions(make_jenkins, database_url, db, tmp_path):
+def test_serve_rides_out_database_cuts_and_killed_sessions(make_jenkins, database_url, db, queue, tmp_path):
+    """The claims run in fair-share order under key caps (each wave's rows hold one of two keys capped at 2, and
+    one of three teams' fairness keys): the keyed claim, and on MySQL the pass's turns, ride out the outage too."""
     jenkins = make_jenkins(executors=4, jobs=[{"path": JOB, "parameters": [{"name": "DISPATCH_ID"}, {"name": "WAVE"}],
                                                "duration_seconds": 0.3, "concurrent": True}])
+    for key in KEYS:
+        queue.set_key_limit(key, KEY_CAP)
     rec = Recorder()
     problems: list[str] = []
     notes: dict[str, Any] = {}
@@ -343,8 +349,9 @@ def test_serve_rides_out_database_cuts_and_killed_sessions(make_jenkins, databas
             wave = next(waves)
             parameters = sql_for(enqueuer, postgresql=f"jsonb_build_object('WAVE', '{wave}')",
                                  mysql=f"JSON_OBJECT('WAVE', '{wave}')")
-            enqueuer.run("INSERT INTO jenkins_jobs_queue (job_name, parameters) "
-                         f"SELECT '{JOB}', {parameters} FROM {numbers(enqueuer, n)}")
+            enqueuer.run("INSERT INTO jenkins_jobs_queue (job_name, parameters, concurrency_key, fairness_key) "
+                         f"SELECT '{JOB}', {parameters}, '{KEYS[wave % len(KEYS)]}', 'team-{wave % 3}' "
+                         f"FROM {numbers(enqueuer, n)}")
 
         enqueuing, enqueuer_idle = threading.Event(), threading.Event()
         enqueuing.set()
@@ -461,6 +468,13 @@ def test_serve_rides_out_database_cuts_and_killed_sessions(make_jenkins, databas
     if twice or sum(builds.values()) != len(rows):
         problems.append(f"not built exactly once: {len(rows)} jobs, {sum(builds.values())} builds; "
                         f"DISPATCH_ID → queue items: {dict(list(twice.items())[:5])}")
+    spans: dict[str, list[tuple[float, float]]] = {key: [] for key in KEYS}
+    for build in jenkins.builds(JOB):
+        wave = int(dict((definition.name, value) for definition, value in build.parameters)["WAVE"])
+        spans[KEYS[wave % len(KEYS)]].append((build.started, build.started + build.duration_ms / 1000))
+    at_once = {key: most_at_once(key_spans) for key, key_spans in spans.items()}
+    if any(n > KEY_CAP for n in at_once.values()):
+        problems.append(f"a key's cap of {KEY_CAP} did not hold at Jenkins: most builds at once per key {at_once}")
     traceback = _first_traceback(serve)
     if traceback:
         problems.append(f"serve's log has a traceback:\n{traceback}")

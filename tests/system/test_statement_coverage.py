@@ -34,7 +34,7 @@ def test_{name}():
     with Database(parse_database_url(os.environ["DATABASE_URL"])) as db:
         Queue(db).{call}
 """
-RUN = {"queue_fingerprint": "fingerprint()", "caps_in_force": "caps_in_force(None)"}
+RUN = {"queue_fingerprint": "fingerprint()", "claim_plan": "claim_plan(None)"}
 
 
 @pytest.fixture
@@ -73,7 +73,7 @@ def test_a_run_of_the_whole_suite_fails_naming_each_statement_never_run(small_su
     assert "or say why it never runs there in a line above its SQL: -- not run on this engine: WHY" in output
 
 
-@pytest.mark.parametrize("part", [["-k", "fingerprint"], ["test_caps_in_force.py"]], ids=["deselected", "one-file"])
+@pytest.mark.parametrize("part", [["-k", "fingerprint"], ["test_claim_plan.py"]], ids=["deselected", "one-file"])
 def test_a_run_of_part_of_the_suite_counts_without_failing(small_suite, part) -> None:
     proc = run_pytest(small_suite, "-p", "no:xdist", *part)
     output = proc.stdout + proc.stderr

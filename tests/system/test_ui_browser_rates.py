@@ -13,7 +13,7 @@ def test_a_rate_change_asks_first_naming_the_last_minute_and_back_changes_nothin
         queue.set_rate("deploy", 5)
         for _ in range(3):
             queue.enqueue("deploy")
-        assert len(queue.claim_batch(3, capped=queue.caps_in_force(None))) == 3  # three real starts
+        assert len(queue.claim_batch(3, capped=queue.claim_plan(None).caps)) == 3  # three real starts
         browser.get(ui.url)
         assert "3 / 5 per minute" in css(browser, "#per-job td.rate").text
         field = css(browser, "#per-job input[name=per_minute]")

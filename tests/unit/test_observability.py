@@ -124,6 +124,24 @@ def test_a_count_per_controller_gets_a_labelled_family_beside_the_sum(capsys):
     assert sum(1 for d in lines if "controller" in d) == 1
 
 
+def test_each_capped_key_gets_its_series_and_loses_them_with_its_cap(capsys):
+    from prometheus_client import generate_latest
+
+    facade = MetricsFacade()
+    registry = facade.enable_prometheus()
+    facade.configure(emf=True)
+    facade.set_per_key({"deploy:prod": {"in_flight": 1, "cap": 1}, "deploy:dev": {"in_flight": 0, "cap": 3}})
+    families = _families(generate_latest(registry).decode())
+    assert _value(families, "jenkins_dispatch_key_in_flight", key="deploy:prod") == 1
+    assert _value(families, "jenkins_dispatch_key_cap", key="deploy:dev") == 3
+    facade.set_per_key({"deploy:prod": {"in_flight": 0, "cap": 2}})
+    families = _families(generate_latest(registry).decode())
+    assert {s.labels["key"] for s in families["jenkins_dispatch_key_cap"].samples} == {"deploy:prod"}
+    assert _value(families, "jenkins_dispatch_key_cap", key="deploy:prod") == 2
+    facade.flush_if_any()
+    assert capsys.readouterr().out == ""  # CloudWatch gets no series per key
+
+
 def test_an_invocation_that_published_nothing_warns_nothing(capsys):
     """Powertools' own decorator warned "No application metrics to publish" (a non-JSON stderr line) after
     every continuous invocation: the loop flushes after each pass, so nothing is left at the end."""

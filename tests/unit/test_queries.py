@@ -20,12 +20,12 @@ PACKAGE = Path(jenkins_dispatch.__file__).parent
 QUERY_FILES = sorted(p for p in PACKAGE.rglob("dialects/*/queries") if p.is_dir())  # a dialect's folder of files
 # The one method that runs a block by name: Store._run (runner.py), and any helper of the same name.
 RUNNER = "_run"
-NAME_HEADER = re.compile(r"^-- name: *(\w+) *$", re.M)
+NAME_HEADER = re.compile(r"^-- (?:name: *(\w+) *|variant: *(\w+) *=.*)$", re.M)  # a statement, or a variant of one
 
 
 def defined_names(text: str) -> list[str]:
     """The block names one SQL file defines, in order, repeats kept."""
-    return NAME_HEADER.findall(text)
+    return [name or variant for name, variant in NAME_HEADER.findall(text)]
 
 
 def names_run(source: str) -> set[str]:
@@ -50,6 +50,7 @@ def used_names() -> set[str]:
     ("-- names (:job_path) are matched\n-- name: a\nSELECT 1;\n", ["a"]),  # prose beginning "-- names" is not a block
     ("-- fragment: shared\nx\n-- name: a\nSELECT {{shared}};\n", ["a"]),
     ("-- name: a\nSELECT 1;\n-- name: a\nSELECT 2;\n", ["a", "a"]),
+    ("-- fragment: o\nx\n-- name: a\nSELECT {{o}};\n-- variant: a_fair = a with o=p\n", ["a", "a_fair"]),
 ])
 def test_block_names_are_read_from_the_headers(text, expected):
     assert defined_names(text) == expected

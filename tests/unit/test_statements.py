@@ -29,6 +29,13 @@ MIGRATIONS = STORE / "dialects" / DIALECT / "migrations"
     ("-- lock: k = 7\n-- fragment: f\nlock({{lock:k}})\n-- name: q\nSELECT {{f}}\n", {"q": "SELECT lock(7)"}),
     ("-- fragment: inner\nx = 1\n-- fragment: outer\nWHERE {{inner}}\n-- name: q\nSELECT 1 {{outer}}\n",
      {"q": "SELECT 1 WHERE x = 1"}),
+    # A variant: its base with fragments swapped, wherever they are included, the base itself unchanged.
+    ("-- fragment: order\nscheduled_at\n-- fragment: fair\nfair_round, scheduled_at\n"
+     "-- fragment: tail\nORDER BY {{order}}\n-- name: claim\nSELECT id {{tail}};\n"
+     "-- variant: claim_fair = claim with order=fair\n",
+     {"claim": "SELECT id ORDER BY scheduled_at", "claim_fair": "SELECT id ORDER BY fair_round, scheduled_at"}),
+    ("-- fragment: a\n1\n-- fragment: b\n2\n-- fragment: c\n3\n-- name: q\nSELECT {{a}}, {{b}};\n"
+     "-- variant: v = q with a=c, b = a\n", {"q": "SELECT 1, 2", "v": "SELECT 3, 1"}),
 ])
 def test_parse_renders_named_blocks(text, expected) -> None:
     assert parse(text) == expected
@@ -40,6 +47,10 @@ def test_parse_renders_named_blocks(text, expected) -> None:
     ("-- name: q\nSELECT 1\n-- name: q\nSELECT 2\n", "'q' is defined twice"),
     ("-- lock: a = 1\n-- lock: b = 1\n-- name: q\nSELECT 1\n", "locks a and b share the key 1"),
     ("-- fragment: f\n{{g}}\n-- fragment: g\n{{f}}\n-- name: q\nSELECT {{f}}\n", "fragment 'f' includes itself"),
+    ("-- name: q\nSELECT 1;\n-- variant: v = nope with a=b\n", "variant v of unknown statement 'nope'"),
+    ("-- fragment: a\n1\n-- name: q\nSELECT {{a}};\n-- variant: q = q with a=a\n", "'q' is defined twice"),
+    ("-- fragment: a\n1\n-- name: q\nSELECT 1;\n-- variant: v = q with a=a\n", "variant v: q never includes a"),
+    ("-- fragment: a\n1\n-- name: q\nSELECT {{a}};\n-- variant: v = q with a=zz\n", "unknown fragment 'zz' in v"),
 ])
 def test_parse_refuses_what_cannot_be_meant(text, message) -> None:
     with pytest.raises(StatementError, match=re.escape(message)):
@@ -85,7 +96,7 @@ def test_a_fragment_or_lock_of_one_file_serves_the_statements_of_another() -> No
 
 
 def _names_per_file(dialect: str) -> dict[str, list[str]]:
-    return {path.name: sorted(re.findall(r"^-- name: *(\S+) *$", path.read_text(), re.M))
+    return {path.name: sorted(re.findall(r"^-- (?:name|variant): *(\w+)", path.read_text(), re.M))
             for path in statements.statement_files(dialect)}
 
 
@@ -109,7 +120,7 @@ def test_each_claim_shares_one_definition_of_the_claim_update_and_its_history() 
     assert text.count("SET status = 'processing'") == 1
     assert text.count("SELECT id, 'claimed', 'pending', 'processing'") == 1
     loaded = statements.load(DIALECT)
-    for name in ("claim_batch", "claim_batch_capped"):
+    for name in ("claim_batch", "claim_batch_capped", "claim_batch_keyed"):
         assert "SET status = 'processing'" in loaded[name]
         assert "SELECT id, 'claimed', 'pending', 'processing'" in loaded[name]
 

@@ -9,7 +9,7 @@ import pytest
 from jenkins_dispatch.operating.display import duration
 from jenkins_dispatch.operating.operator import Caps
 from jenkins_dispatch.operating.waiting import JenkinsOutage, held_back, why_waiting
-from jenkins_dispatch.store.queue import Pause, RateWindow
+from jenkins_dispatch.store.queue import KeyHold, Pause, RateWindow
 from jenkins_dispatch.store.session import OddTime
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
@@ -138,6 +138,38 @@ MORE_CASES = [
 
 @pytest.mark.parametrize(("what", "the_row", "conditions", "code", "text"), MORE_CASES, ids=[c[0] for c in MORE_CASES])
 def test_why_waiting_more(what, the_row, conditions, code, text):
+    test_why_waiting(what, the_row, conditions, code, text)
+
+
+def keyed(job_id=9, key="deploy:prod", **changes):
+    return dict(row(**changes), id=job_id, concurrency_key=key)
+
+
+KEY_CASES = [
+    # (what, row, conditions, code, text): a row's concurrency key (docs/concurrency-keys.md)
+    ("key cap full", keyed(), dict(FREE, key=KeyHold(1, 1, (812,))), "key_cap",
+     "key deploy:prod at its cap (1/1 in flight, held by #812)"),
+    ("key cap full, many holders", keyed(), dict(FREE, key=KeyHold(2, 5, (3, 5, 7))), "key_cap",
+     "key deploy:prod at its cap (5/2 in flight, held by #3, #5, #7 and 2 more)"),
+    ("key cap of 0", keyed(), dict(FREE, key=KeyHold(0, 0, ())), "key_cap",
+     "key deploy:prod has a cap of 0: its rows are held back (`jenkins-dispatch limits rm --key deploy:prod` lifts "
+     "it)"),
+    ("key cap with room", keyed(), dict(FREE, key=KeyHold(2, 1, (3,))), "due", None),
+    ("no key cap", keyed(), FREE, "due", None),
+    ("job cap beats key cap", keyed(), dict(FREE, job_cap=1, job_in_flight=1, key=KeyHold(1, 1, (3,))), "job_cap",
+     None),
+    ("key cap beats rate and global cap", keyed(),
+     dict(FREE, key=KeyHold(1, 1, (3,)), rate=RateWindow(1, 1), global_cap=1, total_in_flight=1), "key_cap", None),
+    ("superseded", keyed(job_id=3), dict(FREE, key=KeyHold(1, 1, (1,), newest=4)), "superseded",
+     "superseded by #4: the next dispatcher claim cancels it (newest wins on key deploy:prod)"),
+    ("the newest is not superseded", keyed(job_id=4), dict(FREE, key=KeyHold(1, 1, (1,), newest=4)), "key_cap", None),
+    ("superseded beats paused and not due", keyed(job_id=3, scheduled_at=LATER),
+     dict(FREE, pause=JOB_PAUSE, key=KeyHold(1, 0, (), newest=4)), "superseded", None),
+]
+
+
+@pytest.mark.parametrize(("what", "the_row", "conditions", "code", "text"), KEY_CASES, ids=[c[0] for c in KEY_CASES])
+def test_why_waiting_for_a_key(what, the_row, conditions, code, text):
     test_why_waiting(what, the_row, conditions, code, text)
 
 

@@ -112,13 +112,22 @@ def parameters_error(parameters: object) -> str | None:
     return next((error for name in parameters if (error := parameter_name_error(str(name)))), None)
 
 
-def dedupe_key_error(key: str) -> str | None:
-    """Why ``key`` cannot be a dedupe key (None: it can): a control character, or more than 255 characters."""
+def dedupe_key_error(key: str, kind: str = "dedupe") -> str | None:
+    """Why ``key`` cannot be a ``kind`` key of a row (None: it can): a control character, or more than 255
+    characters (the columns' bound on both engines)."""
     if found := control_character(key):
-        return f"dedupe key {key!r} holds a control character ({found})"
+        return f"{kind} key {key!r} holds a control character ({found})"
     if len(key) > DEDUPE_KEY_LONGEST:
-        return f"a dedupe key holds at most {DEDUPE_KEY_LONGEST} characters, got {len(key)}"
+        return f"a {kind} key holds at most {DEDUPE_KEY_LONGEST} characters, got {len(key)}"
     return None
+
+
+def row_key_error(kind: str, key: str) -> str | None:
+    """Why ``key`` cannot be a row's ``kind`` key ("concurrency" or "fairness"; None: it can): empty, or what a
+    dedupe key may not be either."""
+    if not key:
+        return f"a {kind} key is not empty: leave it out for none"
+    return dedupe_key_error(key, kind)
 
 
 def controller_name_error(name: str) -> str | None:
@@ -139,4 +148,18 @@ def controller_error(name: str, configured: Collection[str]) -> str | None:
         known = (f"configured: {', '.join(sorted(configured))}" if configured
                  else "none is: set JENKINS_URL or JENKINS_CONTROLLERS")
         return f"controller {name!r} is not configured ({known})"
+    return None
+
+
+_TEMPLATE = re.compile(r"(?:[^{}]|\{[^{}]+\})+")
+
+
+def key_template_error(kind: str, template: str) -> str | None:
+    """Why ``template`` cannot make a row's ``kind`` key (None: it can): what a key may not be, or braces that do not
+    pair up. ``{NAME}`` stands for the row's parameter NAME, ``{job}`` for its job name: ``deploy:{ENV}``."""
+    if error := row_key_error(kind, template):
+        return error.replace(f"{kind} key", f"{kind} key template", 1)
+    if not _TEMPLATE.fullmatch(template):
+        return (f"{kind} key template {template!r}: each {{ opens a parameter's name, closed by }} "
+                "(deploy:{ENV}; {job} is the job name)")
     return None

@@ -144,6 +144,16 @@ CONTROLLER_LABEL = "controller"
 # were removed while their rows ran.
 PER_CONTROLLER_GAUGES = frozenset({"InFlight", "StrandedInFlight"})
 
+# Per concurrency key (`serve`'s /metrics only, label ``key``): each capped key's rows in flight on every controller
+# and its cap, after the last pass. Label values are the keys of jenkins_key_limits, bounded by the configuration as
+# the controllers' are; a key whose cap is removed loses its series.
+KEY_LABEL = "key"
+KEY_GAUGES: dict[str, tuple[str, str]] = {
+    "in_flight": ("key_in_flight", "Rows holding a capped concurrency key in flight, on every controller, after the "
+                  "last pass; label key."),
+    "cap": ("key_cap", "A concurrency key's cap (`limits set --key K N`); label key."),
+}
+
 # Per-job histograms (`serve` only, from MetricsFacade.observe_settled): name -> (Prometheus name, help, buckets in
 # seconds). A queue wait runs from milliseconds to the hours a job can be held back; a build, from seconds to hours.
 JOB_HISTOGRAMS: dict[str, tuple[str, str, tuple[float, ...]]] = {
@@ -212,6 +222,11 @@ class PrometheusSink:
             name: Histogram(PROMETHEUS_PREFIX + suffix, help_text, ["job"], registry=self.registry, buckets=buckets)
             for name, (suffix, help_text, buckets) in JOB_HISTOGRAMS.items()}
         self._job_labels: set[str] = set()
+        from prometheus_client import Gauge
+
+        self._key_gauges = {name: Gauge(PROMETHEUS_PREFIX + suffix, help_text, [KEY_LABEL], registry=self.registry)
+                            for name, (suffix, help_text) in KEY_GAUGES.items()}
+        self._keys_seen: set[str] = set()
 
     def _family(self, name: str, unit: MetricUnit | str) -> tuple[str, Any, float]:
         with self._lock:
@@ -268,6 +283,18 @@ class PrometheusSink:
             before.update(values)
         for controller, value in values.items():
             family.labels(**{CONTROLLER_LABEL: controller}).set(value)
+
+    def set_per_key(self, readings: Mapping[str, Mapping[str, float]]) -> None:
+        """The capped keys' readings (key → {"in_flight": n, "cap": n}, KEY_GAUGES), each under its ``key`` label. A
+        key read before and missing now (its cap removed) loses its series."""
+        with self._lock:
+            for key in self._keys_seen - set(readings):
+                for family in self._key_gauges.values():
+                    family.remove(key)
+            self._keys_seen = set(readings)
+        for key, values in readings.items():
+            for name, family in self._key_gauges.items():
+                family.labels(**{KEY_LABEL: key}).set(values[name])
 
     def job_label(self, job_name: str) -> str:
         """The job's label value: its own name while fewer than JOB_LABEL_LIMIT names have one, else "other"."""
@@ -371,6 +398,12 @@ class MetricsFacade:
         (given to ``add_metric``). CloudWatch gets no such series: each dimension set would be a metric billed."""
         if self.prometheus is not None:
             self.prometheus.set_per_controller(name, values)
+
+    def set_per_key(self, readings: Mapping[str, Mapping[str, float]]) -> None:
+        """Prometheus only: each capped concurrency key's rows in flight and cap (``PrometheusSink.set_per_key``).
+        CloudWatch gets none: each key would be a dimension set, a metric billed on its own."""
+        if self.prometheus is not None:
+            self.prometheus.set_per_key(readings)
 
     def _print_with_dimensions(self, name: str, unit: MetricUnit | str, value: float,
                                dimensions: Mapping[str, str]) -> None:

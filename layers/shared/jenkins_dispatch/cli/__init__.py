@@ -11,6 +11,7 @@ group, each with its commands and their parsers:
 - ``queue``: `enqueue`, `ls`, `show`, `cancel` and `retry` (one job, several, or those filters select);
 - ``pauses``: `pause` and `resume`;
 - ``limits``: `limits set|rm|ls|history`, caps and rates;
+- ``keys``: `keys derive|rm|ls`, the keys a job's rows get from their parameters;
 - ``reports``: `stats`;
 - ``schedules``: `schedule add|set|ls|rm|pause|resume`;
 - ``maintenance``: `migrate`, `prune` and `doctor`;

@@ -145,6 +145,8 @@ def whole(allowed: inputs.Range) -> Callable[[str], int]:
 
 job_name = refusing(job_name_error, "job name")
 dedupe_key = refusing(inputs.dedupe_key_error, "dedupe key")
+concurrency_key = refusing(lambda text: inputs.row_key_error("concurrency", text), "concurrency key")
+fairness_key = refusing(lambda text: inputs.row_key_error("fairness", text), "fairness key")
 controller_name = refusing(inputs.controller_name_error, "controller")
 schedule_name = read_by(check_name, "schedule name")
 age_days = read_by(lambda text: inputs.number(text, inputs.AGE_DAYS), "number of days")

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from .. import __version__
 from ..config import Settings, load_settings
 from ..errors import OPERATION_FAILED, DispatchError
-from . import limits, maintenance, pauses, processes, queue, reports, schedules
+from . import keys, limits, maintenance, pauses, processes, queue, reports, schedules
 from .arguments import OneLineParser, command_adder
 from .context import Context
 from .output import EXIT_BAD_INPUT, EXIT_FAILED
@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     queue.add_cancel_and_retry(command)
     maintenance.add_prune_command(command)
     limits.add_limits_commands(sub)
+    keys.add_keys_commands(sub)
     schedules.add_schedule_commands(sub)
     processes.add_process_commands(command)
     maintenance.add_doctor_command(command)

@@ -14,8 +14,10 @@ from ..operating.display import age, cell
 from ..store.queue import STATUSES
 from .arguments import (
     add_text_filters,
+    concurrency_key,
     controller_name,
     dedupe_key,
+    fairness_key,
     job_name,
     parse_json_object,
     parse_key_value,
@@ -34,6 +36,7 @@ def cmd_enqueue(ctx: Context, args) -> None:
     result = ctx.producers.enqueue(
         args.job, parameters, priority=args.priority, scheduled_at=args.at,
         max_attempts=args.max_attempts, dedupe_key=args.dedupe_key, controller=args.controller,
+        concurrency_key=args.key, fairness_key=args.fair,
     )
     if args.json:
         print_json({"id": result.id, "created": result.created})
@@ -43,6 +46,7 @@ def cmd_enqueue(ctx: Context, args) -> None:
         print(f"job {result.id} with dedupe key {args.dedupe_key!r} is already queued; nothing added")
 
 
+ROW_KEYS = ("concurrency_key", "fairness_key")  # in `show` when the row has them
 LIST_WIDTH = 120  # `ls` fits a line this long; `ls --wide` shows every column whole
 LIST_COLUMNS = ["id", "job_name", "status", "attempts", "build", "result", "updated", "waiting", "last_error"]
 LIST_FLEXIBLE = ["job_name", "waiting", "last_error"]  # cut (with '…') so that the line fits; whole in --wide
@@ -88,7 +92,8 @@ def cmd_show(ctx: Context, args) -> None:
     if args.json:
         print_json(details)
         return
-    job = details["job"]
+    # The keys are left out when the row has none: most rows have none, and two lines of "-" say nothing.
+    job = {k: v for k, v in details["job"].items() if k not in ROW_KEYS or v is not None}
     width = max(len(k) for k in job)
     for key, value in job.items():
         print(f"{key.ljust(width)}  {cell(value)}")
@@ -208,6 +213,11 @@ def add_job_commands(command) -> None:
                    help="at most one unfinished job per key (at most 255 characters)")
     p.add_argument("--controller", type=controller_name, default=DEFAULT_CONTROLLER, metavar="NAME",
                    help="the Jenkins controller that runs it (JENKINS_CONTROLLERS; default: default)")
+    p.add_argument("--key", type=concurrency_key, metavar="K",
+                   help="its concurrency key: a shared resource (deploy:prod) that `limits set --key K N` caps, "
+                        "whatever the job or controller")
+    p.add_argument("--fair", type=fairness_key, metavar="F",
+                   help="its fairness key: a group (a team) that waits its turn beside the others, not behind them")
 
     p = command("ls", cmd_ls, "list jobs, newest first")
     p.add_argument("--status", choices=STATUSES, help="only jobs in this status")

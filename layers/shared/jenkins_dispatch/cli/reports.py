@@ -25,8 +25,9 @@ def cmd_stats(ctx: Context, args) -> None:
     dispatchers = ctx.queue.dispatchers()
     pauses = ctx.queue.pauses()
     controllers = controllers_of(ctx.queue, ctx.settings, pauses, dispatchers)
+    keys = ctx.queue.key_limits()
     if args.json:
-        print_json({"totals": stats, "controllers": controllers, "jobs": per_job,
+        print_json({"totals": stats, "controllers": controllers, "jobs": per_job, "keys": keys,
                     "pauses": [p.as_dict() for p in pauses], "dispatchers": dispatchers})
         return
     _print_totals(stats)
@@ -37,6 +38,11 @@ def cmd_stats(ctx: Context, args) -> None:
         _print_controllers(controllers)
     print()
     _print_jobs(per_job)
+    if keys:  # the caps on concurrency keys, whatever the job or controller (docs/concurrency-keys.md)
+        print()
+        print_table([dict(k, held_back=held_back(paused=False, cap=k["max_in_flight"], in_flight=k["in_flight"],
+                                                 pending=k["pending"])) for k in keys],
+                    ["concurrency_key", "max_in_flight", "in_flight", "pending", "held_back"])
 
 
 def _print_totals(stats: Mapping[str, Any]) -> None:

@@ -9,7 +9,9 @@ from ..operating.display import when
 from .arguments import (
     add_json_option,
     command_adder,
+    concurrency_key,
     controller_name,
+    fairness_key,
     job_name,
     parse_key_value,
     schedule_name,
@@ -32,7 +34,8 @@ def cmd_schedule_add(ctx: Context, args) -> None:
     parameters = dict(args.param or [])
     ctx.configured(args.controller)
     result = add_schedule(_schedules(ctx), args.name, args.job, parameters, cron=args.cron, timezone=args.timezone,
-                          priority=args.priority, controller=args.controller, no_overlap=args.no_overlap)
+                          priority=args.priority, controller=args.controller, no_overlap=args.no_overlap,
+                          concurrency_key=args.key, fairness_key=args.fair)
     if args.json:
         print_json({"name": result.name, "changed": result.changed, "next_tick": result.next_tick,
                     "no_overlap": args.no_overlap})
@@ -142,6 +145,8 @@ def add_schedule_commands(sub) -> None:
     p.add_argument("--no-overlap", action="store_true",
                    help="skip a tick while the previous run of this schedule is still pending or processing "
                         "(counted in skipped_ticks; the next tick after it finished enqueues as usual)")
+    p.add_argument("--key", type=concurrency_key, metavar="K", help="each row's concurrency key (enqueue --key)")
+    p.add_argument("--fair", type=fairness_key, metavar="F", help="each row's fairness key (enqueue --fair)")
     p = command("set", cmd_schedule_set, "change NAME in place (its ticks, skips and last row stay), from its "
                                          "next tick on")
     p.add_argument("name", metavar="NAME", help="the schedule's name")

@@ -46,7 +46,7 @@ from ..jenkins.jobs import job_path_error
 from ..observability import MetricUnit, logger, metrics, subsegment
 from ..store.db import Session, open_database
 from ..store.dispatcher import DispatcherStore
-from ..store.queue import ClaimedJob, ExpiredLease, Settlement
+from ..store.queue import CapsInForce, ClaimedJob, ExpiredLease, Settlement
 from ..store.rows import Gauges
 from ..store.schedules import Schedules
 from .breaker import Breaker, breaker_for, weigh
@@ -252,6 +252,7 @@ class Dispatcher:
         stranded = {name: n for name, n in per_controller.items() if name not in configured and n}
         metrics.add_metric(name="StrandedInFlight", unit=MetricUnit.Count, value=sum(stranded.values()))
         metrics.set_per_controller("StrandedInFlight", stranded)
+        metrics.set_per_key(gauges.get("capped_keys") or {})
         metrics.add_metric(name="Pending", unit=MetricUnit.Count, value=gauges["pending"])
         metrics.add_metric(name="OldestTransactionAgeSeconds", unit=MetricUnit.Seconds,
                            value=gauges["oldest_transaction_seconds"] or 0)
@@ -344,8 +345,10 @@ class Dispatcher:
         """Claim and trigger batch after batch. The next batch is claimed (and its jobs checked) while the
         last triggers of the previous one are still on the wire, so the trigger threads never wait on the
         database; at most one batch is claimed-but-unsent besides the triggers in flight."""
-        capped = self.queue.caps_in_force(self.settings.max_in_flight) or bool(
-            self.settings.jenkins and self.settings.jenkins.max_in_flight is not None)
+        plan = self.queue.claim_plan(self.settings.max_in_flight, self.controller)
+        capped, fair = plan.caps, plan.fair
+        if not capped and self.settings.jenkins and self.settings.jenkins.max_in_flight is not None:
+            capped = CapsInForce.CAPPED  # this controller's own cap
         budget = math.inf if max_jobs is None else max_jobs
         in_flight: _Batch | None = None
         with ThreadPoolExecutor(max_workers=self.settings.max_parallel_triggers, thread_name_prefix="trigger") as pool:
@@ -367,9 +370,10 @@ class Dispatcher:
                             size, capped=capped, max_in_flight=self.settings.max_in_flight,
                             controller=self.controller,
                             controller_max_in_flight=self.settings.jenkins.max_in_flight if self.settings.jenkins
-                            else None, counted_controllers=list(self.settings.controllers_by_name()) or None)
+                            else None, counted_controllers=list(self.settings.controllers_by_name()) or None,
+                            fair=fair)
                     if not jobs:
-                        self.summary.stopped_because = self._why_nothing_claimed(capped)
+                        self.summary.stopped_because = self._why_nothing_claimed(bool(capped))
                         break
                     self.summary.claimed += len(jobs)
                     self.summary.batches += 1

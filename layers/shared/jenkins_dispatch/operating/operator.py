@@ -66,6 +66,8 @@ def why_rows_wait(queue: Reports, rows: Sequence[Mapping[str, Any]], caps: Caps,
     if not pending:
         return [None] * len(rows)
     context = queue.waiting_context(pending)
+    keyed = [r["concurrency_key"] for r in rows if r["status"] == "pending" and r.get("concurrency_key")]
+    holds = queue.key_holds(keyed) if keyed else {}
     given = jenkins_unavailable is not None
     if jenkins_unavailable is None and context.jenkins_unavailable_since is not None:
         jenkins_unavailable = JenkinsOutage(since=context.jenkins_unavailable_since,
@@ -85,7 +87,8 @@ def why_rows_wait(queue: Reports, rows: Sequence[Mapping[str, Any]], caps: Caps,
                     pause=context.pause_of(job_name, controller),
                     jenkins_unavailable=jenkins_outage_for(controller, health, jenkins_unavailable),
                     rate=context.rates.get((controller, job_name)), controller_cap=caps.per_controller.get(controller),
-                    controller_in_flight=context.controllers_in_flight.get(controller, 0))
+                    controller_in_flight=context.controllers_in_flight.get(controller, 0),
+                    key=holds.get(r.get("concurrency_key") or ""))
         for r, (controller, job_name) in zip(rows, keys, strict=True)
     ]
 

@@ -27,21 +27,26 @@ class ScheduleChange:
 
 def add_schedule(schedules: Schedules, name: str, job_name: str, parameters: dict | None = None, *, cron: str,
                  timezone: str = DEFAULT_TIMEZONE, priority: int = 0,
-                 controller: str = DEFAULT_CONTROLLER, no_overlap: bool = False) -> ScheduleChange:
+                 controller: str = DEFAULT_CONTROLLER, no_overlap: bool = False, concurrency_key: str | None = None,
+                 fairness_key: str | None = None) -> ScheduleChange:
     """Store a schedule whose first tick is the first after now. Conflict when the name is taken; InvalidInput
     (nothing stored) for a bad name, job, parameter name, priority, cron expression, time zone or controller name
     (whether the controller is configured is the caller's to check: it holds the configuration). ``no_overlap``: a
-    tick that comes while the previous run is still pending or processing is skipped."""
+    tick that comes while the previous run is still pending or processing is skipped. The keys are its rows'
+    (``Producers.enqueue``'s)."""
     check_name(name)
     parameters = {} if parameters is None else parameters
     if error := (job_name_error(job_name) or inputs.parameters_error(parameters) or _priority_error(priority)
-                 or inputs.controller_name_error(controller)):
+                 or inputs.controller_name_error(controller)
+                 or (concurrency_key is not None and inputs.row_key_error("concurrency", concurrency_key))
+                 or (fairness_key is not None and inputs.row_key_error("fairness", fairness_key))):
         raise InvalidInput(error)
     cron = check_expression(cron)
     zone(timezone)
     first = next_tick(cron, timezone, schedules.now())  # also refuses an expression that never matches
     if not schedules.add(name, job_name, parameters, cron=cron, timezone=timezone, priority=priority,
-                         controller=controller, next_tick=first, no_overlap=no_overlap):
+                         controller=controller, next_tick=first, no_overlap=no_overlap,
+                         concurrency_key=concurrency_key, fairness_key=fairness_key):
         raise Conflict(f"a schedule named {name!r} exists already: `jenkins-dispatch schedule rm {name}` first")
     return ScheduleChange(name=name, changed=True, next_tick=first)
 

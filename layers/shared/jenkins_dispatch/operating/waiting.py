@@ -1,9 +1,10 @@
 """Why a pending job is not in Jenkins yet, in one line: a pure decision (no I/O), shared by `show`, `ls` and
 the web UI. The caller reads what it needs once (``Reports.waiting_context`` for a whole page of rows).
 
-When several reasons hold, the one a person must act on or know about first wins: paused (someone chose
-this), not due yet, backing off after an error, the job's cap, the job's rate, the global cap, the row's
-controller's cap, Jenkins unavailable. Caps and rates are the row's controller's, as the capped claim keeps them.
+When several reasons hold, the one a person must act on or know about first wins: superseded by a newer row of
+its concurrency key (the next claim cancels it, whatever else holds it), paused (someone chose this), not due yet,
+backing off after an error, the job's cap, its key's cap, the job's rate, the global cap, the row's controller's
+cap, Jenkins unavailable. Caps and rates are the row's controller's, as the capped claim keeps them.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from ..config import DEFAULT_CONTROLLER
 from ..moments import from_iso
-from ..store.queue import Pause, RateWindow
+from ..store.queue import KeyHold, Pause, RateWindow
 from .display import duration, when
 
 
@@ -32,9 +33,9 @@ class JenkinsOutage:
 
 @dataclass(frozen=True)
 class Waiting:
-    """Why a pending row waits. ``code``: paused · not_due · backing_off · controller_not_configured · job_cap ·
-    rate_limit · global_cap · controller_cap · jenkins_unavailable · no_dispatcher (due, but no dispatcher is live
-    to take it) · due (nothing holds it back: the next pass takes it)."""
+    """Why a pending row waits. ``code``: superseded · paused · not_due · backing_off · controller_not_configured ·
+    job_cap · key_cap · rate_limit · global_cap · controller_cap · jenkins_unavailable · no_dispatcher (due, but no
+    dispatcher is live to take it) · due (nothing holds it back: the next pass takes it)."""
 
     code: str
     text: str
@@ -138,6 +139,29 @@ def stranded_text(controller: str, job_id: int) -> str:
             f"{controller} again and the reconciler settles it from its Jenkins")
 
 
+def _superseded(row: Mapping[str, Any], key: KeyHold | None) -> Waiting | None:
+    """Newest wins on the row's key, and a newer row of it waits: the next claim cancels this one."""
+    if key is None or key.newest is None or row.get("id") is None or row["id"] >= key.newest:
+        return None
+    return Waiting("superseded", f"superseded by #{key.newest}: the next dispatcher claim cancels it (newest wins on "
+                                 f"key {row['concurrency_key']})")
+
+
+def _key_capped(row: Mapping[str, Any], key: KeyHold | None) -> Waiting | None:
+    """The row's key at its cap: how many of its rows are in flight, and which (the first three)."""
+    if key is None or not cap_full(key.cap, key.in_flight):
+        return None
+    name = row["concurrency_key"]
+    if key.cap == 0:
+        return Waiting("key_cap", f"key {name} has a cap of 0: its rows are held back (`jenkins-dispatch limits rm "
+                                  f"--key {name}` lifts it)")
+    held = ", ".join(f"#{i}" for i in key.holders)
+    more = key.in_flight - len(key.holders)
+    held += f" and {more} more" if more > 0 and held else ""
+    return Waiting("key_cap", f"key {name} at its cap ({key.in_flight}/{key.cap} in flight"
+                              + (f", held by {held})" if held else ")"))
+
+
 def _paused(pause: Pause) -> Waiting:
     who = f" by {pause.paused_by}" if pause.paused_by else ""
     why = f": {pause.reason}" if pause.reason else ""
@@ -167,6 +191,7 @@ def why_waiting(
     controller_in_flight: int = 0,
     controller_configured: bool = True,
     dispatchers_live: int | None = None,
+    key: KeyHold | None = None,
 ) -> Waiting | None:
     """Why ``row`` (status, scheduled_at, attempts, max_attempts, last_error) is not in Jenkins yet; None
     unless it is pending.
@@ -180,10 +205,12 @@ def why_waiting(
     dispatchers last found Jenkins, if it was failing; ``rate``: the job's rate and its last minute, if it has
     one; ``controller_configured``: whether the row's controller is in the configuration (not: the next pass fails
     the row); ``dispatchers_live``: how many dispatchers are live (None: unknown) — with none, a due row waits for
-    one to start.
+    one to start; ``key``: the cap of the row's concurrency key (``concurrency_key``; None: no key, or no cap).
     """
     if row["status"] != "pending":
         return None
+    if (superseded := _superseded(row, key)) is not None:
+        return superseded
     if pause is not None:
         return _paused(pause)
     if (not_yet := _not_due_yet(row, now)) is not None:
@@ -197,6 +224,8 @@ def why_waiting(
         if job_cap == 0:
             return Waiting("job_cap", "job cap full (0/0): a cap of 0 holds this job back")
         return Waiting("job_cap", f"job cap full ({job_in_flight}/{job_cap} in flight)")
+    if (key_capped := _key_capped(row, key)) is not None:
+        return key_capped
     if rate is not None and rate.full:
         return _rate_limited(rate)
     if cap_full(global_cap, total_in_flight):

@@ -18,7 +18,7 @@ from ..errors import DatabaseBusy
 from .db import Row, Session
 from .outcomes import Outcomes
 from .pruning import Pruning
-from .queue import ClaimedJob, DutyTurn, ExpiredLease, Settlement
+from .queue import CapsInForce, ClaimedJob, ClaimPlan, DutyTurn, ExpiredLease, Settlement
 from .rows import Fingerprint, Gauges, WatchedRow
 from .runner import parameters_of, pause_before_rerun
 
@@ -48,16 +48,23 @@ class DispatcherStore(Outcomes, Pruning):
         pauses): one cheap read, the polling dispatcher's question between passes. Compare two for equality."""
         return cast(Fingerprint, self._run("queue_fingerprint")[0])
 
-    def caps_in_force(self, max_in_flight: int | None) -> bool:
-        """Whether claims must go through the capped path (checked once per pass)."""
-        if max_in_flight is not None:
-            return True
-        return bool(self._run("caps_in_force")[0]["any_job_limits"])
+    def claim_plan(self, max_in_flight: int | None, controller: str = DEFAULT_CONTROLLER) -> ClaimPlan:
+        """Which claim ``controller``'s lane needs, asked once per pass in one round trip: the keyed one while any
+        concurrency key is capped, else the capped one while any job is capped or ``max_in_flight`` is set, else
+        none; in fair-share order while a pending row of ``controller`` has a fairness key (otherwise the seed's
+        order exactly, at no cost)."""
+        row = self._run("claim_plan", controller=controller)[0]
+        if row["any_keys"]:
+            caps = CapsInForce.KEYED
+        else:
+            caps = CapsInForce.CAPPED if row["any_job_limits"] or max_in_flight is not None else CapsInForce.NONE
+        return ClaimPlan(caps, bool(row["any_fair"]))
 
     def claim_batch(
-        self, batch_size: int, *, capped: bool = False, max_in_flight: int | None = None,
+        self, batch_size: int, *, capped: bool | CapsInForce = False, max_in_flight: int | None = None,
         actor: str = "dispatcher", controller: str = DEFAULT_CONTROLLER,
         controller_max_in_flight: int | None = None, counted_controllers: Sequence[str] | None = None,
+        fair: bool = False,
     ) -> list[ClaimedJob]:
         """Claim up to ``batch_size`` eligible rows of ``controller`` (its rows only: the claim index leads with
         the controller, so another controller's backlog is never read).
@@ -65,22 +72,36 @@ class DispatcherStore(Outcomes, Pruning):
         Uncapped: ONE statement. Capped (``controller_max_in_flight`` needs it too): the same statement shape
         after a transaction-scoped lock, so concurrent claimers see each other's claims and no cap is ever
         exceeded: one round trip where the session's blocks take that lock themselves (``locking_blocks``).
+        ``capped``: what ``claim_plan`` answered (its caps); CAPPED takes the capped claim, which leaves every row of a capped
+        concurrency key alone; any other true value (KEYED, True) the keyed one, which holds the keys' caps too.
         ``counted_controllers``: the configured controllers, whose rows in flight ``max_in_flight`` counts (a
         removed controller's stranded rows hold no one back); None: every controller's.
+        ``fair``: what ``claim_plan`` answered; the same claim, in fair-share order (its ``_fair`` variant).
         """
         params = dict(batch_size=batch_size, lease_seconds=self.lease_seconds, actor=actor, controller=controller)
         capped_params = dict(max_in_flight=max_in_flight, controller_max_in_flight=controller_max_in_flight,
                              controllers=None if counted_controllers is None else ",".join(counted_controllers))
 
+        def claim_capped() -> list[Row]:
+            if capped is CapsInForce.CAPPED:
+                if fair:
+                    return self._run("claim_batch_capped_fair", **capped_params, **params)
+                return self._run("claim_batch_capped", **capped_params, **params)
+            if fair:
+                return self._run("claim_batch_keyed_fair", **capped_params, **params)
+            return self._run("claim_batch_keyed", **capped_params, **params)
+
         def claim() -> list[Row]:
             if not capped and controller_max_in_flight is None:
+                if fair:
+                    return self._run("claim_batch_fair", **params)
                 return self._run("claim_batch", **params)
             if self.db.locking_blocks:
                 # One round trip: the block takes the caps lock before it reads (three fewer than below).
-                return self._run("claim_batch_capped", **capped_params, **params)
+                return claim_capped()
             # The lock goes with BEGIN (one round trip), then the claim, then COMMIT.
             with self.db.transaction(opening=self._statements["lock_caps"]):
-                return self._run("claim_batch_capped", **capped_params, **params)
+                return claim_capped()
 
         return [_claimed(r) for r in self._tried_again_when_busy(claim)]
 

@@ -121,6 +121,40 @@ class Levers(Reports, Outcomes, Pruning):
         it had none."""
         return bool(self._run("remove_limit", job_name=job_name, controller=controller, changed_by=changed_by))
 
+    def set_key_limit(self, concurrency_key: str, max_in_flight: int, *, supersede: bool | str = False) -> LimitSet:
+        """Cap the rows holding ``concurrency_key`` in flight, whatever their job or controller (0 holds them
+        back); ``supersede``: newest wins, the next claim cancels the key's older pending rows ("running": and asks
+        for the cancel of its older rows in flight, which the reconciler stops in Jenkins). Whether it changed, and
+        the cap it replaced. A key already so changes nothing."""
+        if supersede not in (False, True, "pending", "running"):
+            raise InvalidInput(f"supersede: pending or running, got {supersede!r}")
+        refuse(inputs.row_key_error("concurrency", concurrency_key),
+               named("max_in_flight", inputs.CAP.error(max_in_flight)))
+        rows = self._run("set_key_limit", concurrency_key=concurrency_key, max_in_flight=max_in_flight,
+                         supersede=bool(supersede), stop_running=supersede == "running")
+        return LimitSet(changed=True, previous=rows[0]["previous"]) if rows else LimitSet(False, max_in_flight)
+
+    def remove_key_limit(self, concurrency_key: str) -> bool:
+        """Remove the cap of ``concurrency_key``; False when it had none."""
+        return bool(self._run("remove_key_limit", concurrency_key=concurrency_key))
+
+    def set_key_rule(self, job_name: str, *, concurrency_template: str | None = None,
+                     fairness_template: str | None = None, changed_by: str | None = None) -> None:
+        """The keys ``job_name``'s rows are given when their INSERT leaves them out, from their parameters
+        (``deploy:{ENV}``: the parameter ENV; ``{job}``: the job name), on every controller, whoever inserts them; it
+        replaces the job's rule whole. Rows already queued keep what they have."""
+        if concurrency_template is None and fairness_template is None:
+            raise InvalidInput("give a concurrency key template, a fairness key template, or both")
+        refuse(job_name_error(job_name),
+               None if concurrency_template is None else inputs.key_template_error("concurrency", concurrency_template),
+               None if fairness_template is None else inputs.key_template_error("fairness", fairness_template))
+        self._run("set_key_rule", job_name=job_name, concurrency_template=concurrency_template,
+                  fairness_template=fairness_template, changed_by=changed_by)
+
+    def remove_key_rule(self, job_name: str) -> bool:
+        """Remove ``job_name``'s key rule (rows queued with derived keys keep them); False when it had none."""
+        return bool(self._run("remove_key_rule", job_name=job_name))
+
     def set_rate(self, job_name: str, per_minute: int, controller: str = DEFAULT_CONTROLLER, *,
                  changed_by: str | None = None) -> LimitSet:
         """Set a job's rate on ``controller``: no set of dispatchers starts more than ``per_minute`` of its rows in

@@ -45,14 +45,19 @@ class Producers(Store):
         dedupe_key: str | None = None,
         actor: str = "operator",
         controller: str = DEFAULT_CONTROLLER,
+        concurrency_key: str | None = None,
+        fairness_key: str | None = None,
     ) -> EnqueueResult:
         """Add a pending row for ``controller``; with ``dedupe_key``, return the unfinished row with that key
-        instead."""
+        instead. ``concurrency_key``: the shared resource it holds while in flight (key caps count it);
+        ``fairness_key``: the group it waits its turn in."""
         parameters = {} if parameters is None else parameters
         refuse(job_name_error(job_name), inputs.parameters_error(parameters),
                 named("priority", inputs.PRIORITY.error(priority)),
                 named("max_attempts", inputs.ATTEMPTS.error(max_attempts)),
-                None if dedupe_key is None else inputs.dedupe_key_error(dedupe_key))
+                None if dedupe_key is None else inputs.dedupe_key_error(dedupe_key),
+                None if concurrency_key is None else inputs.row_key_error("concurrency", concurrency_key),
+                None if fairness_key is None else inputs.row_key_error("fairness", fairness_key))
         scheduled_at = _scheduled_at(scheduled_at)
         rows = self._run(
             "enqueue",
@@ -64,6 +69,8 @@ class Producers(Store):
             dedupe_key=dedupe_key,
             actor=actor,
             controller=controller,
+            concurrency_key=concurrency_key,
+            fairness_key=fairness_key,
         )
         if not rows and dedupe_key is not None:
             # The duplicate committed after our statement's snapshot: look again with a fresh one.
@@ -71,5 +78,6 @@ class Producers(Store):
         if not rows:
             # The row holding the key finished in between; enqueue anew.
             return self.enqueue(job_name, parameters, priority=priority, scheduled_at=scheduled_at,
-                                max_attempts=max_attempts, dedupe_key=dedupe_key, actor=actor, controller=controller)
+                                max_attempts=max_attempts, dedupe_key=dedupe_key, actor=actor, controller=controller,
+                                concurrency_key=concurrency_key, fairness_key=fairness_key)
         return EnqueueResult(id=rows[0]["id"], created=rows[0]["created"])

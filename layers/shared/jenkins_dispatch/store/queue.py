@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from enum import Enum
 from typing import Any
 
 from ..config import DEFAULT_CONTROLLER
@@ -135,6 +136,38 @@ class RateWindow:
     def full(self) -> bool:
         """Whether the rate holds the job's rows back now."""
         return self.started >= self.per_minute
+
+
+class CapsInForce(Enum):
+    """Which claim a pass needs (``DispatcherStore.claim_plan``): none (the one-statement claim), the capped claim
+    (job, controller or global caps), or the keyed one (a concurrency key is capped: the capped claim's work and the
+    keys'). False only for NONE, so that it reads as "capped?"."""
+
+    NONE = "none"
+    CAPPED = "capped"
+    KEYED = "keyed"
+
+    def __bool__(self) -> bool:
+        return self is not CapsInForce.NONE
+
+
+@dataclass(frozen=True)
+class ClaimPlan:
+    """What a pass's claims take (``DispatcherStore.claim_plan``): which caps, and whether in fair-share order."""
+
+    caps: CapsInForce
+    fair: bool
+
+
+@dataclass(frozen=True)
+class KeyHold:
+    """A concurrency key's cap as the capped claim keeps it: its rows in flight on every controller, the first few of
+    them (by id), and, where newest wins, its newest pending row (the older ones are superseded at the next claim)."""
+
+    cap: int
+    in_flight: int
+    holders: tuple[int, ...] = ()
+    newest: int | None = None
 
 
 @dataclass(frozen=True)

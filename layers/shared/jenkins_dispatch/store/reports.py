@@ -13,7 +13,7 @@ from typing import Any, cast
 from ..errors import InvalidInput
 from .db import Row
 from .filters import like_contains, parameter_slots, time_filter
-from .queue import STATUSES, Pause, RateWindow, WaitingContext
+from .queue import STATUSES, KeyHold, Pause, RateWindow, WaitingContext
 from .rows import (
     Dispatcher,
     HourCounts,
@@ -21,6 +21,8 @@ from .rows import (
     Job,
     JobEvent,
     JobStats,
+    KeyLimit,
+    KeyRule,
     Limit,
     LimitChange,
     OldestPending,
@@ -158,6 +160,23 @@ class Reports(Store):
         """Every job's limits (with its controller): its cap with its rows in flight, its rate with its starts of the
         last minute (either None when it has none)."""
         return cast(list[Limit], self._run("list_limits"))
+
+    def key_holds(self, keys: Sequence[str]) -> dict[str, KeyHold]:
+        """The caps of the concurrency keys ``keys`` (only those that have one), as "why waiting" reads them: one
+        statement for a whole page of rows."""
+        rows = self._run("key_holds", keys=json.dumps(sorted(set(keys))))
+        return {r["concurrency_key"]: KeyHold(cap=r["max_in_flight"], in_flight=r["in_flight"],
+                                              holders=tuple(int(i) for i in (r["holders"] or "").split(",") if i),
+                                              newest=r["newest"])
+                for r in rows}
+
+    def key_limits(self) -> list[KeyLimit]:
+        """Every concurrency key's cap, with its rows in flight (on every controller) and its rows waiting."""
+        return cast(list[KeyLimit], self._run("list_key_limits"))
+
+    def key_rules(self) -> list[KeyRule]:
+        """Every job's rule for the keys its rows get from their parameters when their INSERT leaves them out."""
+        return cast(list[KeyRule], self._run("list_key_rules"))
 
     def limit_history(self, limit: int = 20) -> list[LimitChange]:
         """The latest cap and rate changes, newest first: controller, job_name, kind ('cap' or 'rate'), previous

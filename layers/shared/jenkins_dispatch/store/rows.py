@@ -25,6 +25,7 @@ class Fingerprint(TypedDict):
     last_event_id: int | None
     processing: int
     limits: str | None
+    key_limits: str | None
     pauses: str | None
     schedules: str | None  # how many, and the latest change: a new or resumed schedule wakes a polling pass
 
@@ -73,6 +74,8 @@ class Job(TypedDict):
     last_error: str | None
     dedupe_key: str | None
     lease_expires_at: datetime | None
+    concurrency_key: str | None
+    fairness_key: str | None
     started_at: datetime | None
     created_at: datetime
     updated_at: datetime
@@ -133,6 +136,25 @@ class Limit(TypedDict):
     started_last_minute: int
 
 
+class KeyLimit(TypedDict):
+    """``list_key_limits``: a concurrency key's cap, its rows in flight on every controller, its rows waiting."""
+    concurrency_key: str
+    max_in_flight: int
+    supersede: bool
+    stop_running: bool
+    in_flight: int
+    pending: int
+
+
+class KeyRule(TypedDict):
+    """``list_key_rules``: the keys a job's rows get from their parameters when their INSERT leaves them out."""
+    job_name: str
+    concurrency_template: str | None
+    fairness_template: str | None
+    changed_by: str | None
+    updated_at: datetime
+
+
 class LimitChange(TypedDict):
     """``limit_history``: one cap or rate change (``kind``), from what to what (None: no limit), by whom."""
     id: int
@@ -167,6 +189,7 @@ class Gauges(TypedDict):
     """``gauges``: what a dispatcher reports after each pass, and when it must look again."""
     processing: int
     processing_per_controller: dict[str, int] | None  # the same rows by controller (None: none in flight)
+    capped_keys: dict[str, dict[str, int]] | None  # each capped key: {"cap": …, "in_flight": …} (None: none capped)
     oldest_pending_seconds: float | None
     everything_paused: bool
     paused_jobs: int

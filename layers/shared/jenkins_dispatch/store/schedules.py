@@ -71,12 +71,13 @@ class Schedules(Store):
         return _stamp(self._run("database_now")[0]["now"])
 
     def add(self, name: str, job_name: str, parameters: dict, *, cron: str, timezone: str, priority: int,
-            controller: str, next_tick: datetime, no_overlap: bool = False) -> bool:
+            controller: str, next_tick: datetime, no_overlap: bool = False, concurrency_key: str | None = None,
+            fairness_key: str | None = None) -> bool:
         """Store a new schedule; False when one of that name (any case) exists already (nothing changed).
-        ``no_overlap``: skip a tick while the previous run is still pending or processing."""
+        ``no_overlap``: skip a tick while the previous run is still pending or processing. The keys: its rows'."""
         rows = self._run("add_schedule", name=check_name(name), job_name=job_name, parameters=json.dumps(parameters),
                          cron=cron, timezone=timezone, priority=priority, controller=controller, next_tick=next_tick,
-                         no_overlap=bool(no_overlap))
+                         no_overlap=bool(no_overlap), concurrency_key=concurrency_key, fairness_key=fairness_key)
         return bool(rows)
 
     def remove(self, name: str) -> bool:

@@ -15,6 +15,10 @@ sequence of blocks, each opened by a header line:
   it) when the file is loaded; a fragment may include another, never itself;
 * ``-- lock: NAME = KEY`` (a comment line between blocks, in any file of the dialect: ``shared.sql`` holds
   them) an advisory-lock key, the only place it is written; a statement or fragment says ``{{lock:NAME}}``;
+* ``-- variant: NAME = BASE with FRAGMENT=OTHER[, FRAGMENT=OTHER ...]`` (a comment line between blocks) a
+  statement run by NAME: BASE's text with each named fragment included as the OTHER one instead, wherever BASE
+  or a fragment it includes says ``{{FRAGMENT}}``. The claims in fair-share order are their seed-order claims
+  with another ``ORDER BY``: written once, they cannot drift apart;
 * ``-- not run on this engine: WHY`` (a comment line above a statement, in its own block) the package never
   runs this statement on this file's engine, for the reason given. Nothing here acts on it: a run of the
   whole test suite fails unless every other statement ran on its engine (tests/statement_coverage.py).
@@ -36,6 +40,7 @@ SQL_DIR = Path(__file__).with_name("dialects")
 QUERIES = "queries"  # each dialect's folder of statement files, beside its migrations/
 _HEADER = re.compile(r"^-- (name|fragment): *(\S+) *$", re.M)
 _LOCK = re.compile(r"^-- lock: *(\w+) *= *(\d+) *$", re.M)
+_VARIANT = re.compile(r"^-- variant: *(\w+) *= *(\w+) +with +(\w+ *= *\w+(?: *, *\w+ *= *\w+)*) *$", re.M)
 _INCLUDE = re.compile(r"\{\{(lock:)?(\w+)\}\}")
 # Read by the test suite only: compiled on first use (re's own cache), not at every process's import.
 _NOT_RUN = r"^[ \t]*-- not run on this engine: *(\S.*?) *$"
@@ -61,22 +66,41 @@ def parse(text: str) -> dict[str, str]:
             body = re.sub(r"\A(?:[ \t]*--[^\n]*\n)*", "", body).strip()
         blocks[kind][name] = body
 
-    def render(name: str, body: str, within: tuple[str, ...] = ()) -> str:
+    def render(name: str, body: str, within: tuple[str, ...] = (), instead: Mapping[str, str] | None = None,
+               swapped: set[str] | None = None) -> str:
         def include(match: re.Match) -> str:
             is_lock, ref = match.group(1), match.group(2)
             if is_lock:
                 if ref not in locks:
                     raise StatementError(f"unknown lock {ref!r} in {name}")
                 return locks[ref]
+            if instead and ref in instead:
+                if swapped is not None:
+                    swapped.add(ref)
+                ref = instead[ref]
             if ref not in blocks["fragment"]:
                 raise StatementError(f"unknown fragment {ref!r} in {name}")
             if ref in within:
                 raise StatementError(f"fragment {ref!r} includes itself (through {' → '.join(within)})")
-            return render(ref, blocks["fragment"][ref], (*within, ref))
+            return render(ref, blocks["fragment"][ref], (*within, ref), instead, swapped)
 
         return _INCLUDE.sub(include, body)
 
-    return {name: render(name, body) for name, body in blocks["name"].items()}
+    rendered = {name: render(name, body) for name, body in blocks["name"].items()}
+    for name, base, pairs in _VARIANT.findall(text):
+        if name in blocks["name"] or name in blocks["fragment"] or name in rendered:
+            raise StatementError(f"{name!r} is defined twice")
+        if base not in blocks["name"]:
+            raise StatementError(f"variant {name} of unknown statement {base!r}")
+        instead: dict[str, str] = {}
+        for pair in pairs.split(","):
+            fragment, other = pair.split("=")
+            instead[fragment.strip()] = other.strip()
+        swapped: set[str] = set()
+        rendered[name] = render(name, blocks["name"][base], instead=instead, swapped=swapped)
+        if unused := [fragment for fragment in instead if fragment not in swapped]:
+            raise StatementError(f"variant {name}: {base} never includes {', '.join(unused)}")
+    return rendered
 
 
 def _trimmed(body: str) -> str:

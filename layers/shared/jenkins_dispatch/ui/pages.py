@@ -64,11 +64,13 @@ class Pages:
     # ------------------------------------------------------------------ reads
 
     def overview(self, query: forms.Query) -> Page:
-        """``/``: counts, caps, pauses, the oldest pending job, dispatchers, Jenkins, recent hours."""
+        """``/``: counts, caps (the jobs', the keys'), pauses, the oldest pending job, dispatchers, Jenkins, recent
+        hours."""
         with self.queue() as queue:
             return Page("overview.html", dict(queue_overview(queue, self.settings),
                                               schedules=list_schedules(Schedules(queue.db)),
-                                              cap_changes=queue.limit_history(CAP_CHANGES_SHOWN)))
+                                              cap_changes=queue.limit_history(CAP_CHANGES_SHOWN),
+                                              key_caps=queue.key_limits()))
 
     def time(self, query: forms.Query) -> Page:
         """``/time``: outcomes over the last hour, day and week; queue wait and build duration per job."""

@@ -11,8 +11,10 @@
 -- was created. A concurrent enqueue of the same key waits on the index entry of the first: once that one
 -- commits, it finds the duplicate; if it rolls back, it inserts. Either way it never fails.
 SET @jd_created = 1, @jd_id = NULL, @jd_iso = :scheduled_at;
-INSERT INTO jenkins_jobs_queue (job_name, parameters, priority, scheduled_at, max_attempts, dedupe_key, controller)
-VALUES (:job_name, :parameters, :priority, COALESCE({{t_iso_utc}}, NOW(6)), :max_attempts, :dedupe_key, :controller)
+INSERT INTO jenkins_jobs_queue (job_name, parameters, priority, scheduled_at, max_attempts, dedupe_key, controller,
+                                concurrency_key, fairness_key)
+VALUES (:job_name, :parameters, :priority, COALESCE({{t_iso_utc}}, NOW(6)), :max_attempts, :dedupe_key, :controller,
+        :concurrency_key, :fairness_key)
 ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id) + 0 * (@jd_created := 0);
 -- read before the history row's insert, which sets LAST_INSERT_ID() anew
 SET @jd_id = LAST_INSERT_ID();

@@ -15,7 +15,7 @@
 -- everything paused: none. Plain consistent reads: no queue row is locked. The counts go through variables into
 -- the queue-depth chart (jenkins_queue_depth, 0009_job_stats.sql) in the same round trip: the most pending and
 -- processing rows seen in the current five minutes (MySQL writes the row only when a count rose).
--- decode: everything_paused bool, processing_per_controller json
+-- decode: everything_paused bool, processing_per_controller json, capped_keys json
 {{op_oldest_transaction}};
 SET @jd_processing = (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'processing'),
     @jd_pending = (SELECT count(*) FROM jenkins_jobs_queue WHERE status = 'pending');
@@ -31,6 +31,9 @@ SELECT
     (SELECT JSON_OBJECTAGG(c.controller, c.n) FROM (
         SELECT controller, count(*) AS n FROM jenkins_jobs_queue WHERE status = 'processing' GROUP BY controller
      ) AS c) AS processing_per_controller,
+    -- Each capped concurrency key: its cap and its rows in flight on every controller (NULL: no key capped).
+    (SELECT JSON_OBJECTAGG(k.concurrency_key, JSON_OBJECT('cap', k.max_in_flight, 'in_flight', {{claim_key_in_flight}}))
+     FROM jenkins_key_limits k) AS capped_keys,
     -- The oldest due row of a job not paused (keyed as the claim skips them). ORDER BY … LIMIT 1 walks the
     -- (status, scheduled_at) index from the oldest and stops at the first such row; MIN() with this filter
     -- would look up every due row (seconds at a million).

@@ -145,6 +145,27 @@ INSERT INTO jenkins_job_limit_events (controller, job_name, previous, max_in_fli
 SELECT :controller, @jd_name, @jd_previous, NULL, :changed_by FROM DUAL WHERE @jd_removed > 0;
 SELECT :job_name AS job_name, @jd_previous AS previous FROM DUAL WHERE @jd_removed > 0;
 
+-- name: set_key_limit
+-- As set_limit, for a key: under the caps lock, the cap as it was read first; no row back when unchanged.
+SELECT name FROM jenkins_dispatch_locks WHERE name = 'caps' FOR UPDATE;
+SET @jd_previous = NULL, @jd_supersede = NULL, @jd_stop = NULL;
+SELECT max_in_flight, supersede, stop_running INTO @jd_previous, @jd_supersede, @jd_stop FROM jenkins_key_limits
+WHERE concurrency_key = :concurrency_key FOR UPDATE;
+SET @jd_changed = NOT (@jd_previous <=> :max_in_flight AND @jd_supersede <=> :supersede
+                       AND @jd_stop <=> :stop_running);
+INSERT INTO jenkins_key_limits (concurrency_key, max_in_flight, supersede, stop_running)
+SELECT :concurrency_key, :max_in_flight, :supersede, :stop_running FROM DUAL WHERE @jd_changed
+ON DUPLICATE KEY UPDATE max_in_flight = VALUES(max_in_flight), supersede = VALUES(supersede),
+                        stop_running = VALUES(stop_running), updated_at = NOW(6);
+SELECT concurrency_key, max_in_flight, @jd_previous AS previous FROM jenkins_key_limits
+WHERE concurrency_key = :concurrency_key AND @jd_changed;
+
+-- name: remove_key_limit
+SET @jd_previous = NULL;
+SELECT max_in_flight INTO @jd_previous FROM jenkins_key_limits WHERE concurrency_key = :concurrency_key FOR UPDATE;
+DELETE FROM jenkins_key_limits WHERE concurrency_key = :concurrency_key;
+SELECT :concurrency_key AS concurrency_key, @jd_previous AS previous FROM DUAL WHERE @jd_previous IS NOT NULL;
+
 -- name: set_rate
 -- As set_limit, for the rate: VALUES(col) rather than a row alias (MariaDB); the rate it replaced, read under the
 -- row's lock first, and recorded with the new one in the caps' history as a 'rate' event (0013_rate_history.sql).
@@ -186,3 +207,18 @@ SELECT job_name, max_in_flight FROM jenkins_job_limits WHERE job_key = {{op_job_
 SELECT COUNT(*) AS pending FROM jenkins_jobs_queue q
 WHERE q.status = 'pending' AND ((q.job_name = :job_name AND {{t_job_key}} = UNHEX(SHA2(LOWER(:job_name), 256)))
                                 OR :job_name = '*');
+
+-- name: set_key_rule
+-- As PostgreSQL's: the job's rule replaced whole, found by the hash of its lower-cased name (0021_key_rules.sql).
+INSERT INTO jenkins_key_rules (job_name, concurrency_template, fairness_template, changed_by)
+VALUES (:job_name, :concurrency_template, :fairness_template, :changed_by)
+ON DUPLICATE KEY UPDATE job_name = VALUES(job_name), concurrency_template = VALUES(concurrency_template),
+                        fairness_template = VALUES(fairness_template), changed_by = VALUES(changed_by),
+                        updated_at = NOW(6);
+SELECT :job_name AS job_name;
+
+-- name: remove_key_rule
+SET @jd_removed = NULL;
+SELECT job_name INTO @jd_removed FROM jenkins_key_rules WHERE job_key = UNHEX(SHA2(LOWER(:job_name), 256)) FOR UPDATE;
+DELETE FROM jenkins_key_rules WHERE job_key = UNHEX(SHA2(LOWER(:job_name), 256));
+SELECT @jd_removed AS job_name FROM DUAL WHERE @jd_removed IS NOT NULL;

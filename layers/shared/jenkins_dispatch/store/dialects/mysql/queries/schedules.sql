@@ -15,8 +15,9 @@ SELECT NOW(6) AS now;
 -- which would also turn a broken CHECK into a warning.
 SET @jd_changed = 0;
 INSERT INTO jenkins_job_schedules (name, job_name, parameters, cron, timezone, priority, controller, next_tick,
-                                   no_overlap)
-SELECT :name, :job_name, :parameters, :cron, :timezone, :priority, :controller, :next_tick, :no_overlap FROM DUAL
+                                   no_overlap, concurrency_key, fairness_key)
+SELECT :name, :job_name, :parameters, :cron, :timezone, :priority, :controller, :next_tick, :no_overlap,
+       :concurrency_key, :fairness_key FROM DUAL
 WHERE NOT EXISTS (SELECT 1 FROM jenkins_job_schedules WHERE name = :name);
 SET @jd_changed = ROW_COUNT();
 SELECT name, next_tick FROM jenkins_job_schedules WHERE name = :name AND @jd_changed > 0;
@@ -59,7 +60,7 @@ SELECT name, next_tick FROM jenkins_job_schedules WHERE name = :name AND @jd_cha
 -- decode: enabled bool, no_overlap bool
 SELECT s.name, s.job_name, s.parameters, s.cron, s.timezone, s.priority, s.controller, s.enabled, s.next_tick,
        s.last_tick, s.last_job_id, q.status AS last_status, s.paused_at, s.paused_by, s.created_at, s.no_overlap,
-       s.skipped_ticks, s.last_skipped_tick
+       s.skipped_ticks, s.last_skipped_tick, s.concurrency_key, s.fairness_key
 FROM jenkins_job_schedules s
 LEFT JOIN jenkins_jobs_queue q ON q.id = s.last_job_id
 WHERE :name IS NULL OR s.name = :name
@@ -92,8 +93,10 @@ WHERE s.name = :name AND @jd_changed > 0 AND s.no_overlap AND q.status IN ('pend
 UPDATE jenkins_job_schedules SET skipped_ticks = skipped_ticks + 1, last_skipped_tick = :tick
 WHERE name = :name AND @jd_running IS NOT NULL;
 -- The queue's columns, listed: the seam where a column the queue gains (controller) takes s.controller.
-INSERT INTO jenkins_jobs_queue (job_name, parameters, priority, scheduled_at, controller)
-SELECT s.job_name, s.parameters, s.priority, :tick, s.controller FROM jenkins_job_schedules s
+INSERT INTO jenkins_jobs_queue (job_name, parameters, priority, scheduled_at, controller, concurrency_key,
+                                fairness_key)
+SELECT s.job_name, s.parameters, s.priority, :tick, s.controller, s.concurrency_key, s.fairness_key
+FROM jenkins_job_schedules s
 WHERE s.name = :name AND @jd_changed > 0 AND @jd_running IS NULL;
 SET @jd_id = IF(@jd_changed > 0 AND @jd_running IS NULL, LAST_INSERT_ID(), NULL);
 INSERT INTO jenkins_job_events (job_id, event, from_status, to_status, actor, detail)

@@ -68,6 +68,12 @@ UNHEX(SHA2(LOWER(q.job_name), 256))
  WHERE f.status = 'processing' AND f.job_name = l.job_name AND UNHEX(SHA2(LOWER(f.job_name), 256)) = l.job_key
    AND f.controller = l.controller)
 
+-- fragment: claim_key_in_flight
+-- Processing rows holding the key of key limit k, on every controller (the in-flight-by-key index, named: the
+-- fair-share indexes lead with the status too).
+(SELECT COUNT(*) FROM jenkins_jobs_queue f FORCE INDEX (jenkins_jobs_queue_in_flight_by_key_idx)
+ WHERE f.status = 'processing' AND f.concurrency_key = k.concurrency_key)
+
 -- fragment: claim_started
 -- The starts of the last minute of the job of limit l on its controller (jenkins_job_starts, 0010_rate_limits.sql).
 (SELECT COUNT(*) FROM jenkins_job_starts s

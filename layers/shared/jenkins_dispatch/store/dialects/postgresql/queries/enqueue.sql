@@ -4,9 +4,11 @@
 -- name: enqueue
 -- A second enqueue with the same dedupe_key while one is unfinished returns the existing id.
 WITH inserted AS (
-    INSERT INTO jenkins_jobs_queue (job_name, parameters, priority, scheduled_at, max_attempts, dedupe_key, controller)
+    INSERT INTO jenkins_jobs_queue (job_name, parameters, priority, scheduled_at, max_attempts, dedupe_key, controller,
+                                    concurrency_key, fairness_key)
     VALUES (:job_name, CAST(:parameters AS jsonb), :priority,
-            coalesce(CAST(:scheduled_at AS timestamptz), now()), :max_attempts, :dedupe_key, :controller)
+            coalesce(CAST(:scheduled_at AS timestamptz), now()), :max_attempts, :dedupe_key, :controller,
+            :concurrency_key, :fairness_key)
     ON CONFLICT (dedupe_key) WHERE dedupe_key IS NOT NULL AND status IN ('pending', 'processing')
     DO NOTHING
     RETURNING id, scheduled_at

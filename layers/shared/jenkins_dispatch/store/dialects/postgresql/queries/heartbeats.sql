@@ -22,6 +22,13 @@ WITH seen AS (
         (SELECT jsonb_object_agg(controller, n) FROM (
             SELECT controller, count(*) AS n FROM jenkins_jobs_queue WHERE status = 'processing' GROUP BY controller
          ) AS c) AS processing_per_controller,
+        -- Each capped concurrency key: its cap and its rows in flight on every controller (the in-flight-by-key
+        -- index; NULL: no key capped), for /metrics.
+        (SELECT jsonb_object_agg(k.concurrency_key, jsonb_build_object(
+                    'cap', k.max_in_flight,
+                    'in_flight', (SELECT count(*) FROM jenkins_jobs_queue f
+                                  WHERE f.status = 'processing' AND f.concurrency_key = k.concurrency_key)))
+         FROM jenkins_key_limits k) AS capped_keys,
         (SELECT extract(epoch FROM now() - min(scheduled_at))::float8 FROM jenkins_jobs_queue q
           WHERE status = 'pending' AND scheduled_at <= now()
             -- A pause holds its controller's rows (controller NULL: every controller's).

@@ -190,6 +190,29 @@ WITH target AS (
 )
 SELECT job_name, per_minute AS previous FROM target;
 
+-- name: set_key_limit
+-- One cap per concurrency key, whatever the job or controller, with whether newest wins (:supersede) and whether
+-- that stops older rows in flight too (:stop_running). Returns the
+-- cap it replaced (``previous``, NULL: none); a key already so is left as it is and no row comes back (as
+-- set_limit).
+WITH before AS (
+    SELECT max_in_flight FROM jenkins_key_limits WHERE concurrency_key = CAST(:concurrency_key AS text)
+), changed AS (
+    INSERT INTO jenkins_key_limits (concurrency_key, max_in_flight, supersede, stop_running)
+    VALUES (:concurrency_key, :max_in_flight, :supersede, :stop_running)
+    ON CONFLICT (concurrency_key) DO UPDATE
+    SET max_in_flight = EXCLUDED.max_in_flight, supersede = EXCLUDED.supersede, stop_running = EXCLUDED.stop_running,
+        updated_at = now()
+    WHERE (jenkins_key_limits.max_in_flight, jenkins_key_limits.supersede, jenkins_key_limits.stop_running)
+          IS DISTINCT FROM (EXCLUDED.max_in_flight, EXCLUDED.supersede, EXCLUDED.stop_running)
+    RETURNING concurrency_key, max_in_flight
+)
+SELECT concurrency_key, max_in_flight, (SELECT max_in_flight FROM before) AS previous FROM changed;
+
+-- name: remove_key_limit
+DELETE FROM jenkins_key_limits WHERE concurrency_key = CAST(:concurrency_key AS text)
+RETURNING concurrency_key, max_in_flight AS previous;
+
 -- name: limit_of
 -- One job's cap on one controller (any spelling of its name), or no row.
 SELECT job_name, max_in_flight FROM jenkins_job_limits
@@ -199,3 +222,16 @@ WHERE controller = :controller AND lower(job_name) = lower(CAST(:job_name AS tex
 -- Pending rows of one job (every spelling), or of every job for '*': what a pause would hold back.
 SELECT count(*) AS pending FROM jenkins_jobs_queue
 WHERE status = 'pending' AND (lower(job_name) = lower(CAST(:job_name AS text)) OR CAST(:job_name AS text) = '*');
+
+-- name: set_key_rule
+-- The keys a job's rows are given when their INSERT leaves them out (0023_key_rules.sql): one rule per job, on
+-- every controller, found by its lower-cased name. Replaces the job's rule whole (a template not given: none).
+INSERT INTO jenkins_key_rules (job_key, job_name, concurrency_template, fairness_template, changed_by)
+VALUES (lower(CAST(:job_name AS text)), :job_name, :concurrency_template, :fairness_template, :changed_by)
+ON CONFLICT (job_key) DO UPDATE
+SET job_name = EXCLUDED.job_name, concurrency_template = EXCLUDED.concurrency_template,
+    fairness_template = EXCLUDED.fairness_template, changed_by = EXCLUDED.changed_by, updated_at = now()
+RETURNING job_name;
+
+-- name: remove_key_rule
+DELETE FROM jenkins_key_rules WHERE job_key = lower(CAST(:job_name AS text)) RETURNING job_name;

@@ -11,7 +11,7 @@ ORDER BY controller NULLS FIRST, job_name = '*' DESC, job_name;
 SELECT id, job_name, parameters::text AS parameters, status, priority, scheduled_at, attempts, max_attempts, resends, cancel_requested_at,
        dispatch_id, controller,
        jenkins_queue_id, build_number, build_url, jenkins_result, last_error, dedupe_key, lease_expires_at,
-       started_at, created_at, updated_at, finished_at
+       concurrency_key, fairness_key, started_at, created_at, updated_at, finished_at
 FROM jenkins_jobs_queue WHERE id = :id;
 
 -- name: job_events
@@ -26,7 +26,8 @@ FROM jenkins_job_events WHERE job_id = :id ORDER BY id;
 -- Every column get_job reads (ls --json carries all that show does).
 SELECT id, job_name, parameters::text AS parameters, status, priority, scheduled_at, attempts, max_attempts, resends,
        cancel_requested_at, dispatch_id, controller, jenkins_queue_id, build_number, build_url, jenkins_result,
-       last_error, dedupe_key, lease_expires_at, started_at, created_at, updated_at, finished_at
+       last_error, dedupe_key, lease_expires_at, concurrency_key, fairness_key, started_at, created_at, updated_at,
+       finished_at
 FROM jenkins_jobs_queue
 WHERE (CAST(:status AS text) IS NULL OR status = CAST(:status AS text))
   AND (CAST(:job_name AS text) IS NULL OR lower(job_name) = lower(CAST(:job_name AS text)))
@@ -79,6 +80,30 @@ SELECT l.controller, l.job_name, l.max_in_flight,
         WHERE s.controller = l.controller AND s.job_key = lower(l.job_name) AND s.at > now() - interval '1 minute')
            AS started_last_minute
 FROM jenkins_job_limits l ORDER BY l.job_name, l.controller;
+
+-- name: key_holds
+-- "Why waiting" for rows holding the concurrency keys :keys (a JSON array of text): each capped key's cap, its rows
+-- in flight on every controller and the first three of them, and, where newest wins, its newest pending row.
+SELECT k.concurrency_key, k.max_in_flight,
+       (SELECT count(*) FROM jenkins_jobs_queue f
+        WHERE f.status = 'processing' AND f.concurrency_key = k.concurrency_key) AS in_flight,
+       (SELECT string_agg(CAST(h.id AS text), ',' ORDER BY h.id)
+        FROM (SELECT f.id FROM jenkins_jobs_queue f
+              WHERE f.status = 'processing' AND f.concurrency_key = k.concurrency_key ORDER BY f.id LIMIT 3) h)
+           AS holders,
+       CASE WHEN k.supersede THEN (SELECT max(n.id) FROM jenkins_jobs_queue n
+                                   WHERE n.status = 'pending' AND n.concurrency_key = k.concurrency_key) END AS newest
+FROM jenkins_key_limits k
+WHERE k.concurrency_key IN (SELECT jsonb_array_elements_text(CAST(:keys AS jsonb)));
+
+-- name: list_key_limits
+-- Each key's cap with its rows in flight (counted as the capped claim counts them) and its rows waiting.
+SELECT k.concurrency_key, k.max_in_flight, k.supersede, k.stop_running,
+       (SELECT count(*) FROM jenkins_jobs_queue q
+        WHERE q.status = 'processing' AND q.concurrency_key = k.concurrency_key) AS in_flight,
+       (SELECT count(*) FROM jenkins_jobs_queue q
+        WHERE q.status = 'pending' AND q.concurrency_key = k.concurrency_key) AS pending
+FROM jenkins_key_limits k ORDER BY k.concurrency_key;
 
 -- name: stats_per_controller
 -- Per controller: pending, due and processing rows. One status per branch, so each is read through its partial
@@ -279,3 +304,8 @@ FROM (
     LIMIT :limit
 ) recent
 GROUP BY job_name;
+
+-- name: list_key_rules
+-- Every job's rule for the keys its rows are given when their INSERT leaves them out, by job name.
+SELECT job_name, concurrency_template, fairness_template, changed_by, updated_at
+FROM jenkins_key_rules ORDER BY job_key;

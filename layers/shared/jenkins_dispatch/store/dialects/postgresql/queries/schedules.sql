@@ -12,9 +12,9 @@ SELECT now() AS now;
 -- name: add_schedule
 -- A second schedule of the same name (any case) adds nothing: no row comes back.
 INSERT INTO jenkins_job_schedules (name, job_name, parameters, cron, timezone, priority, controller, next_tick,
-                                   no_overlap)
+                                   no_overlap, concurrency_key, fairness_key)
 VALUES (:name, :job_name, CAST(:parameters AS jsonb), :cron, :timezone, :priority, :controller,
-        CAST(:next_tick AS timestamptz), :no_overlap)
+        CAST(:next_tick AS timestamptz), :no_overlap, :concurrency_key, :fairness_key)
 ON CONFLICT ((lower(name))) DO NOTHING
 RETURNING name, next_tick;
 
@@ -55,7 +55,8 @@ RETURNING name, next_tick;
 -- Every schedule (or the one named; NULL: all) with the state of its last tick's row (NULL once pruned).
 SELECT s.name, s.job_name, CAST(s.parameters AS text) AS parameters, s.cron, s.timezone, s.priority,
        s.controller, s.enabled, s.next_tick, s.last_tick, s.last_job_id, q.status AS last_status,
-       s.paused_at, s.paused_by, s.created_at, s.no_overlap, s.skipped_ticks, s.last_skipped_tick
+       s.paused_at, s.paused_by, s.created_at, s.no_overlap, s.skipped_ticks, s.last_skipped_tick,
+       s.concurrency_key, s.fairness_key
 FROM jenkins_job_schedules s
 LEFT JOIN jenkins_jobs_queue q ON q.id = s.last_job_id
 WHERE CAST(:name AS text) IS NULL OR lower(s.name) = lower(CAST(:name AS text))
@@ -81,7 +82,8 @@ LIMIT :limit;
 -- last_job_id is read from the locked row, so it is the run this tick follows whatever the racing takers do.
 -- No row back: the tick was not this caller's; job_id NULL: it was, and was skipped.
 WITH taken AS MATERIALIZED (
-    SELECT s.name, s.job_name, s.parameters, s.priority, s.controller, s.no_overlap, s.last_job_id
+    SELECT s.name, s.job_name, s.parameters, s.priority, s.controller, s.no_overlap, s.last_job_id,
+           s.concurrency_key, s.fairness_key
     FROM jenkins_job_schedules s
     WHERE s.name = :name AND s.enabled AND s.next_tick = CAST(:seen AS timestamptz)
     FOR UPDATE SKIP LOCKED
@@ -90,8 +92,10 @@ WITH taken AS MATERIALIZED (
     WHERE t.no_overlap AND q.status IN ('pending', 'processing')
 ), inserted AS (
     -- The queue's columns, listed: the seam where a column the queue gains (controller) takes taken.controller.
-    INSERT INTO jenkins_jobs_queue (job_name, parameters, priority, scheduled_at, controller)
-    SELECT t.job_name, t.parameters, t.priority, CAST(:tick AS timestamptz), t.controller FROM taken t
+    INSERT INTO jenkins_jobs_queue (job_name, parameters, priority, scheduled_at, controller, concurrency_key,
+                                    fairness_key)
+    SELECT t.job_name, t.parameters, t.priority, CAST(:tick AS timestamptz), t.controller, t.concurrency_key,
+           t.fairness_key FROM taken t
     WHERE NOT EXISTS (SELECT 1 FROM running)
     RETURNING id, scheduled_at
 ), logged AS (
