@@ -6,6 +6,7 @@ import threading
 import pytest
 
 from jenkins_dispatch.config import parse_database_url
+from jenkins_dispatch.errors import DatabaseError
 from jenkins_dispatch.store.db import Database
 from jenkins_dispatch.store.migrations import migrate, migration_files
 
@@ -117,3 +118,36 @@ def test_a_pause_from_before_pauses_per_controller_holds_on_every_controller(emp
         assert (pause.job_name, pause.controller, pause.reason) == ("Deploy", None, "from before")
         assert [j.job_name for j in queue.claim_batch(10, controller="b")] == ["build"]
         assert queue.claim_batch(10) == []
+
+
+@pytest.mark.postgresql_only(reason="JIT compilation and indexes not yet usable by older snapshots are PostgreSQL's")
+def test_an_insert_right_after_the_upgrade_compiles_nothing_while_older_snapshots_hide_the_new_indexes(
+        empty_database):
+    """The seed's worker changed rows while another transaction was open in the cluster (its xid older than the
+    upgrade's): PostgreSQL builds the new indexes with indcheckxmin, and sessions whose snapshots reach back that
+    far cannot plan with them. The fair-share trigger's lookups then fell back to a sort it had switched off, cost
+    ~10^10, and PostgreSQL compiled each one with LLVM: ~0.35 s a row here, past the 15 s statement timeout for a
+    20-row INSERT on a loaded CI machine. Seen in auto_explain's plans of the trigger's statements."""
+    url = parse_database_url(empty_database)
+    with Database(url) as db, Database(url) as elsewhere, Database(url) as application:
+        if not db.run("SELECT pg_jit_available() AS jit")[0]["jit"]:
+            pytest.skip("this PostgreSQL has no JIT compiler")
+        try:
+            application.run("LOAD 'auto_explain'")
+        except DatabaseError:
+            pytest.skip("this PostgreSQL has no auto_explain module")
+        db.run(SEED)
+        with elsewhere.transaction():
+            elsewhere.run("SELECT txid_current()")  # an xid older than the upgrade's, running throughout
+            db.run("UPDATE jenkins_jobs_queue SET status = 'processing' WHERE id = 1")  # the old worker's claim
+            migrate(db)
+            hidden = db.run("SELECT count(*) AS n FROM pg_index "
+                            "WHERE indrelid = 'jenkins_jobs_queue'::regclass AND indcheckxmin")[0]["n"]
+            assert hidden > 0  # the situation this test is about
+            for setting in ("auto_explain.log_nested_statements = on", "auto_explain.log_min_duration = 0",
+                            "client_min_messages = log"):
+                application.run(f"SET {setting}")
+            application.run("INSERT INTO jenkins_jobs_queue (job_name) VALUES ('deploy')")
+            plans = [(n.get(b"M", b"") + b"\n" + n.get(b"W", b"")).decode() for n in application.connection().notices]
+        assert any("jenkins_dispatch_fair_round" in p for p in plans)  # the trigger's lookups were seen
+        assert [p for p in plans if "JIT:" in p] == []

@@ -37,8 +37,13 @@ CREATE INDEX IF NOT EXISTS jenkins_jobs_queue_fair_waiting_idx
 -- plan made while the table was small (an aggregate over a whole index, say) would be kept for every later row,
 -- each costing as much as the rows before it (an INSERT of 2,000 rows took 1.3 s that way). With these plans a row
 -- costs the same however many there are (an INSERT of 20,000 rows: 0.54 s without this trigger, 2.2 s with it).
+-- JIT is off too: while a transaction older than an upgrade runs anywhere in the cluster, sessions whose snapshots
+-- reach back that far may not plan with indexes the upgrade built over rows changed in place (indcheckxmin), and
+-- the lookups fall back to a scan with the switched-off sort, whose cost (~10^10) made PostgreSQL compile each one
+-- with LLVM: 0.35 s a row, and a 20-row INSERT past its 15 s statement timeout on a loaded machine. The scan of a
+-- table waits only until that transaction ends; its compilation was paid again by every row.
 CREATE OR REPLACE FUNCTION jenkins_dispatch_fair_round() RETURNS trigger LANGUAGE plpgsql
-SET enable_sort = off AS $$
+SET enable_sort = off SET jit = off AS $$
 DECLARE
     group_next bigint;
     in_flight bigint;
