@@ -9,6 +9,9 @@ from __future__ import annotations
 import socket
 import subprocess
 
+# croniter's import runs `file` on the interpreter (platform.architecture): imported here, before child processes
+# are refused, so that a unit test run alone that imports it first is not failed for a process it never started.
+import croniter  # noqa: F401
 import pytest
 
 MOVE_IT = "unit tests are pure: a test that needs {} belongs in tests/integration or tests/system"
