@@ -181,3 +181,42 @@ def test_a_controller_name_from_the_rows_renders_as_text(make_ui, html_controlle
     assert html.escape(PAYLOAD, quote=False) in section(text)
     assert cells(text)[PAYLOAD][4] == (f"controller {PAYLOAD} is not configured: 1 pending, failed at the next "
                                         "dispatcher pass with nothing sent")
+
+
+def jobs_table(text: str) -> tuple[list[str], dict[int, list[str]]]:
+    """The job list's header cells and each row's cells by id, as text (tags removed)."""
+    table = text.split('id="jobs"', 1)[1].split("</table>", 1)[0]
+    as_text = lambda c: html.unescape(re.sub(r"<[^>]+>", "", c)).strip()  # noqa: E731
+    header = [as_text(c) for c in re.findall(r"<th[^>]*>(.*?)</th>", table, re.S)]
+    rows = {}
+    for row in re.findall(r"<tr class=[^>]*>(.*?)</tr>", table, re.S):
+        found = [as_text(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+        rows[int(re.search(r'href="/jobs/(\d+)"', row).group(1))] = found
+    return header, rows
+
+
+def test_the_job_list_names_each_rows_controller_and_filters_by_one(make_ui, queue):
+    """Issue 36: with two controllers the list has a controller column, and `?controller=` (as `ls --controller`)
+    selects one controller's rows, kept by the form, the paging and the bulk links."""
+    here = queue.enqueue("deploy").id
+    there = [queue.enqueue("deploy", controller="eu").id for _ in range(2)]
+    page = controllers_page(make_ui)
+    header, rows = jobs_table(page.get("/jobs").text)
+    column = header.index("controller")
+    assert {i: cells[column] for i, cells in rows.items()} == {here: "default", there[0]: "eu", there[1]: "eu"}
+    assert list(jobs_table(page.get("/jobs?controller=eu").text)[1]) == there[::-1]
+    assert list(jobs_table(page.get("/jobs?controller=default").text)[1]) == [here]
+    text = page.get("/jobs?controller=eu&limit=1").text
+    assert '<option value="eu" selected>' in text  # the form keeps the filter
+    assert html.unescape(text).count("controller=eu") >= 3  # older », retry and cancel matching carry it
+    bulk = page.get("/bulk?action=cancel&controller=eu").text
+    assert f"ids {there[0]}, {there[1]}" in bulk and "<li>controller: eu</li>" in bulk
+    assert page.get("/jobs?controller=nowhere").status_code == 200  # a controller gone from the configuration
+    refused = page.get("/jobs?controller=no%20such")
+    assert refused.status_code == 400 and "controller" in refused.text
+
+
+def test_the_job_list_of_one_controller_has_no_controller_column(client, queue):
+    queue.enqueue("deploy")
+    header, _ = jobs_table(client.get("/jobs").text)
+    assert "controller" not in header and "job" in header

@@ -98,3 +98,49 @@ def test_ls_json_carries_everything_show_json_does(database_url, queue):
         assert row["waiting"] == show["waiting"] or row["status"] == "pending"  # its age moves on
         if row["id"] > 3:
             break
+
+
+# With JENKINS_URL's `default`, two controllers.
+TWO_CONTROLLERS = json.dumps({"eu-west-production": {"url": "http://127.0.0.2:9/", "user": "a", "api_token": "b"}})
+
+
+def test_ls_and_schedule_ls_name_each_rows_controller_when_there_are_two(database_url, queue):
+    """Issue 36: with two controllers `ls`, `ls -w` and `schedule ls` had no controller column, and two rows of the
+    same job and build number on two controllers read like one job built twice. Still within 120 columns."""
+    failed = realistic(queue)
+    assert "CONTROLLER" not in cli(database_url, "ls").splitlines()[0].split()  # one controller: no column
+    eu = [queue.enqueue(JOBS[1], {"ENV": "prod"}, controller="eu-west-production").id for _ in range(2)]
+    two = dict(JENKINS_CONTROLLERS=TWO_CONTROLLERS)
+    lines = cli_with(database_url, two, "ls").splitlines()
+    assert max(len(line) for line in lines) <= 120, "\n".join(lines)
+    header = lines[0].split()
+    assert header[:3] == ["ID", "JOB_NAME", "CONTROLLER"] and header[-1] == "LAST_ERROR"
+    column = lines[0].index("CONTROLLER")
+    of = {int(line.split()[0]): line[column:].split()[0] for line in lines[1:] if line[:1].isdigit()}
+    assert {of[i] for i in eu} == {"eu-west-production"} and of[failed[0]] == "default"
+    wide = cli_with(database_url, two, "ls", "-w").splitlines()
+    assert "CONTROLLER" in wide[0].split()
+    rows = json.loads(cli_with(database_url, two, "ls", "--json"))
+    assert {r["id"]: r["controller"] for r in rows if r["id"] in eu} == dict.fromkeys(eu, "eu-west-production")
+    cli_with(database_url, two, "schedule", "add", "nightly", "deploy", "--cron", "0 3 * * *",
+             "--controller", "eu-west-production")
+    schedules = cli_with(database_url, two, "schedule", "ls").splitlines()
+    assert "CONTROLLER" in schedules[0].split() and "eu-west-production" in schedules[1].split()
+
+
+def test_ls_names_the_controller_of_a_row_whose_controller_was_removed(database_url, queue):
+    """One controller configured, but a row names another (its controller was removed from the configuration):
+    the column is there, so that the row is not taken for one of the configured controller's."""
+    queue.enqueue("deploy", controller="retired")
+    queue.enqueue("deploy")
+    lines = cli(database_url, "ls").splitlines()
+    column = lines[0].split().index("CONTROLLER")
+    assert sorted(line.split()[column] for line in lines[1:]) == ["default", "retired"]
+
+
+def cli_with(database_url, env, *argv, code=0):
+    full = dict(os.environ, DATABASE_URL=database_url, JENKINS_URL="http://127.0.0.1:9/", JENKINS_USER="a",
+                JENKINS_API_TOKEN="b", POWERTOOLS_LOG_LEVEL="ERROR", **env)
+    proc = run_cli(list(argv), full)
+    assert proc.returncode == code, proc
+    return proc.stdout

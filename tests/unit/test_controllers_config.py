@@ -10,6 +10,7 @@ import pytest
 from jenkins_dispatch import cli
 from jenkins_dispatch.config import load_settings
 from jenkins_dispatch.errors import ConfigError
+from jenkins_dispatch.jenkins.controllers import controllers_told_apart
 
 BASE = {"DATABASE_URL": "postgresql://u@127.0.0.1/db", "JENKINS_URL": "https://a.example.com/",
         "JENKINS_USER": "u", "JENKINS_API_TOKEN": "secret-a"}
@@ -96,3 +97,17 @@ def test_two_controllers_may_not_share_a_webhook_secret():
         _load({"eu": {"url": "https://eu/", "user": "u", "api_token": "t", "webhook_secret": "same"},
                "us": {"url": "https://us/", "user": "u", "api_token": "t", "webhook_secret": "same"}},
               WEBHOOK_SECRET="shared-hook")
+
+
+@pytest.mark.parametrize(("configured", "row_controllers", "told_apart"), [
+    (["default"], ["default", None], False),  # one controller: its name would be noise
+    ([], ["default"], False),  # only the database configured (`ls` from a laptop): the default's rows
+    ([], ["eu"], True),  # ... and a row of another
+    (["default", "eu"], [], True),  # two configured: the column is there even for one controller's rows
+    (["default", "eu"], ["default"], True),
+    (["default"], ["default", "retired"], True),  # a removed controller's row is not taken for the default's
+    (["eu"], ["eu", None], True),  # a row without the column is the default's, which is not configured
+])
+def test_a_list_names_each_rows_controller_when_several_may_be_listed(configured, row_controllers, told_apart) -> None:
+    rows = [{"id": n} if c is None else {"id": n, "controller": c} for n, c in enumerate(row_controllers)]
+    assert controllers_told_apart(configured, rows) is told_apart

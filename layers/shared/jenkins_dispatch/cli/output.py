@@ -56,3 +56,9 @@ def print_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], empty
     print("  ".join(c.upper().ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
     for row in cells:
         print("  ".join(clip(v, w).ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+
+
+def with_controller(columns: list[str], told_apart: bool) -> list[str]:
+    """``columns`` with the controller's after the job's when rows of several controllers may be listed."""
+    at = columns.index("job_name") + 1
+    return columns[:at] + ["controller"] + columns[at:] if told_apart else columns

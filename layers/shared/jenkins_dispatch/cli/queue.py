@@ -26,7 +26,7 @@ from .arguments import (
     whole,
 )
 from .context import Context
-from .output import EXIT_FAILED, print_json, print_table
+from .output import EXIT_FAILED, print_json, print_table, with_controller
 
 
 def cmd_enqueue(ctx: Context, args) -> None:
@@ -65,7 +65,7 @@ def _list_row(row: dict, now: datetime) -> dict:
 
 def cmd_ls(ctx: Context, args) -> None:
     """`ls`: list jobs, newest first, each pending one with why it waits and each with its last error."""
-    from ..jenkins.controllers import links_for
+    from ..jenkins.controllers import controllers_told_apart, links_for
     from ..operating.operator import Caps, list_jobs_waiting
 
     rows = list_jobs_waiting(ctx.queue, Caps.of(ctx.settings), status=args.status, job_name=args.job,
@@ -76,10 +76,12 @@ def cmd_ls(ctx: Context, args) -> None:
         return
     now = datetime.now(UTC)
     shown = [_list_row(r, now) for r in rows]
+    told_apart = controllers_told_apart(ctx.controllers, rows)
     if args.wide:
-        print_table(shown, WIDE_COLUMNS, empty="no jobs match")
+        print_table(shown, with_controller(WIDE_COLUMNS, told_apart), empty="no jobs match")
     else:
-        print_table(shown, LIST_COLUMNS, empty="no jobs match", width=LIST_WIDTH, flexible=LIST_FLEXIBLE)
+        print_table(shown, with_controller(LIST_COLUMNS, told_apart), empty="no jobs match", width=LIST_WIDTH,
+                    flexible=LIST_FLEXIBLE)
     if len(rows) == args.limit:
         print(f"(more: --before {rows[-1]['id']})")
 

@@ -18,7 +18,7 @@ from .arguments import (
     whole,
 )
 from .context import Context, operator_name
-from .output import print_json, print_table
+from .output import print_json, print_table, with_controller
 
 
 def _schedules(ctx: Context):
@@ -47,6 +47,7 @@ def cmd_schedule_add(ctx: Context, args) -> None:
 
 def cmd_schedule_ls(ctx: Context, args) -> None:
     """`schedule ls`: every schedule with its state, next tick and last tick."""
+    from ..jenkins.controllers import controllers_told_apart
     from ..operating.scheduling import list_schedules
 
     rows = list_schedules(_schedules(ctx))
@@ -57,9 +58,9 @@ def cmd_schedule_ls(ctx: Context, args) -> None:
                   last_row=None if r["last_job_id"] is None else f"{r['last_job_id']} {r['last_status'] or 'pruned'}",
                   no_overlap="yes" if r["no_overlap"] else "no")
              for r in rows]
-    print_table(shown, ["name", "job_name", "cron", "timezone", "state", "next_tick", "last_tick", "last_row",
-                        "no_overlap", "skipped_ticks"],
-                empty="no schedules")
+    columns = ["name", "job_name", "cron", "timezone", "state", "next_tick", "last_tick", "last_row", "no_overlap",
+               "skipped_ticks"]
+    print_table(shown, with_controller(columns, controllers_told_apart(ctx.controllers, rows)), empty="no schedules")
 
 
 def cmd_schedule_rm(ctx: Context, args) -> None:

@@ -11,7 +11,7 @@ here. The dispatcher's lanes are the only other way to Jenkins: each is built fo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..config import DEFAULT_CONTROLLER, JenkinsSettings, Settings
@@ -24,6 +24,15 @@ if TYPE_CHECKING:
 def controller_name(row: Mapping[str, Any]) -> str:
     """The controller a row names (a row read without the column, or written before it existed: ``default``)."""
     return row.get("controller") or DEFAULT_CONTROLLER
+
+
+def controllers_told_apart(configured: Collection[str], rows: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether a list of rows names each one's controller: when several are configured, or a row names one that is
+    not (a removed controller's rows; with none configured, as when only the database is, one other than
+    ``default``). Two controllers' rows may share a job name and a build number: without the name, two builds #45
+    of two controllers read like one job built twice."""
+    known = set(configured) or {DEFAULT_CONTROLLER}
+    return len(known) > 1 or any(controller_name(row) not in known for row in rows)
 
 
 def controller_of(settings: Settings, row: Mapping[str, Any]) -> JenkinsSettings:

@@ -77,23 +77,25 @@ class JobFilters:
     since: datetime | None = None
     error_like: str | None = None
     parameters: dict[str, str] = field(default_factory=dict)
+    controller: str | None = None
     before: int | None = None
     limit: int = PAGE_SIZE
 
     def list_arguments(self) -> dict:
         """Keyword arguments of ``Reports.list_jobs`` / ``operator.list_jobs_waiting``."""
         return dict(status=self.status, job_name=self.job_name, since=self.since, error_like=self.error_like,
-                    parameters=self.parameters or None, before_id=self.before, limit=self.limit)
+                    parameters=self.parameters or None, controller=self.controller, before_id=self.before,
+                    limit=self.limit)
 
     def bulk_filters(self) -> bulk.Filters:
         """The same selection for a bulk retry or cancel."""
         return bulk.Filters(status=self.status, job_name=self.job_name, since=self.since, error_like=self.error_like,
-                            parameters=dict(self.parameters))
+                            parameters=dict(self.parameters), controller=self.controller)
 
     def fields(self) -> list[tuple[str, str]]:
         """The filters as form fields (for links and hidden inputs), paging left out."""
-        pairs = [("status", self.status), ("job", self.job_name), ("since", self.since_text),
-                 ("error", self.error_like)]
+        pairs = [("status", self.status), ("job", self.job_name), ("controller", self.controller),
+                 ("since", self.since_text), ("error", self.error_like)]
         found = [(k, v) for k, v in pairs if v is not None]
         found += [("param", f"{k}={v}") for k, v in self.parameters.items()]
         if self.limit != PAGE_SIZE:
@@ -106,13 +108,14 @@ class JobFilters:
 
     def any(self) -> bool:
         """Whether any filter is set."""
-        return any(v is not None for v in (self.status, self.job_name, self.since, self.error_like)) \
+        return any(v is not None for v in (self.status, self.job_name, self.controller, self.since, self.error_like)) \
             or bool(self.parameters)
 
 
 def job_filters(query: Query) -> JobFilters:
-    """The job list's filters from a query string (or a posted form): status, job, since, error, param
-    (repeatable KEY=VALUE), before (id) and limit."""
+    """The job list's filters from a query string (or a posted form): status, job, controller, since, error, param
+    (repeatable KEY=VALUE), before (id) and limit. A controller need not be configured here: a removed one's rows
+    are listed too (as `ls --controller`)."""
     status = one(query, "status")
     if status is not None and status not in STATUSES:
         raise InvalidInput(f"status: unknown status {status!r}; use one of {', '.join(STATUSES)}")
@@ -123,8 +126,10 @@ def job_filters(query: Query) -> JobFilters:
         raise InvalidInput(f"param: at most {MAX_PARAMETER_FILTERS} parameter filters at once")
     limit_text = one(query, "limit")
     limit = PAGE_SIZE if limit_text is None else whole(limit_text, "limit", inputs.Range(1, MAX_PAGE_SIZE))
+    controller = one(query, "controller")
     return JobFilters(status=status, job_name=one(query, "job"), since_text=since_text, since=since,
                       error_like=one(query, "error"), parameters=parameters,
+                      controller=None if controller is None else controller_name(controller),
                       before=positive_id(one(query, "before"), "before"), limit=limit)
 
 

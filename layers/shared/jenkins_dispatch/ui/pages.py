@@ -12,6 +12,7 @@ from typing import Any
 
 from ..config import DEFAULT_CONTROLLER, Settings
 from ..errors import Conflict
+from ..jenkins.controllers import controllers_told_apart
 from ..operating import bulk
 from ..operating.operator import Caps, cancel_job, job_details, list_jobs_waiting, retry_job
 from ..operating.overview import queue_overview
@@ -84,8 +85,11 @@ class Pages:
             rows = list_jobs_waiting(queue, Caps.of(self.settings), **filters.list_arguments())
         older = filters.query(before=rows[-1]["id"]) if len(rows) == filters.limit else None
         back = "/jobs" + (f"?{filters.query(before=filters.before)}" if filters.any() or filters.before else "")
+        configured = list(self.settings.controllers_by_name())
         return Page("jobs.html", {"rows": rows, "filters": filters, "older": older, "statuses": STATUSES, "back": back,
-                                  "time_choices": forms.TIME_CHOICES, "bulk_allowed": self._bulk_allowed(filters)})
+                                  "time_choices": forms.TIME_CHOICES, "bulk_allowed": self._bulk_allowed(filters),
+                                  "controllers": configured,
+                                  "controller_column": controllers_told_apart(configured, rows)})
 
     def job(self, job_id: int) -> Page:
         """``/jobs/ID``: every field, parameters, Jenkins links, why it waits, its history."""
