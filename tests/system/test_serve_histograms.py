@@ -68,9 +68,16 @@ def test_rows_the_reconciler_settles_are_timed_too(make_jenkins, database_url, q
         families = _scrape(served.base)
     finally:
         assert served.stop() == 0
+    # A trigger whose answer was lost all the same (a CI run beside another suite: one of two) is adopted from its
+    # finished build with no moment Jenkins took it or began it: such a row has nothing to time. Every row whose
+    # history has those moments is timed.
+    histories = {i: [e["event"] for e in queue.events(i)] for i in ids}
+    triggered = sum(1 for events in histories.values() if {"triggered", "adopted"} & set(events))
+    started = sum(1 for events in histories.values() if "started" in events)
     wait, build = "jenkins_dispatch_queue_wait_seconds", "jenkins_dispatch_build_duration_seconds"
-    assert _value(families, wait, wait + "_count", job="slowish") == 2
-    assert _value(families, build, build + "_count", job="slowish") == 2
+    assert _value(families, wait, wait + "_count", job="slowish") == triggered, histories
+    assert _value(families, build, build + "_count", job="slowish") == started, histories
+    assert triggered + served.log().count("adopted a finished build") >= 2, histories  # only that excuses a row
 
 
 def test_serve_logs_lines_for_a_person_when_asked(jenkins, database_url, tmp_path):
