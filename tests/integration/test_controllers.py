@@ -199,3 +199,28 @@ def test_a_notification_from_the_other_controller_changes_nothing(make_jenkins, 
     answer = notify(b.base_url)
     assert (answer.status_code, answer.outcome) == (200, "applied"), answer
     assert _rows(queue)[0]["status"] == "completed"
+
+
+def test_each_log_line_of_a_controllers_lane_names_its_controller(make_jenkins, queue):
+    """Issue 36: during controller b's outage the log said "pass stopped: Jenkins as a whole failed" with no
+    controller field, nor did a row's "triggered" say where it went: with several controllers, one could not tell
+    which Jenkins was down. Every line a lane writes about its pass or a row now names the lane's controller."""
+    import io
+
+    from jenkins_dispatch.observability import logger
+
+    a, b = make_jenkins(), make_jenkins()
+    b.add_fault(path="", status=503)
+    queue.enqueue("deploy")
+    queue.enqueue("deploy", controller="b")
+    stream = io.StringIO()
+    previous = logger.registered_handler.setStream(stream)
+    try:
+        run_pass(_settings(a, b))
+    finally:
+        logger.registered_handler.setStream(previous)
+    logged = [json.loads(line) for line in stream.getvalue().splitlines()]
+    stopped = [e for e in logged if e["message"] == "pass stopped: Jenkins as a whole failed"]
+    assert [e.get("controller") for e in stopped] == ["b"], stopped
+    [sent] = [e for e in logged if e["message"] == "triggered"]
+    assert sent.get("controller") == "default", sent

@@ -178,7 +178,7 @@ class Dispatcher:
 
     def _log(self, message: str, job: ClaimedJob | ExpiredLease, **extra: Any) -> None:
         logger.info(message, extra={"job_id": job.id, "dispatch_id": job.dispatch_id, "job_name": job.job_name,
-                                    "attempt": job.attempts, **extra})
+                                    "attempt": job.attempts, "controller": self.controller, **extra})
 
     # ------------------------------------------------------------------ the pass
     def run(self, max_jobs: int | None = None) -> dict[str, Any]:
@@ -202,7 +202,8 @@ class Dispatcher:
             metrics.add_metric(name="JenkinsUnavailable", unit=MetricUnit.Count, value=1,
                                dimensions={"controller": self.controller} if several else None,
                                controller=self.controller)
-            logger.error("pass stopped: Jenkins as a whole failed", extra={"reason": str(stopped)})
+            logger.error("pass stopped: Jenkins as a whole failed",
+                         extra={"controller": self.controller, "reason": str(stopped)})
         finally:
             # However the pass ends (an error's caller says why), what it did stays done: a job it triggered and
             # recorded is never counted by a later pass.
@@ -525,7 +526,8 @@ class Dispatcher:
                 self.summary.outcome_unknown += 1
                 logger.warning("trigger outcome unknown: keeping the lease, the reconciler will search Jenkins",
                                extra={"job_id": job.id, "dispatch_id": job.dispatch_id, "job_name": job.job_name,
-                                      "attempt": job.attempts, "reason": decision.reason})
+                                      "attempt": job.attempts, "controller": self.controller,
+                                      "reason": decision.reason})
         if accepted:
             with subsegment("db.mark_triggered"):
                 recorded = self.queue.mark_triggered_many(accepted, actor=actor)
@@ -541,7 +543,7 @@ class Dispatcher:
             for failure in failures:
                 if failure.job_id in settled:
                     logger.warning("failed", extra={"job_id": failure.job_id, "dispatch_id": failure.dispatch_id,
-                                                    "reason": failure.error})
+                                                    "controller": self.controller, "reason": failure.error})
 
     def _carry_out_cancel(self, job: ClaimedJob, queue_id: int, actor: str) -> None:
         """An operator cancelled this row while its trigger was in flight: now that Jenkins has it, cancel
@@ -550,7 +552,8 @@ class Dispatcher:
             stopped = stop_dispatch(self.client, job.job_name, job.dispatch_id, queue_id, None)
         except DispatchError as exc:
             logger.warning("could not carry out a requested cancel yet; the reconciler will",
-                           extra={"job_id": job.id, "dispatch_id": job.dispatch_id, "reason": str(exc)})
+                           extra={"job_id": job.id, "dispatch_id": job.dispatch_id, "controller": self.controller,
+                                  "reason": str(exc)})
             return
         status = settle_stopped(self.queue, job.id, job.dispatch_id, stopped, "cancelled by operator while its "
                                 "trigger was in flight", actor=actor, unstable_is_success=self.settings.unstable_is_success)

@@ -172,7 +172,7 @@ class Reconciler:
                 raise
             self.counts.waiting += 1
             metrics.add_metric(name="JenkinsReadsFailed", unit=MetricUnit.Count, value=1)
-            extra: dict[str, object] = {"job_name": job_name, "reason": str(exc)}
+            extra: dict[str, object] = {"job_name": job_name, "controller": self.controller, "reason": str(exc)}
             if noted is not None:
                 extra.update(job_id=noted[0], dispatch_id=noted[1])
                 self.queue.record_note(noted[0], noted[1], "jenkins_read_failed",
@@ -245,7 +245,8 @@ class Reconciler:
             # Absent or not, we cannot tell: sending again could run it twice. Look again next lease.
             metrics.add_metric(name="SearchInconclusive", unit=MetricUnit.Count, value=1)
             logger.warning("cannot tell whether Jenkins has this dispatch; will look again",
-                           extra={"job_id": row.id, "dispatch_id": row.dispatch_id, "reason": str(exc)})
+                           extra={"job_id": row.id, "dispatch_id": row.dispatch_id, "controller": self.controller,
+                                  "reason": str(exc)})
             self.queue.record_note(row.id, row.dispatch_id, "search_inconclusive",
                                    f"cannot tell whether Jenkins has this dispatch ({exc}); not sent again, "
                                    "looked at again after the lease")
@@ -342,7 +343,8 @@ class Reconciler:
         except (SearchInconclusive, JenkinsError) as exc:
             # The re-send was just taken, so Jenkins answers: this look only failed; the re-send stands.
             logger.warning("could not look for a person's cancel of the lost original",
-                           extra={"job_id": row.id, "dispatch_id": row.dispatch_id, "reason": str(exc)})
+                           extra={"job_id": row.id, "dispatch_id": row.dispatch_id, "controller": self.controller,
+                                  "reason": str(exc)})
             return
         finally:
             self._look_back_seconds -= time.monotonic() - started
@@ -370,7 +372,8 @@ class Reconciler:
         except DispatchError as exc:  # this row only (Jenkins refused the cancel, or the search gave up)
             self.counts.waiting += 1
             logger.warning("could not carry out a requested cancel yet; will try again after the lease",
-                           extra={"job_id": row.id, "dispatch_id": row.dispatch_id, "reason": str(exc)})
+                           extra={"job_id": row.id, "dispatch_id": row.dispatch_id, "controller": self.controller,
+                                  "reason": str(exc)})
             return
         if not stopped.found:
             # Its trigger's answer never came: Jenkins may still act on it (_watch_recently_finished).
@@ -473,7 +476,8 @@ class Reconciler:
     def _late_arrival(self, row: WatchedRow, event: str, detail: str) -> None:
         metrics.add_metric(name="LateArrivalsAfterCancel", unit=MetricUnit.Count, value=1)
         self.queue.record_note(row["id"], row["dispatch_id"], event, detail)
-        logger.warning(detail, extra={"job_id": row["id"], "dispatch_id": row["dispatch_id"]})
+        logger.warning(detail, extra={"job_id": row["id"], "dispatch_id": row["dispatch_id"],
+                                      "controller": self.controller})
 
     def _cancel_items(self, job_id: int, dispatch_id: str, items: list[int], what: str) -> None:
         """Cancel these queue items of one dispatch (copies), each written in the job's history."""
@@ -487,4 +491,5 @@ class Reconciler:
                       else f"could not cancel queue item {item} ({result.name.lower()}), {what}")
             self.queue.record_note(job_id, dispatch_id, "duplicate_cancelled" if cancelled else "duplicate_seen",
                                    detail)
-            logger.warning(detail, extra={"job_id": job_id, "dispatch_id": dispatch_id, "queue_item": item})
+            logger.warning(detail, extra={"job_id": job_id, "dispatch_id": dispatch_id, "queue_item": item,
+                                          "controller": self.controller})
