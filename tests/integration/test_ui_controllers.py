@@ -220,3 +220,28 @@ def test_the_job_list_of_one_controller_has_no_controller_column(client, queue):
     queue.enqueue("deploy")
     header, _ = jobs_table(client.get("/jobs").text)
     assert "controller" not in header and "job" in header
+
+
+def test_the_overview_shows_other_controllers_caps_and_names_the_controller_of_each_cap_change(make_ui, queue):
+    """Issue 36: eu's cap of 3 on deploy appeared nowhere on the overview (its jobs' table is the default
+    controller's, whose levers it holds), and "Cap changes" printed `deploy: no cap → 3` for both controllers."""
+    queue.set_limit("deploy", 2, changed_by="alice")
+    queue.set_limit("deploy", 3, controller="eu", changed_by="bob")
+    queue.set_rate("build", 5, controller="eu")
+    queue.enqueue("deploy", controller="eu")
+    text = controllers_page(make_ui).get("/").text
+    assert 'id="other-controllers-limits"' in text
+    table = text.split('id="other-controllers-limits"', 1)[1].split("</table>", 1)[0]
+    found = [[html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+             for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)]
+    assert [cells for cells in found if cells] == [["eu", "build", "-", "0 / 5 per minute"], ["eu", "deploy", "0 / 3", "-"]]
+    changes = text.split('id="cap-changes"', 1)[1].split("</ol>", 1)[0]
+    lines = [" ".join(html.unescape(re.sub(r"<[^>]+>", "", li)).split()) for li in re.findall(r"<li>(.*?)</li>", changes, re.S)]
+    assert any("deploy on eu: no cap → 3" in line for line in lines) and \
+        any("deploy on default: no cap → 2" in line for line in lines), lines
+
+
+def test_one_controllers_cap_changes_do_not_name_it(client, queue):
+    queue.set_limit("deploy", 2, changed_by="alice")
+    changes = client.get("/").text.split('id="cap-changes"', 1)[1].split("</ol>", 1)[0]
+    assert "deploy</strong>: no cap → 2" in html.unescape(changes) and " on default" not in changes

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from jenkins_dispatch.errors import InvalidInput
-from jenkins_dispatch.operating.overview import with_rates
+from jenkins_dispatch.operating.overview import other_controllers_limits, with_rates
 from jenkins_dispatch.store.queue import RateWindow
 from jenkins_dispatch.ui import forms
 from jenkins_dispatch.ui.pages import rate_change
@@ -46,3 +46,8 @@ def test_the_overviews_jobs_carry_their_rate_on_the_default_controller_only():
     ]
     assert [(j["job_name"], j["cap"], j["rate"], j["started_last_minute"]) for j in with_rates(jobs, limits)] == [
         ("deploy", 2, 10, 3), ("build", None, None, 0), ("test", 1, None, 0)]
+    # ... and the other controllers' caps and rates are listed beside them, by controller and job.
+    more = [*limits, {"job_name": "Alpha", "controller": "eu", "per_minute": None, "started_last_minute": 0},
+            {"job_name": "deploy", "controller": "ap", "per_minute": 1, "started_last_minute": 0}]
+    assert [(r["controller"], r["job_name"]) for r in other_controllers_limits(more)] == [
+        ("ap", "deploy"), ("eu", "Alpha"), ("eu", "build")]

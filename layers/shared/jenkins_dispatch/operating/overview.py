@@ -108,10 +108,18 @@ def with_rates(per_job: Sequence[Mapping[str, Any]], limits: Sequence[Mapping[st
             for j in per_job]
 
 
+def other_controllers_limits(limits: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Pure: the caps and rates of controllers other than the default, whose jobs' table (and levers) the overview
+    does not hold: by controller, then job, as `limits ls` lists them."""
+    return sorted((dict(r) for r in limits if r["controller"] != DEFAULT_CONTROLLER),
+                  key=lambda r: (r["controller"], r["job_name"].lower()))
+
+
 def queue_overview(queue: Reports, settings: Settings, hours: int = THROUGHPUT_HOURS) -> dict[str, Any]:
     """Everything the overview shows, as plain data."""
     totals = queue.stats()
-    per_job = with_rates(queue.stats_per_job(), queue.limits())
+    limits = queue.limits()
+    per_job = with_rates(queue.stats_per_job(), limits)
     pauses: list[Pause] = queue.pauses()
     paused_controllers = [p for p in pauses if p.job_name is None and p.controller is not None]
     dispatchers = queue.dispatchers()
@@ -126,6 +134,7 @@ def queue_overview(queue: Reports, settings: Settings, hours: int = THROUGHPUT_H
     return {
         "totals": totals,
         "jobs": per_job,
+        "other_controllers_limits": other_controllers_limits(limits),
         "global_cap": settings.max_in_flight,
         "everything_paused": next((p for p in pauses if p.job_name is None and p.controller is None), None),
         "paused_jobs": [p for p in pauses if p.job_name is not None],

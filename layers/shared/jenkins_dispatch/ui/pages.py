@@ -68,10 +68,12 @@ class Pages:
         """``/``: counts, caps (the jobs', the keys'), pauses, the oldest pending job, dispatchers, Jenkins, recent
         hours."""
         with self.queue() as queue:
+            cap_changes = queue.limit_history(CAP_CHANGES_SHOWN)
             return Page("overview.html", dict(queue_overview(queue, self.settings),
                                               schedules=list_schedules(Schedules(queue.db)),
-                                              cap_changes=queue.limit_history(CAP_CHANGES_SHOWN),
-                                              key_caps=queue.key_limits()))
+                                              cap_changes=cap_changes, key_caps=queue.key_limits(),
+                                              cap_changes_name_controllers=controllers_told_apart(
+                                                  list(self.settings.controllers_by_name()), cap_changes)))
 
     def time(self, query: forms.Query) -> Page:
         """``/time``: outcomes over the last hour, day and week; queue wait and build duration per job."""
