@@ -91,7 +91,11 @@ def test_demo_keep_leaves_its_embedded_database_for_ui_then_stop_removes_it():
         assert re.search(r"^jobs: 22  completed \d+  failed \d+", out, re.M)
         assert "cap team/app/deploy ≤ 2: peak in flight" in out and "(held)" in out
         assert "every job built exactly once: yes" in out
-        assert "error ×1: Jenkins has no job 'demo/does-not-exist' (404): check the job path" in out
+        assert "error ×1: Jenkins has no job 'demo/does-not-exist' (404): check the job path  (on purpose" in out
+        # Issue 36: one line for the builds that failed alike (it was one per build number), said to be deliberate.
+        failed_builds = re.findall(r"^error ×(\d+): Jenkins build #N finished FAILURE  \(on purpose", out, re.M)
+        assert len(failed_builds) == 1 and int(failed_builds[0]) > 1, out
+        assert not re.search(r"^error ×\d+: Jenkins build #\d", out, re.M)
         assert not re.search(r"^ID +JOB +PRIO", out, re.M)
         assert (run_dir / "serve.log").stat().st_size > 0 and (run_dir / "emulator.json").exists()
         command = next(line.strip() for line in out.splitlines() if line.strip().startswith("DATABASE_URL="))
