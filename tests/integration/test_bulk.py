@@ -104,9 +104,10 @@ def test_without_yes_nothing_changes_and_the_match_is_told(capsys, db, finished)
     code, out, err = run(capsys, "retry", "--status", "failed")
     assert (code, err) == (0, "")
     ids = ", ".join(str(finished[n]) for n in ("timeout", "missing", "literal"))
-    assert out == f"3 jobs match (ids {ids}); run again with --yes to retry them\n"
+    assert out == f"3 jobs match (ids {ids}); run again with --yes to retry them\nby job: deploy ×2, build ×1\n"
     code, out, _ = run(capsys, "cancel", "--job", "deploy")
-    assert code == 0 and out == f"1 job matches (id {finished['pending']}); run again with --yes to cancel it\n"
+    assert code == 0 and out == (f"1 job matches (id {finished['pending']}); run again with --yes to cancel it\n"
+                                 "by job: deploy ×1\n")
     assert snapshot(db) == before
 
 

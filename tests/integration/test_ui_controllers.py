@@ -245,3 +245,15 @@ def test_one_controllers_cap_changes_do_not_name_it(client, queue):
     queue.set_limit("deploy", 2, changed_by="alice")
     changes = client.get("/").text.split('id="cap-changes"', 1)[1].split("</ol>", 1)[0]
     assert "deploy</strong>: no cap → 2" in html.unescape(changes) and " on default" not in changes
+
+
+def test_the_bulk_confirmation_breaks_the_selection_down_by_job_and_controller(make_ui, queue):
+    """Issue 36: the bulk confirmation listed ids only; with two controllers it says what changes where."""
+    for controller in ("eu", "eu", "default"):
+        queue.enqueue("deploy", controller=controller)
+    queue.enqueue("build", controller="eu")
+    text = controllers_page(make_ui).get("/bulk?action=cancel&status=pending").text
+    assert 'id="bulk-breakdown"' in text
+    shown = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", text.split('id="bulk-breakdown"', 1)[1]
+                                          .split("</table>", 1)[0])).split())
+    assert "deploy eu 2 build eu 1 deploy default 1" in shown, shown

@@ -144,3 +144,18 @@ def cli_with(database_url, env, *argv, code=0):
     proc = run_cli(list(argv), full)
     assert proc.returncode == code, proc
     return proc.stdout
+
+
+def test_a_bulk_dry_run_says_what_it_would_change_by_job_and_controller(database_url, queue):
+    """Issue 36: `cancel --status pending` said how many jobs and which ids; with two controllers, now also how
+    many of each job on each controller (and `--json` carries the same)."""
+    for controller in ("eu-west-production", "eu-west-production", "default"):
+        queue.enqueue("deploy", controller=controller)
+    two = dict(JENKINS_CONTROLLERS=TWO_CONTROLLERS)
+    out = cli_with(database_url, two, "cancel", "--status", "pending").splitlines()
+    assert out[0].startswith("3 jobs match (ids 1, 2, 3)")
+    assert out[1] == "by job and controller: deploy on eu-west-production ×2, deploy on default ×1"
+    said = json.loads(cli_with(database_url, two, "cancel", "--status", "pending", "--json"))
+    assert said["by_job"] == [{"job_name": "deploy", "controller": "eu-west-production", "jobs": 2},
+                              {"job_name": "deploy", "controller": "default", "jobs": 1}]
+    assert all(queue.get(i)["status"] == "pending" for i in (1, 2, 3))  # a dry run changes nothing

@@ -146,3 +146,23 @@ def test_how_an_error_on_one_row_counts(error, kind, stop):
 ])
 def test_what_a_request_for_one_job_comes_to(action, status, expected):
     assert transitions.verdict(action, status) == expected
+
+
+def _targets(*pairs: tuple[str, str]) -> list[bulk.Target]:
+    return [bulk.Target(n, None, controller, job) for n, (job, controller) in enumerate(pairs, 1)]
+
+
+@pytest.mark.parametrize("targets, several, groups, line", [
+    ([], False, [], None),
+    (_targets(("deploy", "default"), ("build", "default"), ("deploy", "default")), False,
+     [("deploy", "default", 2), ("build", "default", 1)], "by job: deploy ×2, build ×1"),
+    # Issue 36: with two controllers, what would change on each.
+    (_targets(("deploy", "eu"), ("deploy", "default"), ("deploy", "eu"), ("build", "eu")), True,
+     [("deploy", "eu", 2), ("build", "eu", 1), ("deploy", "default", 1)],
+     "by job and controller: deploy on eu ×2, build on eu ×1, deploy on default ×1"),
+    # Ticked ids carry no job: nothing to break down.
+    ([bulk.Target(4), bulk.Target(5)], True, [], None),
+])
+def test_a_bulk_selection_broken_down_by_job_and_controller(targets, several, groups, line):
+    assert bulk.breakdown(targets) == groups
+    assert bulk.breakdown_line(groups, several) == line

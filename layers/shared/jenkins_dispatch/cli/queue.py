@@ -160,11 +160,19 @@ def run_bulk(ctx: Context, args, action: str) -> int:
         selection = bulk.select_targets(ctx.queue, action, filters, args.limit)
         targets, total = selection.rows, selection.total
         if not args.yes or not targets:
+            from ..jenkins.controllers import controllers_told_apart
+
             ids = [t.id for t in targets]
+            groups = bulk.breakdown(targets)
             if args.json:
-                print_json({"action": action, "dry_run": not args.yes, "matched": total, "ids": ids})
+                print_json({"action": action, "dry_run": not args.yes, "matched": total, "ids": ids,
+                            "by_job": [{"job_name": job, "controller": controller, "jobs": n}
+                                       for job, controller, n in groups]})
             else:
                 print(bulk.match_line(action, ids, total, args.limit))
+                named = controllers_told_apart(ctx.controllers, [{"controller": c} for _, c, _ in groups])
+                if line := bulk.breakdown_line(groups, named):
+                    print(line)
             return 0
 
     def progress(outcome: bulk.Outcome) -> None:

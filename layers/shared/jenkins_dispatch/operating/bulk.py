@@ -10,11 +10,12 @@ the operator confirms with ``--yes``.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
-from ..config import Settings
+from ..config import DEFAULT_CONTROLLER, Settings
 from ..errors import (
     ConfigError,
     Conflict,
@@ -57,12 +58,13 @@ class Filters:
 
 @dataclass(frozen=True)
 class Target:
-    """A row to act on: ``updated_at`` as selected (None for an id the operator named: no fence) and its controller
-    (None: read when needed)."""
+    """A row to act on: ``updated_at`` as selected (None for an id the operator named: no fence), its controller
+    (None: read when needed) and its job (None for an id the operator named: not read, it is not needed)."""
 
     id: int
     updated_at: datetime | None = None
     controller: str | None = None
+    job_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -205,7 +207,24 @@ def select_targets(queue: Levers, action: str, filters: Filters, limit: int) -> 
     rows, total = queue.jobs_matching(final=action == RETRY, status=filters.status, job_name=filters.job_name,
                                       since=filters.since, error_like=filters.error_like,
                                       parameters=filters.parameters, limit=limit, controller=filters.controller)
-    return Selection([Target(r["id"], r["updated_at"], r["controller"]) for r in rows], total)
+    return Selection([Target(r["id"], r["updated_at"], r["controller"], r["job_name"]) for r in rows], total)
+
+
+def breakdown(targets: Sequence[Target]) -> list[tuple[str, str, int]]:
+    """Pure: the selected rows as (job, controller, how many), most first, then by job and controller; the ids an
+    operator named (no job read) are left out."""
+    counted = Counter((t.job_name, t.controller or DEFAULT_CONTROLLER) for t in targets if t.job_name is not None)
+    return sorted(((job, controller, n) for (job, controller), n in counted.items()),
+                  key=lambda group: (-group[2], group[0], group[1]))
+
+
+def breakdown_line(groups: Sequence[tuple[str, str, int]], name_controllers: bool) -> str | None:
+    """What a dry run adds to its count: how many of each job (on each controller, when several may be selected)."""
+    if not groups:
+        return None
+    if name_controllers:
+        return "by job and controller: " + ", ".join(f"{job} on {controller} ×{n}" for job, controller, n in groups)
+    return "by job: " + ", ".join(f"{job} ×{n}" for job, _, n in groups)
 
 
 def _act_on_one(queue: Levers, settings: Settings, action: str, target: Target, reason: str, actor: str) -> dict:

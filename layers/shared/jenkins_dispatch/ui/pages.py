@@ -114,8 +114,12 @@ class Pages:
         with self.queue() as queue:
             selection = self._select(queue, action, filters, ids)
         chosen = [t.id for t in selection.rows]
+        groups = bulk.breakdown(selection.rows)
+        named = controllers_told_apart(list(self.settings.controllers_by_name()),
+                                       [{"controller": c} for _, c, _ in groups])
         return Page("bulk.html", {"action": action, "filters": filters, "ids": chosen, "total": selection.total,
-                                  "picked": ids, "shown": chosen[:bulk.IDS_SHOWN], "limit": bulk.DEFAULT_LIMIT},
+                                  "picked": ids, "shown": chosen[:bulk.IDS_SHOWN], "limit": bulk.DEFAULT_LIMIT,
+                                  "breakdown": groups, "breakdown_names_controllers": named},
                     refresh=False)
 
     # ------------------------------------------------------------------ levers
