@@ -1,6 +1,7 @@
 """The operator CLI against the real database: tables, --json parsed back, bad input → exit 2, one line."""
 
 import json
+import re
 
 import pytest
 
@@ -34,6 +35,9 @@ def test_enqueue_ls_show_retry_cancel_round_trip(capsys, queue):
     details = run_json(capsys, "show", str(jid))
     assert details["job"]["parameters"] == {"ENV": "prod", "REF": "v1.2"}
     assert [e["event"] for e in details["history"]] == ["enqueued"]
+    assert details["story"].startswith("waiting for ")  # issue 36: the job's story, as its page opens with
+    code, out, _ = run(capsys, "show", str(jid))
+    assert code == 0 and re.search(r"^story +waiting for \d+s$", out, re.M), out
 
     code, out, _ = run(capsys, "ls")
     assert code == 0 and out.splitlines()[0].split()[:3] == ["ID", "JOB_NAME", "STATUS"]

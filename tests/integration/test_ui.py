@@ -4,6 +4,7 @@ that each lands in the job's history with actor `ui`), the CSRF refusal, escapin
 from __future__ import annotations
 
 import html
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -153,6 +154,7 @@ def test_job_page_shows_fields_parameters_links_history_and_why_it_waits(client,
     text = client.get(f"/jobs/{job_id}").text
     assert "<th>VERSION</th><td>1.2.3</td>" in text
     assert "<th>priority</th><td>4</td>" in text and "<th>max_attempts</th><td>3</td>" in text
+    assert re.search(r"<th>scheduled_at</th><td>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC</td>", text)  # as history's
     assert 'id="waiting">Waiting: not due until' in text
     assert f'href="{jenkins.base_url}job/team/job/app/job/deploy/"' in text
     assert "<strong>enqueued</strong> ∅ → pending" in text and "by operator" in text
@@ -165,6 +167,20 @@ def test_job_page_links_the_jenkins_queue_item_once_triggered(client, queue, jen
     text = client.get(f"/jobs/{job_id}").text
     assert f'href="{jenkins.base_url}queue/item/{queue_id}/api/json"' in text
     assert "<strong>triggered</strong> processing → processing" in text and "by dispatcher" in text
+
+
+def test_job_page_tells_its_story_first(client, queue, jenkins):
+    """Issue 36: a job's page was its table's columns in storage order; it now opens with one sentence."""
+    waiting = queue.enqueue("waiting").id  # a 30 s quiet period: it stays in Jenkins's queue
+    run_pass(dispatch_settings(jenkins.base_url))
+    text = client.get(f"/jobs/{waiting}").text
+    assert re.search(r'id="story">Queued in Jenkins for \d+s, waited \d+s\.<', text), text[:3000]
+    built = queue.enqueue("deploy").id
+    [job] = [j for j in queue.claim_batch(5) if j.id == built]
+    queue.mark_triggered(job, 100, build_number=72)
+    queue.settle(job.id, job.dispatch_id, "completed", result="SUCCESS", build_number=72)
+    assert re.search(r'id="story">Built as #72, waited \d+s: SUCCESS\.<', client.get(f"/jobs/{built}").text)
+    assert 'id="story">Waiting for ' in client.get(f"/jobs/{queue.enqueue('later').id}").text
 
 
 def test_user_data_renders_as_text(client, queue, db):

@@ -99,6 +99,8 @@ def cmd_show(ctx: Context, args) -> None:
     width = max(len(k) for k in job)
     for key, value in job.items():
         print(f"{key.ljust(width)}  {cell(value)}")
+        if key == "status":  # in one sentence: what became of it, how long it waited and ran
+            print(f"{'story'.ljust(width)}  {details['story']}")
         if key == "status" and details["waiting"]:  # the first thing to know about a pending job
             print(f"{'waiting'.ljust(width)}  {details['waiting']['text']}")
         if key == "status" and details["stranded"]:  # ...and about one whose controller was removed

@@ -33,6 +33,15 @@ def duration(seconds: float) -> str:
     return f"{seconds // 86400}d{(seconds % 86400) // 3600:02d}h"
 
 
+def duration_exact(seconds: float) -> str:
+    """``41s``, ``3m12s``, ``2h05m``, ``2d04h``: to the second under an hour (a job's wait and build, where the
+    seconds tell), rounded down, never negative."""
+    seconds = max(int(seconds), 0)
+    if 120 <= seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return duration(seconds)
+
+
 def age(seconds: float | None) -> str:
     """A duration in seconds as ``duration`` shows it; '-' when unknown."""
     return NOTHING if seconds is None else duration(seconds)
@@ -41,6 +50,12 @@ def age(seconds: float | None) -> str:
 def moment(value: datetime | None) -> str:
     """A moment as ``when`` shows it, or '-' for none."""
     return NOTHING if value is None else when(value)
+
+
+def field(value: Any) -> str:
+    """A value in a list of named fields (a job's page): as ``cell``, but a moment says its zone, as the history
+    beside it does: no column heading says which time it is."""
+    return when(value) if isinstance(value, datetime) else cell(value)
 
 
 def cell(value: Any) -> str:

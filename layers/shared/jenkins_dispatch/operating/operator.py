@@ -9,10 +9,11 @@ from typing import Any, cast
 
 from ..config import DEFAULT_CONTROLLER, Settings
 from ..errors import Conflict, DispatchError
-from ..jenkins.controllers import controller_name, is_configured, links_for
+from ..jenkins.controllers import controller_name, controllers_told_apart, is_configured, links_for
 from ..store.levers import Levers
 from ..store.queue import FINAL_STATUSES
 from ..store.reports import Reports
+from .story import job_story
 from .transitions import ALREADY, CANCEL, RETRY, verdict
 from .waiting import JenkinsOutage, Waiting, controller_health, jenkins_outage_for, stranded_text, why_waiting
 
@@ -104,9 +105,9 @@ def list_jobs_waiting(queue: Reports, caps: Caps, *, jenkins_unavailable: Jenkin
 
 def job_details(queue: Levers, job_id: int, settings: Settings,
                 jenkins_unavailable: JenkinsOutage | None = None) -> dict[str, Any]:
-    """Everything about one job: the row, its Jenkins links, why it waits (None unless pending; see
-    ``waiting.why_waiting``), why it is stranded (None unless it is in flight on a controller no longer configured)
-    and its history."""
+    """Everything about one job: the row, its story in one sentence (``story.job_story``), its Jenkins links, why it
+    waits (None unless pending; see ``waiting.why_waiting``), why it is stranded (None unless it is in flight on a
+    controller no longer configured) and its history."""
     row = queue.get(job_id)
     [waiting] = why_rows_wait(queue, [row], Caps.of(settings), jenkins_unavailable)
     stranded = None
@@ -114,8 +115,10 @@ def job_details(queue: Levers, job_id: int, settings: Settings,
         configured = Caps.of(settings).recorded_by(queue.dispatchers()).per_controller
         if configured and controller_name(row) not in configured:
             stranded = stranded_text(controller_name(row), job_id)
-    return {"job": row, "links": links_for(settings, row), "waiting": waiting.as_dict() if waiting else None,
-            "stranded": stranded, "history": queue.events(job_id)}
+    history = queue.events(job_id)
+    named = controllers_told_apart(list(settings.controllers_by_name()), [row])
+    return {"job": row, "story": job_story(row, history, datetime.now(UTC), named), "links": links_for(settings, row),
+            "waiting": waiting.as_dict() if waiting else None, "stranded": stranded, "history": history}
 
 
 def unchanged(job_id: int, status: str) -> dict:

@@ -71,6 +71,7 @@ def template_environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["cell"] = display.cell
+    env.filters["field"] = display.field
     env.filters["age"] = display.age
     env.filters["when"] = display.moment
     return env
