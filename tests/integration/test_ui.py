@@ -183,6 +183,25 @@ def test_job_page_tells_its_story_first(client, queue, jenkins):
     assert 'id="story">Waiting for ' in client.get(f"/jobs/{queue.enqueue('later').id}").text
 
 
+def test_the_list_tells_apart_waiting_for_jenkins_queued_and_building_and_dates_relative(client, queue, db):
+    """Issue 36: every row in flight read `processing`; and updated times were absolute only. Now each in-flight
+    row says which of the three it is, each status is a badge, and each time is relative with the exact UTC time
+    on hover."""
+    ids = [queue.enqueue("deploy", {"N": n}).id for n in range(3)]
+    claimed = {j.id: j for j in queue.claim_batch(3)}
+    queue.mark_triggered(claimed[ids[1]], 201)
+    queue.mark_triggered(claimed[ids[2]], 202, build_number=7)
+    text = client.get("/jobs").text
+    rows = {int(m.group(1)): m.group(2) for m in re.finditer(r'<tr class="status-\w+">\s*(?:<td>.*?</td>\s*)?'
+                                                               r'<td><a href="/jobs/(\d+)">.*?</a></td>(.*?)</tr>',
+                                                               text, re.S)}
+    phases = {i: re.search(r'class="phase">([^<]+)<', rows[i]).group(1) for i in ids}
+    assert phases == {ids[0]: "waiting for Jenkins", ids[1]: "queued in Jenkins", ids[2]: "building"}
+    assert all('<span class="status status-processing">processing</span>' in rows[i] for i in ids)
+    when = re.search(r'<time datetime="([^"]+)" title="([^"]+)">([^<]+)</time>', rows[ids[0]])
+    assert when and when.group(2).endswith(" UTC") and re.fullmatch(r"\d+s ago", when.group(3)), rows[ids[0]]
+
+
 def test_user_data_renders_as_text(client, queue, db):
     job_id = put(queue, db, "deploy", "failed", f"boom {PAYLOAD}", {"ENV": PAYLOAD, PAYLOAD: "x"})
     escaped = html.escape(PAYLOAD, quote=False)

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from jenkins_dispatch.operating.display import duration_exact
-from jenkins_dispatch.operating.story import job_story
+from jenkins_dispatch.operating.display import ago, duration_exact, iso
+from jenkins_dispatch.operating.story import job_story, phase
 
 T0 = datetime(2026, 12, 8, 10, 0, 0, tzinfo=UTC)
 
@@ -66,3 +66,20 @@ def test_a_jobs_story_in_one_sentence(job, events, now, named, story) -> None:
                                                 (192, "3m12s"), (3599, "59m59s"), (3600, "60m"), (-3, "0s")])
 def test_exact_durations(seconds, shown) -> None:
     assert duration_exact(seconds) == shown
+
+
+@pytest.mark.parametrize(("fields", "where"), [
+    ({"status": "pending"}, None),
+    ({"status": "processing", "jenkins_queue_id": None, "build_number": None}, "waiting for Jenkins"),
+    ({"status": "processing", "jenkins_queue_id": 201, "build_number": None}, "queued in Jenkins"),
+    ({"status": "processing", "jenkins_queue_id": 201, "build_number": 7}, "building"),
+    ({"status": "processing", "jenkins_queue_id": None, "build_number": 7}, "building"),  # adopted from its build
+    ({"status": "completed", "jenkins_queue_id": 201, "build_number": 7}, None),
+])
+def test_where_a_row_in_flight_is(fields, where) -> None:
+    assert phase(fields) == where
+
+
+def test_a_moment_relative_to_now_and_for_a_machine() -> None:
+    assert ago(at(0), at(75)) == "75s ago" and ago(at(0), at(3 * 3600)) == "3h00m ago" and ago(None, at(0)) == "-"
+    assert iso(at(5)) == "2026-12-08T10:00:05+00:00" and iso(None) == ""

@@ -42,6 +42,20 @@ def duration_exact(seconds: float) -> str:
     return duration(seconds)
 
 
+def ago(moment: datetime | None, now: datetime) -> str:
+    """A moment relative to ``now`` (``3m ago``); '-' for none; a time no datetime holds, as ``when`` shows it."""
+    if moment is None:
+        return NOTHING
+    if not isinstance(moment, datetime):
+        return when(moment)
+    return f"{duration((now - moment).total_seconds())} ago"
+
+
+def iso(moment: datetime | None) -> str:
+    """A moment for a machine (``<time datetime>``): ISO 8601 in UTC; '' for none or a time no datetime holds."""
+    return moment.astimezone(UTC).isoformat() if isinstance(moment, datetime) else ""
+
+
 def age(seconds: float | None) -> str:
     """A duration in seconds as ``duration`` shows it; '-' when unknown."""
     return NOTHING if seconds is None else duration(seconds)

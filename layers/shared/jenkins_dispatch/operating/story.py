@@ -18,6 +18,16 @@ FINAL = ("completed", "failed", "cancelled")
 SENT = ("triggered", "adopted")
 
 
+def phase(row: Mapping[str, Any]) -> str | None:
+    """Where a row in flight is (None for the others): claimed and sent but Jenkins has not said it has it yet,
+    in Jenkins's queue, or building — `processing` alone does not tell them apart."""
+    if row["status"] != "processing":
+        return None
+    if row.get("build_number") is not None:
+        return "building"
+    return "queued in Jenkins" if row.get("jenkins_queue_id") is not None else "waiting for Jenkins"
+
+
 def _moment(events: Sequence[Mapping[str, Any]], names: Sequence[str], after: int) -> datetime | None:
     """The first event among ``names`` after the event with id ``after``: its moment."""
     return next((e["at"] for e in events if e["id"] > after and e["event"] in names), None)

@@ -40,7 +40,7 @@ from ..http_service import (
     stop_on_signals,
 )
 from ..observability import logger
-from ..operating import display
+from ..operating import display, story
 from ..store.db import SessionPool
 
 if TYPE_CHECKING:
@@ -74,6 +74,9 @@ def template_environment() -> jinja2.Environment:
     env.filters["field"] = display.field
     env.filters["age"] = display.age
     env.filters["when"] = display.moment
+    env.filters["ago"] = lambda moment: display.ago(moment, datetime.now(UTC))
+    env.filters["iso"] = display.iso
+    env.filters["phase"] = story.phase
     return env
 
 
