@@ -420,3 +420,31 @@ def test_the_controllers_table_refreshes_in_place(browser, make_ui, queue):
         assert wait_for(lambda: (controller_row(browser, "eu") or "").startswith("eu 2 2 0 / 3 paused since"),
                         timeout=8)
         assert browser.execute_script("return window.__same_page === true")  # swapped in place, not reloaded
+
+
+LONG_JOB = "platform/payments/deploy-production-eu-west-1"
+LONG_ERROR = ("Jenkins answered 500 to buildWithParameters: java.lang.IllegalStateException: no executor available "
+              "on any node labelled linux-large-with-a-very-long-label-name")
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_no_page_is_wider_than_the_window(browser, make_ui, queue, db, width):
+    """Issue 36: at 1,400 px the overview was 1,520 px wide (its jobs table ran off the right edge, the Pause
+    buttons cut). With two controllers, long job names, long errors and every lever shown, no page scrolls
+    sideways at a desktop's 1,280 px nor at a phone's 390 px: wide tables scroll inside their own box."""
+    with screenshot_on_failure(browser, f"width-{width}"):
+        server = make_ui(plain_settings(JENKINS_CONTROLLERS=CONTROLLERS), refresh_seconds=60)
+        for n in range(4):
+            queue.enqueue(LONG_JOB, {"VERSION": f"v1.4.{n}", "ENV": "production-eu-west-1"}, controller="eu")
+        failed = put(queue, db, LONG_JOB, "failed", LONG_ERROR, {"ENV": "x" * 120})
+        queue.set_limit(LONG_JOB, 2)
+        queue.set_limit(LONG_JOB, 3, controller="eu")
+        try:
+            browser.set_window_size(width, 900)
+            for path in ("", "jobs", f"jobs/{failed}", "time", f"bulk?action=cancel&job={LONG_JOB}"):
+                browser.get(server.url + path)
+                wide = browser.execute_script(
+                    "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+                assert wide[0] <= wide[1], (path or "/", wide)
+        finally:
+            browser.set_window_size(1280, 1000)
