@@ -202,6 +202,19 @@ def test_the_list_tells_apart_waiting_for_jenkins_queued_and_building_and_dates_
     assert when and when.group(2).endswith(" UTC") and re.fullmatch(r"\d+s ago", when.group(3)), rows[ids[0]]
 
 
+def test_the_list_shows_parameters_at_a_glance_and_how_long_each_row_waited_and_ran(client, queue, db):
+    """Issue 36: the list had no parameters and no durations: which deploy, and how long it took, needed a click."""
+    done = queue.enqueue("deploy", {"ENV": "prod", "VERSION": "1.4.1"}).id
+    db.run("UPDATE jenkins_jobs_queue SET status = 'completed', jenkins_result = 'SUCCESS', build_number = 3, "
+           "created_at = :t0, scheduled_at = :t0, started_at = :t1, finished_at = :t2 WHERE id = :id",
+           id=done, t0=datetime(2026, 1, 1, 10, 0, 0, tzinfo=UTC), t1=datetime(2026, 1, 1, 10, 0, 41, tzinfo=UTC),
+           t2=datetime(2026, 1, 1, 10, 3, 53, tzinfo=UTC))
+    text = client.get("/jobs").text
+    row = text.split(f'<a href="/jobs/{done}">', 1)[1].split("</tr>", 1)[0]
+    assert '<td class="params">ENV=prod VERSION=1.4.1</td>' in row, row
+    assert '<td class="took">waited 41s, ran 3m12s</td>' in row, row
+
+
 def test_user_data_renders_as_text(client, queue, db):
     job_id = put(queue, db, "deploy", "failed", f"boom {PAYLOAD}", {"ENV": PAYLOAD, PAYLOAD: "x"})
     escaped = html.escape(PAYLOAD, quote=False)

@@ -1,5 +1,7 @@
 """How values show in tables: column widths that fit the line, cut cells, parameters as written. Pure."""
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from jenkins_dispatch.operating import display
@@ -45,3 +47,35 @@ def test_parameters_in_a_cell_keep_their_numbers_as_written():
 ])
 def test_a_limit_change_shows_from_what_to_what(change, shown):
     assert display.limit_change(change) == shown
+
+
+T = datetime(2026, 1, 1, 10, 0, 0, tzinfo=UTC)
+
+
+def _at(seconds: float) -> datetime:
+    return T + timedelta(seconds=seconds)
+
+
+@pytest.mark.parametrize(("parameters", "shown"), [
+    ({}, "-"), (None, "-"), ({"ENV": "prod", "N": 5}, "ENV=prod N=5"),
+    ({"ENV": "x" * 100}, "ENV=" + "x" * 75 + "…"),
+])
+def test_parameters_at_a_glance(parameters, shown):
+    assert display.parameters_at_a_glance(parameters) == shown
+
+
+@pytest.mark.parametrize(("row", "now", "shown"), [
+    ({"status": "completed", "created_at": T, "scheduled_at": T, "started_at": _at(41), "finished_at": _at(233)},
+     _at(999), "waited 41s, ran 3m12s"),
+    ({"status": "processing", "created_at": T, "scheduled_at": T, "started_at": _at(5), "finished_at": None},
+     _at(20), "waited 5s, ran 15s so far"),
+    ({"status": "pending", "created_at": T, "scheduled_at": T, "started_at": None, "finished_at": None},
+     _at(75), "waiting 75s"),
+    # Scheduled for later: it waits from when it is due, and not before.
+    ({"status": "pending", "created_at": T, "scheduled_at": _at(600), "started_at": None, "finished_at": None},
+     _at(75), "-"),
+    ({"status": "failed", "created_at": T, "scheduled_at": T, "started_at": None, "finished_at": _at(3)},
+     _at(75), "-"),
+])
+def test_how_long_a_row_waited_and_ran(row, now, shown):
+    assert display.waited_and_ran(row, now) == shown

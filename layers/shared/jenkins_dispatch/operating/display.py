@@ -56,6 +56,38 @@ def iso(moment: datetime | None) -> str:
     return moment.astimezone(UTC).isoformat() if isinstance(moment, datetime) else ""
 
 
+GLANCE = 80  # characters of a row's parameters the job list shows before '…'
+
+
+def parameters_at_a_glance(parameters: Any) -> str:
+    """A row's parameters in one short line, ``ENV=prod VERSION=1.4.1``, cut with '…' past ``GLANCE``; '-' for
+    none. Values as ``cell`` writes them (numbers as written)."""
+    if not isinstance(parameters, Mapping) or not parameters:
+        return NOTHING
+    line = " ".join(f"{k}={v if isinstance(v, str) else cell(v)}" for k, v in parameters.items())
+    return line if len(line) <= GLANCE else line[:GLANCE - 1] + "…"
+
+
+def waited_and_ran(row: Mapping[str, Any], now: datetime) -> str:
+    """How long a row waited (from when it was due to its build's start, or until now) and ran (its build's start
+    to its end, or until now), from its row alone (the list has no history): ``waited 41s, ran 3m12s``; '-' for a
+    row that never waited (not yet due) and never ran."""
+    due, started, finished = row.get("scheduled_at"), row.get("started_at"), row.get("finished_at")
+    created = row.get("created_at")
+    if not isinstance(due, datetime) or (isinstance(created, datetime) and created > due):
+        due = created
+    parts = []
+    if isinstance(started, datetime):
+        if isinstance(due, datetime):
+            parts.append(f"waited {duration_exact((started - due).total_seconds())}")
+        end = finished if isinstance(finished, datetime) else now
+        parts.append(f"ran {duration_exact((end - started).total_seconds())}"
+                     + ("" if isinstance(finished, datetime) else " so far"))
+    elif isinstance(due, datetime) and due <= now and row.get("status") in ("pending", "processing"):
+        parts.append(f"waiting {duration_exact((now - due).total_seconds())}")
+    return ", ".join(parts) or NOTHING
+
+
 def age(seconds: float | None) -> str:
     """A duration in seconds as ``duration`` shows it; '-' when unknown."""
     return NOTHING if seconds is None else duration(seconds)

@@ -77,6 +77,8 @@ def template_environment() -> jinja2.Environment:
     env.filters["ago"] = lambda moment: display.ago(moment, datetime.now(UTC))
     env.filters["iso"] = display.iso
     env.filters["phase"] = story.phase
+    env.filters["glance"] = display.parameters_at_a_glance
+    env.filters["took"] = lambda row: display.waited_and_ran(row, datetime.now(UTC))
     return env
 
 
