@@ -91,3 +91,17 @@ def test_a_histogram_percentile_lies_in_the_bin_of_the_exact_one_so_within_a_fac
 
 def test_an_empty_histogram_has_no_percentile():
     assert histogram_percentile({}, .5) is None
+
+
+def test_each_point_has_its_value_on_hover_and_the_right_edge_is_now():
+    """Issue 36: no values on hover, and the right edge read "22:10" at 22:06 (the end of the bucket under way)."""
+    end = int(NOW.timestamp()) // 300 * 300
+    series = buckets([{"bucket_epoch": end, "completed": 3, "failed": 1}], 3600, 300, NOW)
+    drawn = chart("hour", series, 300)
+    assert drawn.last == "now" and drawn.first == "09:10"
+    titles = [m.title for m in drawn.marks if m.series == "completed"]
+    assert len(titles) == 12 and titles[-1] == "10:05–now UTC: completed 3" and titles[0] == "09:10–09:15 UTC: completed 0"
+    [mark] = [m for m in drawn.marks if m.series == "failed" and m.value == 1]
+    assert (mark.x, mark.y) == tuple(float(v) for v in drawn.lines["failed"].split()[-1].split(","))
+    week = chart("week", buckets([], 7 * 86_400, 6 * 3600, NOW), 6 * 3600)
+    assert week.last == "now" and week.marks[0].title.startswith("12-26 12:00–12-26 18:00 UTC: started 0")

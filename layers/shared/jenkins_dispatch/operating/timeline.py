@@ -30,8 +30,20 @@ CHART_WIDTH, CHART_HEIGHT, CHART_PAD = 480, 120, 24
 
 
 @dataclass(frozen=True)
+class Mark:
+    """One point of a series, with what a person reads on hover (an SVG <title>): its bucket and its value."""
+
+    series: str
+    x: float
+    y: float
+    value: int
+    title: str
+
+
+@dataclass(frozen=True)
 class Chart:
-    """One chart ready for the template: a polyline per outcome, the largest count, the first and last label."""
+    """One chart ready for the template: a polyline per outcome, a mark per point, the largest count, the first
+    label and the last ("now": the right edge is the bucket under way)."""
 
     name: str
     lines: dict[str, str]  # series (an outcome, pending, processing) → "x,y x,y ..." (numbers only)
@@ -39,6 +51,7 @@ class Chart:
     totals: dict[str, int]  # each series summed (outcomes) or at its highest (depth)
     first: str
     last: str
+    marks: list[Mark]
 
 
 def buckets(rows: Sequence[dict], window: int, bucket: int, now: datetime,
@@ -55,19 +68,24 @@ def chart(name: str, series: Sequence[dict], bucket: int, keys: Sequence[str] = 
     for outcomes, the highest value for the queue's depth (a level, not a count of events)."""
     top = max([1] + [s[k] for s in series for k in keys])
     step = (CHART_WIDTH - 2 * CHART_PAD) / max(1, len(series) - 1)
-    lines = {}
+    label = "%H:%M" if bucket < 3600 else "%m-%d %H:%M"
+
+    def shown(epoch: int) -> str:
+        return datetime.fromtimestamp(epoch, UTC).strftime(label)
+
+    lines, marks = {}, []
     for outcome in keys:
         points = []
         for i, s in enumerate(series):
-            x = CHART_PAD + i * step
-            y = CHART_HEIGHT - CHART_PAD - (CHART_HEIGHT - 2 * CHART_PAD) * s[outcome] / top
+            x = round(CHART_PAD + i * step, 1)
+            y = round(CHART_HEIGHT - CHART_PAD - (CHART_HEIGHT - 2 * CHART_PAD) * s[outcome] / top, 1)
             points.append(f"{x:.1f},{y:.1f}")
+            until = "now" if i == len(series) - 1 else shown(s["at"] + bucket)
+            marks.append(Mark(outcome, x, y, s[outcome], f"{shown(s['at'])}–{until} UTC: {outcome} {s[outcome]}"))
         lines[outcome] = " ".join(points)
-    label = "%H:%M" if bucket < 86_400 else "%m-%d"
-    first = datetime.fromtimestamp(series[0]["at"], UTC).strftime(label if bucket < 3600 else "%m-%d %H:%M")
-    last = datetime.fromtimestamp(series[-1]["at"] + bucket, UTC).strftime(label if bucket < 3600 else "%m-%d %H:%M")
     total = max if keys == DEPTH else sum
-    return Chart(name, lines, top, {k: total(s[k] for s in series) for k in keys}, first, last)
+    return Chart(name, lines, top, {k: total(s[k] for s in series) for k in keys}, shown(series[0]["at"]), "now",
+                 marks)
 
 
 def percentile(values: Sequence[float], share: float) -> float | None:
