@@ -53,6 +53,10 @@ def row(status: str, **fields) -> dict:
     (row("pending", attempts=0), history(ENQUEUED), at(75), False, "waiting for 75s"),
     (row("pending", attempts=1), history(ENQUEUED), at(5), False, "waiting for 5s (attempt 2 of 3)"),
     (row("processing"), history(ENQUEUED, CLAIMED), at(31), False, "being sent to Jenkins"),
+    # A time no datetime holds (a MySQL zero date, read as OddTime) tells no duration, and breaks nothing.
+    (row("pending", attempts=0, created_at="0000-00-00 00:00:00"), [], at(5), False, "waiting for a moment"),
+    (row("completed", build_number=3, jenkins_result="SUCCESS", finished_at="0000-00-00 00:00:00"),
+     history(ENQUEUED, CLAIMED, TRIGGERED, STARTED), at(90), False, "built as #3, waited 41s: SUCCESS"),
     (row("processing"), history(ENQUEUED, CLAIMED, TRIGGERED), at(45), True, "queued in Jenkins eu for 4s, "
                                                                             "waited 41s"),
     (row("processing", build_number=72), history(ENQUEUED, CLAIMED, TRIGGERED, STARTED), at(170), True,

@@ -39,8 +39,12 @@ def _became_pending(events: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | 
                  if e["to_status"] == "pending" and (e["from_status"] is None or e["from_status"] in FINAL)), None)
 
 
-def _span(start: datetime | None, end: datetime | None) -> str | None:
-    return None if start is None or end is None else duration_exact((end - start).total_seconds())
+def _span(start: Any, end: Any) -> str | None:
+    """The time from ``start`` to ``end``; None when either is unknown, or a time no datetime holds (``OddTime``: a
+    MySQL zero date, a year past 9999), which tells no duration."""
+    if not isinstance(start, datetime) or not isinstance(end, datetime):
+        return None
+    return duration_exact((end - start).total_seconds())
 
 
 def job_story(row: Mapping[str, Any], events: Sequence[Mapping[str, Any]], now: datetime,
