@@ -156,7 +156,9 @@ def test_the_reconciler_searches_past_large_builds_instead_of_stopping_every_pas
     expire_leases(db)
     other = queue.enqueue("deploy").id
 
-    summary = run_pass(dispatch_settings(jenkins.base_url))
+    # The search reads 80 builds of 60,000-character parameters: with the helpers' 1 s timeout, a full run beside another
+    # suite saw that read time out (ReadTimeout: "a read about one job failed"), and nothing was re-sent.
+    summary = run_pass(dispatch_settings(jenkins.base_url, JENKINS_TIMEOUT_SECONDS="10", LEASE_SECONDS="30"))
 
     assert summary["stopped_because"] == "queue empty"
     assert summary["reconciled"]["requeued"] == 1  # nothing found: sent again with the same DISPATCH_ID
