@@ -621,7 +621,8 @@ def test_time_page_charts_and_timings_render_with_data_and_escape_names(client, 
     assert "started 3</span>" in text and "pending up to 0</span>" in text
     # Issue 36: each point says its bucket and value on hover; the right edge is now.
     hour = text.split('id="chart-hour"', 1)[1].split("</figure>", 1)[0]
-    assert hour.count("<title>") == 4 * 12 and re.search(r"<title>\d\d:\d\d–now UTC: completed 2</title>", hour)
+    assert hour.count("<title>") == 12 and re.search(r"<title>\d\d:\d\d–now UTC: started 3, completed 2, failed 1, "
+                                                      r"cancelled 0</title>", hour)
     assert ">now</text>" in hour
     timings = text.split('id="timings"')[1].split("</table>")[0]
     assert "<th>all jobs, last 24 h</th><td>3</td>" in timings and "deploy" in timings

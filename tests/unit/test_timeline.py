@@ -99,9 +99,12 @@ def test_each_point_has_its_value_on_hover_and_the_right_edge_is_now():
     series = buckets([{"bucket_epoch": end, "completed": 3, "failed": 1}], 3600, 300, NOW)
     drawn = chart("hour", series, 300)
     assert drawn.last == "now" and drawn.first == "09:10"
-    titles = [m.title for m in drawn.marks if m.series == "completed"]
-    assert len(titles) == 12 and titles[-1] == "10:05–now UTC: completed 3" and titles[0] == "09:10–09:15 UTC: completed 0"
-    [mark] = [m for m in drawn.marks if m.series == "failed" and m.value == 1]
-    assert (mark.x, mark.y) == tuple(float(v) for v in drawn.lines["failed"].split()[-1].split(","))
+    titles = [m.title for m in drawn.marks]
+    assert len(titles) == 12 and titles[0] == "09:10–09:15 UTC: started 0, completed 0, failed 0, cancelled 0"
+    assert titles[-1] == "10:05–now UTC: started 0, completed 3, failed 1, cancelled 0"
+    # Each band is centred on its bucket's point, and the bands tile the box without a gap.
+    last_x = float(drawn.lines["failed"].split()[-1].split(",")[0])
+    assert abs(drawn.marks[-1].x + drawn.marks[-1].width / 2 - last_x) < 0.2
+    assert all(abs(a.x + a.width - b.x) < 0.2 for a, b in zip(drawn.marks, drawn.marks[1:], strict=False))
     week = chart("week", buckets([], 7 * 86_400, 6 * 3600, NOW), 6 * 3600)
     assert week.last == "now" and week.marks[0].title.startswith("12-26 12:00–12-26 18:00 UTC: started 0")

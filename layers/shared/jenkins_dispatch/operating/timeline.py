@@ -31,12 +31,11 @@ CHART_WIDTH, CHART_HEIGHT, CHART_PAD = 480, 120, 24
 
 @dataclass(frozen=True)
 class Mark:
-    """One point of a series, with what a person reads on hover (an SVG <title>): its bucket and its value."""
+    """One bucket of a chart, a band as tall as the box around its points, with what a person reads on hover (an
+    SVG <title>): the bucket and every series' value in it."""
 
-    series: str
     x: float
-    y: float
-    value: int
+    width: float
     title: str
 
 
@@ -73,16 +72,20 @@ def chart(name: str, series: Sequence[dict], bucket: int, keys: Sequence[str] = 
     def shown(epoch: int) -> str:
         return datetime.fromtimestamp(epoch, UTC).strftime(label)
 
-    lines, marks = {}, []
+    lines = {}
     for outcome in keys:
         points = []
         for i, s in enumerate(series):
-            x = round(CHART_PAD + i * step, 1)
-            y = round(CHART_HEIGHT - CHART_PAD - (CHART_HEIGHT - 2 * CHART_PAD) * s[outcome] / top, 1)
+            x = CHART_PAD + i * step
+            y = CHART_HEIGHT - CHART_PAD - (CHART_HEIGHT - 2 * CHART_PAD) * s[outcome] / top
             points.append(f"{x:.1f},{y:.1f}")
-            until = "now" if i == len(series) - 1 else shown(s["at"] + bucket)
-            marks.append(Mark(outcome, x, y, s[outcome], f"{shown(s['at'])}–{until} UTC: {outcome} {s[outcome]}"))
         lines[outcome] = " ".join(points)
+    marks = []
+    for i, s in enumerate(series):
+        until = "now" if i == len(series) - 1 else shown(s["at"] + bucket)
+        values = ", ".join(f"{k} {s[k]}" for k in keys)
+        marks.append(Mark(round(CHART_PAD + (i - 0.5) * step, 1), round(step, 1),
+                          f"{shown(s['at'])}–{until} UTC: {values}"))
     total = max if keys == DEPTH else sum
     return Chart(name, lines, top, {k: total(s[k] for s in series) for k in keys}, shown(series[0]["at"]), "now",
                  marks)
