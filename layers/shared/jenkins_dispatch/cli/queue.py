@@ -162,8 +162,6 @@ def run_bulk(ctx: Context, args, action: str) -> int:
         selection = bulk.select_targets(ctx.queue, action, filters, args.limit)
         targets, total = selection.rows, selection.total
         if not args.yes or not targets:
-            from ..jenkins.controllers import controllers_told_apart
-
             ids = [t.id for t in targets]
             groups = bulk.breakdown(targets)
             if args.json:
@@ -172,8 +170,7 @@ def run_bulk(ctx: Context, args, action: str) -> int:
                                        for job, controller, n in groups]})
             else:
                 print(bulk.match_line(action, ids, total, args.limit))
-                named = controllers_told_apart(ctx.controllers, [{"controller": c} for _, c, _ in groups])
-                if line := bulk.breakdown_line(groups, named):
+                if line := bulk.breakdown_line(groups, bulk.controllers_named(groups, ctx.controllers)):
                     print(line)
             return 0
 

@@ -11,7 +11,7 @@ the operator confirms with ``--yes``.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
@@ -28,7 +28,7 @@ from ..errors import (
     SchemaMissing,
 )
 from ..inputs import parameter_name_error
-from ..jenkins.controllers import controller_name
+from ..jenkins.controllers import controller_name, controllers_told_apart
 from ..store.levers import Levers
 from .transitions import CANCEL, ELIGIBLE_STATUSES, RETRY
 
@@ -216,6 +216,12 @@ def breakdown(targets: Sequence[Target]) -> list[tuple[str, str, int]]:
     counted = Counter((t.job_name, t.controller or DEFAULT_CONTROLLER) for t in targets if t.job_name is not None)
     return sorted(((job, controller, n) for (job, controller), n in counted.items()),
                   key=lambda group: (-group[2], group[0], group[1]))
+
+
+def controllers_named(groups: Sequence[tuple[str, str, int]], configured: Collection[str]) -> bool:
+    """Whether a breakdown names each group's controller: by the rule every list of rows follows
+    (``controllers_told_apart``)."""
+    return controllers_told_apart(configured, [{"controller": controller} for _, controller, _ in groups])
 
 
 def breakdown_line(groups: Sequence[tuple[str, str, int]], name_controllers: bool) -> str | None:

@@ -116,7 +116,7 @@ def job_details(queue: Levers, job_id: int, settings: Settings,
         if configured and controller_name(row) not in configured:
             stranded = stranded_text(controller_name(row), job_id)
     history = queue.events(job_id)
-    named = controllers_told_apart(list(settings.controllers_by_name()), [row])
+    named = controllers_told_apart(settings.controllers_by_name(), [row])
     return {"job": row, "story": job_story(row, history, datetime.now(UTC), named), "links": links_for(settings, row),
             "waiting": waiting.as_dict() if waiting else None, "stranded": stranded, "history": history}
 

@@ -73,7 +73,7 @@ class Pages:
                                               schedules=list_schedules(Schedules(queue.db)),
                                               cap_changes=cap_changes, key_caps=queue.key_limits(),
                                               cap_changes_name_controllers=controllers_told_apart(
-                                                  list(self.settings.controllers_by_name()), cap_changes)))
+                                                  self.settings.controllers_by_name(), cap_changes)))
 
     def time(self, query: forms.Query) -> Page:
         """``/time``: outcomes over the last hour, day and week; queue wait and build duration per job."""
@@ -87,7 +87,7 @@ class Pages:
             rows = list_jobs_waiting(queue, Caps.of(self.settings), **filters.list_arguments())
         older = filters.query(before=rows[-1]["id"]) if len(rows) == filters.limit else None
         back = "/jobs" + (f"?{filters.query(before=filters.before)}" if filters.any() or filters.before else "")
-        configured = list(self.settings.controllers_by_name())
+        configured = self.settings.controllers_by_name()
         return Page("jobs.html", {"rows": rows, "filters": filters, "older": older, "statuses": STATUSES, "back": back,
                                   "time_choices": forms.TIME_CHOICES, "bulk_allowed": self._bulk_allowed(filters),
                                   "controllers": configured,
@@ -115,8 +115,7 @@ class Pages:
             selection = self._select(queue, action, filters, ids)
         chosen = [t.id for t in selection.rows]
         groups = bulk.breakdown(selection.rows)
-        named = controllers_told_apart(list(self.settings.controllers_by_name()),
-                                       [{"controller": c} for _, c, _ in groups])
+        named = bulk.controllers_named(groups, self.settings.controllers_by_name())
         return Page("bulk.html", {"action": action, "filters": filters, "ids": chosen, "total": selection.total,
                                   "picked": ids, "shown": chosen[:bulk.IDS_SHOWN], "limit": bulk.DEFAULT_LIMIT,
                                   "breakdown": groups, "breakdown_names_controllers": named},
